@@ -1,0 +1,3 @@
+from cloudbroker.cli import main
+
+main()

@@ -1,0 +1,60 @@
+"""The ``cloudbroker`` command: parses, calls the library, renders. Nothing else lives here."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from typer.exceptions import TyperException
+
+from cloudbroker import __version__
+from cloudbroker.errors import CloudBrokerError
+
+app = typer.Typer(
+    name="cloudbroker",
+    help="Broker GPU capacity across clouds: honest quotes, placements and failover.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cloudbroker {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
+) -> None:
+    """Broker GPU capacity across clouds."""
+
+
+def fail(message: str, code: int = 2) -> None:
+    """One line on stderr and a non-zero exit: how every user-facing error ends."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: map every expected error to one line on stderr and an exit code."""
+    from cloudbroker.cli import commands  # noqa: F401  (registers the commands)
+
+    try:
+        app(args=argv, standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        fail("aborted", 130)
+    except TyperException as exc:  # usage errors: bad option, missing argument, bad value
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help was shown; nothing failed
+            sys.exit(0)
+        fail(exc.format_message(), getattr(exc, "exit_code", 2))
+    except CloudBrokerError as exc:
+        fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)

@@ -1,0 +1,64 @@
+"""``cloudbroker providers``: what is installed, what it implements, whether it is ready."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from cloudbroker import plugins
+from cloudbroker.cli import app
+from cloudbroker.cli.output import console, print_json
+
+
+@app.command("providers")
+def providers_command(
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """List provider plugins: version, hooks, credentials and catalog date."""
+    manager = plugins.load()
+    infos = manager.fan_out("provider_info", timeout=10)
+    failures = {f.provider: f.reason for f in infos.failures}
+    rows = []
+    for name, record in sorted(manager.records.items()):
+        info = infos.results.get(name)
+        status = (
+            "disabled"
+            if record.disabled
+            else f"error: {record.error}"
+            if record.error
+            else f"error: {failures[name]}"
+            if name in failures
+            else "ok"
+        )
+        rows.append(
+            {
+                "name": name,
+                "title": info.title if info else None,
+                "distribution": record.distribution,
+                "version": record.version,
+                "status": status,
+                "hooks": list(record.hooks),
+                "credentials": info.credentials.model_dump(mode="json") if info else None,
+                "catalog_as_of": info.catalog_as_of.isoformat()
+                if info and info.catalog_as_of
+                else None,
+            }
+        )
+    if json_output:
+        print_json(rows)
+        return
+    table = Table(title="cloudbroker providers")
+    for column in ("name", "distribution", "version", "hooks", "credentials", "catalog", "status"):
+        table.add_column(column)
+    for row in rows:
+        creds = row["credentials"]
+        table.add_row(
+            row["name"],
+            row["distribution"] or "-",
+            row["version"] or "-",
+            ", ".join(row["hooks"]) or "-",
+            "-" if creds is None else f"yes ({creds['source']})" if creds["configured"] else "no",
+            row["catalog_as_of"] or "-",
+            row["status"],
+        )
+    console.print(table)

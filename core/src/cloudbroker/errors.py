@@ -1,0 +1,58 @@
+"""Typed errors: the only exceptions that cross the provider contract.
+
+Providers translate their SDK's exceptions into these, so the core (and the user) sees one
+vocabulary whatever the cloud. Every message is one line meant for a person: it says what
+went wrong and, where possible, what to do. Secrets never go into a message.
+"""
+
+from __future__ import annotations
+
+
+class CloudBrokerError(Exception):
+    """Base of every error cloudbroker reports to a user (one line, no traceback)."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, provider: str | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        return f"{self.provider}: {message}" if self.provider else message
+
+
+class UsageError(CloudBrokerError):
+    """The user's input is invalid (bad option, unknown GPU, malformed value)."""
+
+    exit_code = 2
+
+
+class ConfigError(CloudBrokerError):
+    """A required setting is missing or malformed in the user's config or environment."""
+
+    exit_code = 2
+
+
+class AuthError(CloudBrokerError):
+    """Credentials are missing, wrong or not allowed to do this."""
+
+
+class CapacityError(CloudBrokerError):
+    """The cloud has no capacity for this instance type in this zone right now."""
+
+
+class NotFoundError(CloudBrokerError):
+    """The instance, bucket or resource does not exist (any more)."""
+
+
+class ThrottledError(CloudBrokerError):
+    """The cloud asked us to slow down; retried with backoff before it surfaces."""
+
+
+class ProviderUnavailable(CloudBrokerError):
+    """The cloud or the plugin could not answer (network, 5xx, timeout, crash)."""
+
+
+class PluginError(CloudBrokerError):
+    """A plugin broke the contract: failed to load, or returned data that does not validate."""

@@ -1,0 +1,169 @@
+"""The provider contract: every hook a cloud plugin may implement.
+
+This module is the plugin reference (``docs/plugins.md`` is checked against it). A provider is
+a module or object registered under the entry-point group ``cloudbroker.providers``; the entry
+point's name is the provider's name (``aws``, ``aliyun``, ...). Implement hooks with::
+
+    from cloudbroker.hookspecs import hookimpl
+
+    @hookimpl
+    def provider_info(ctx): ...
+
+Two kinds of hook:
+
+* **fan-out** (:func:`provider_info`, :func:`list_instance_types`, :func:`price`): the core
+  calls every provider's implementation concurrently, one thread each, with a timeout per
+  provider. A provider that raises, times out or returns data that does not validate is
+  reported by name and left out; the others still answer.
+* **routed** (:func:`launch`, :func:`terminate`, :func:`instance_status`,
+  :func:`sync_storage`): the core calls only the provider that owns the instance or bucket.
+  These hooks are never broadcast, so an implementation cannot launch on the wrong cloud
+  by forgetting an "is this mine?" check.
+
+Every hook receives ``ctx`` (:class:`cloudbroker.context.HookContext`): the provider's
+settings, the environment to read credentials from, a logger and the call's timeout. Errors
+must be raised as :mod:`cloudbroker.errors` types (AuthError, CapacityError, NotFoundError,
+ThrottledError, ProviderUnavailable, ConfigError); anything else is reported as a plugin bug.
+Importing a plugin module must not import its cloud SDK: import it inside the hook that
+needs it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from cloudbroker.context import HookContext
+    from cloudbroker.models import (
+        BucketRef,
+        Instance,
+        InstanceRef,
+        InstanceType,
+        LaunchRequest,
+        PriceSheet,
+        ProviderInfo,
+        StorageRemote,
+    )
+
+PROJECT = "cloudbroker"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+FAN_OUT_HOOKS = ("provider_info", "list_instance_types", "price")
+ROUTED_HOOKS = ("launch", "terminate", "instance_status", "sync_storage")
+
+
+@hookspec
+def provider_info(ctx: HookContext) -> ProviderInfo:
+    """Describe this provider: name, title, catalog currency, regions, credential status.
+
+    Fan-out. Must answer offline and fast (no network, no SDK import): ``cloudbroker
+    providers`` calls it for every plugin. ``credentials.configured`` says whether the usual
+    credential sources hold credentials; ``credentials.source`` names where (``env``, a file),
+    never a value. ``catalog_as_of`` is the date of the offline catalog in use.
+
+    :param ctx: the provider's context.
+    :returns: :class:`~cloudbroker.models.ProviderInfo`.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def list_instance_types(ctx: HookContext, regions: list[str] | None) -> list[InstanceType]:
+    """List the GPU instance types this provider offers.
+
+    Fan-out. Offline (``ctx.offline``), answer from the packaged catalog; online, a provider
+    may ask its cloud's API. Return only types with GPUs; the core filters by GPU model and
+    count.
+
+    :param ctx: the provider's context.
+    :param regions: only these regions, or every region when None.
+    :returns: a list of :class:`~cloudbroker.models.InstanceType`.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def price(ctx: HookContext, regions: list[str] | None) -> PriceSheet:
+    """Price sheet: compute rates per type, region and market, plus hidden-cost terms.
+
+    Fan-out. Each compute price carries its billing rule (increment, minimum rental) and
+    source; the sheet's region terms carry egress tiers, cross-zone and cross-region rates,
+    storage and snapshot rates, each sourced. An unknown price is ``None``, never zero.
+    Offline from the packaged catalog; online a provider may use its price API.
+
+    :param ctx: the provider's context.
+    :param regions: only these regions, or every region when None.
+    :returns: :class:`~cloudbroker.models.PriceSheet` in the currency the cloud publishes.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
+    """Launch one instance; idempotent on ``request.idempotency_key``.
+
+    Routed: called only on the provider named in ``request.provider``. Pass the key as the
+    cloud's client token so that a retry after a lost response finds the instance it already
+    made instead of creating a second one. Tag the instance with ``request.tags``. Raise
+    ConfigError for a missing setting before any API call, CapacityError when the cloud has
+    no stock.
+
+    :param ctx: the provider's context.
+    :param request: what to launch and with which image, network, key, disk and user data.
+    :returns: the :class:`~cloudbroker.models.Instance` as first seen (often pending).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def terminate(ctx: HookContext, instance: InstanceRef) -> Instance:
+    """Terminate (release) an instance; terminating a terminated instance is not an error.
+
+    Routed. Raise NotFoundError only if the cloud has never heard of the instance.
+
+    :param ctx: the provider's context.
+    :param instance: the instance to terminate.
+    :returns: the :class:`~cloudbroker.models.Instance` after the request (terminating or
+        terminated).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def instance_status(ctx: HookContext, instance: InstanceRef) -> Instance:
+    """The instance's current state, with ``reclaim`` set when spot capacity is taken back.
+
+    Routed. The broker polls this to detect failures: map the cloud's states onto
+    :class:`~cloudbroker.models.InstanceState` and its spot-reclaim signals (interruption
+    notices, locks, "recycling") onto ``Instance.reclaim``.
+
+    :param ctx: the provider's context.
+    :param instance: the instance to look at.
+    :returns: :class:`~cloudbroker.models.Instance`.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def sync_storage(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
+    """Describe a bucket of this provider as an rclone remote.
+
+    Routed. Return the S3 backend options (``provider`` such as AWS, Alibaba, TencentCOS,
+    HuaweiOBS, the region's ``endpoint``) and the credentials as ``secrets``; the core passes
+    them to rclone only through environment variables and runs the copy itself.
+
+    :param ctx: the provider's context.
+    :param bucket: the bucket (and path inside it).
+    :returns: :class:`~cloudbroker.models.StorageRemote`.
+
+    .. versionadded:: 0.1
+    """

@@ -1,0 +1,240 @@
+"""The data that crosses the provider contract.
+
+Everything a provider returns is one of these pydantic models, so the core can validate a
+plugin's answer and report a plugin that returns the wrong shape instead of crashing on it.
+Amounts are :class:`~cloudbroker.money.Money` (Decimal + currency); every price, rate and
+rule carries the :class:`Source` it came from.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from cloudbroker.money import DecimalStr, Money
+
+
+class Model(BaseModel):
+    """Base for contract models: immutable, and strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Source(Model):
+    """Where a fact came from and when it was true: shown by ``quote --explain``."""
+
+    name: str = Field(description="Publisher and document, e.g. 'AWS EC2 docs: capacity blocks'")
+    url: str | None = None
+    as_of: date
+
+
+class Market(StrEnum):
+    """How capacity is bought. The minimum rental is a property of the market, not the cloud."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    CAPACITY_BLOCK = "capacity-block"
+    SUBSCRIPTION = "subscription"
+
+
+class Gpu(Model):
+    model: str = Field(description="Normalised model, e.g. 'A100-80GB', 'H100-80GB', 'T4'")
+    label: str = Field(description="The cloud's own name for it, e.g. 'A100 80G', 'NVIDIA A10G'")
+    count: int = Field(gt=0)
+    memory_gb: DecimalStr | None = Field(default=None, description="Per GPU; None if unknown")
+
+
+class InstanceType(Model):
+    """One GPU instance type as offered in one region (and zone, where it matters)."""
+
+    provider: str
+    name: str
+    gpu: Gpu
+    vcpus: int | None = None
+    memory_gib: DecimalStr | None = None
+    region: str
+    zone: str | None = None
+    source: Source
+
+
+class BillingRule(Model):
+    """How time is billed: rounded up to ``increment_seconds``, at least ``minimum_seconds``."""
+
+    increment_seconds: int = Field(gt=0)
+    minimum_seconds: int = Field(ge=0)
+    unit_seconds: int = Field(default=3600, gt=0, description="The time unit the price is per")
+    description: str
+    source: Source
+
+
+class ComputePrice(Model):
+    """The price of one instance type in one region / zone and market."""
+
+    instance_type: str
+    region: str
+    zone: str | None = None
+    market: Market
+    price: Money | None = Field(description="Per billing unit (see rule); None = unknown")
+    rule: BillingRule
+    source: Source
+    flags: tuple[str, ...] = Field(default=(), description="Data-quality notes, e.g. suspicious")
+
+
+class Tier(Model):
+    """One step of a cumulative tier table: GB up to ``up_to_gb`` (None = no limit)."""
+
+    up_to_gb: DecimalStr | None
+    price_per_gb: Money
+
+
+class Rate(Model):
+    """A single sourced rate; ``price`` None means the source did not publish it (unknown)."""
+
+    price: Money | None
+    source: Source
+    note: str = ""
+
+
+class EgressTerms(Model):
+    """Data-transfer prices of bytes *leaving* this region."""
+
+    internet_tiers: tuple[Tier, ...] | None = Field(description="Cumulative; None = unknown")
+    internet_free_gb: DecimalStr = Decimal(0)
+    internet_source: Source
+    cross_region: Rate
+    cross_zone: Rate
+
+
+class StorageTerms(Model):
+    object_storage_gb_month: Rate
+    snapshot_gb_month: Rate
+    snapshot_free_gb: DecimalStr = Decimal(0)
+
+
+class RegionTerms(Model):
+    """The hidden-cost terms of one region ("*" = the provider's default for any region)."""
+
+    region: str
+    egress: EgressTerms
+    storage: StorageTerms
+    spot_notice_seconds: int | None = None
+    spot_notice_source: Source | None = None
+
+
+class PriceSheet(Model):
+    """What ``price`` returns: compute rates plus the hidden-cost terms, all sourced."""
+
+    provider: str
+    currency: str
+    as_of: date
+    compute: tuple[ComputePrice, ...]
+    terms: tuple[RegionTerms, ...]
+
+    def terms_for(self, region: str) -> RegionTerms | None:
+        exact = next((t for t in self.terms if t.region == region), None)
+        return exact or next((t for t in self.terms if t.region == "*"), None)
+
+
+class CredentialStatus(Model):
+    configured: bool
+    source: str | None = Field(default=None, description="Where found, e.g. 'env', never a value")
+    hint: str = Field(default="", description="How to configure them, when missing")
+
+
+class ProviderInfo(Model):
+    """What ``provider_info`` returns: identity and readiness of one provider."""
+
+    name: str
+    title: str
+    currency: str
+    regions: tuple[str, ...] = ()
+    credentials: CredentialStatus
+    catalog_as_of: date | None = None
+    homepage: str | None = None
+
+
+class InstanceState(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    TERMINATING = "terminating"
+    TERMINATED = "terminated"
+    UNKNOWN = "unknown"
+
+
+class NetworkSettings(Model):
+    vpc: str | None = None
+    subnet: str | None = Field(default=None, description="Subnet / VSwitch id")
+    security_group: str | None = None
+
+
+class LaunchRequest(Model):
+    """Everything a real launch needs; built from the job and the user's provider settings."""
+
+    provider: str
+    region: str
+    zone: str | None = None
+    instance_type: str
+    market: Market = Market.ON_DEMAND
+    max_price: Money | None = Field(default=None, description="Spot bid cap per hour")
+    idempotency_key: str = Field(min_length=1, max_length=64, description="Client token")
+    name: str = "cloudbroker"
+    image: str
+    network: NetworkSettings = NetworkSettings()
+    key_name: str | None = None
+    disk_gb: int = Field(default=100, gt=0)
+    disk_category: str | None = None
+    user_data: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class InstanceRef(Model):
+    """Enough to find an instance again: which provider, where, and its id."""
+
+    provider: str
+    region: str
+    instance_id: str
+
+
+class Instance(Model):
+    """An instance as the provider sees it now; ``reclaim`` is set when spot is taken back."""
+
+    provider: str
+    region: str
+    instance_id: str
+    state: InstanceState
+    zone: str | None = None
+    instance_type: str | None = None
+    market: Market | None = None
+    public_ip: str | None = None
+    private_ip: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    launched_at: datetime | None = None
+    reclaim: str | None = Field(default=None, description="Why the cloud is taking it back")
+
+    @property
+    def ref(self) -> InstanceRef:
+        return InstanceRef(provider=self.provider, region=self.region, instance_id=self.instance_id)
+
+
+class BucketRef(Model):
+    """An object-storage location: ``PROVIDER:BUCKET/PATH`` on the command line."""
+
+    provider: str
+    bucket: str = Field(min_length=3)
+    path: str = ""
+    region: str | None = None
+
+
+class StorageRemote(Model):
+    """A bucket described as an rclone remote; secrets are passed to rclone by env only."""
+
+    backend: str = "s3"
+    options: dict[str, str] = Field(description="Non-secret rclone options, e.g. provider")
+    secrets: dict[str, SecretStr] = Field(default_factory=dict)
+    bucket: str
+    path: str = ""

@@ -1,0 +1,292 @@
+"""The plugin manager: finds provider plugins and calls them safely.
+
+Providers are found through the entry-point group ``cloudbroker.providers`` (the built-in
+ones exactly like a third party's). ``CLOUDBROKER_PLUGINS=a,b`` loads only those;
+``CLOUDBROKER_DISABLE_PLUGINS=c`` blocks some. A plugin that fails to load, raises, hangs past
+its timeout or returns data that does not validate is reported by name with the reason and
+never stops the others.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any
+
+import pluggy
+from pydantic import TypeAdapter, ValidationError
+
+from cloudbroker import hookspecs
+from cloudbroker.context import HookContext
+from cloudbroker.errors import CloudBrokerError, PluginError, UsageError
+
+ENTRY_POINT_GROUP = "cloudbroker.providers"
+DEFAULT_TIMEOUT = 30.0
+
+
+@dataclass
+class PluginRecord:
+    """One discovered plugin: where it came from and whether it loaded."""
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    hooks: tuple[str, ...] = ()
+    error: str | None = None
+    disabled: bool = False
+
+    @property
+    def loaded(self) -> bool:
+        return self.error is None and not self.disabled
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A provider that did not answer a fan-out call, and why (one line)."""
+
+    provider: str
+    hook: str
+    reason: str
+
+
+@dataclass
+class FanOut:
+    """The answers of a fan-out call: one result per provider that answered, and the failures."""
+
+    results: dict[str, Any] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+
+
+@cache
+def _return_adapter(hook: str) -> TypeAdapter[Any]:
+    from cloudbroker import models
+
+    types: dict[str, Any] = {
+        "provider_info": models.ProviderInfo,
+        "list_instance_types": list[models.InstanceType],
+        "price": models.PriceSheet,
+        "launch": models.Instance,
+        "terminate": models.Instance,
+        "instance_status": models.Instance,
+        "sync_storage": models.StorageRemote,
+    }
+    return TypeAdapter(types[hook])
+
+
+def _names(value: str | None) -> set[str]:
+    return {part.strip() for part in (value or "").split(",") if part.strip()}
+
+
+def _describe(exc: BaseException) -> str:
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+class PluginManager:
+    """A small typed wrapper over pluggy that knows about providers, timeouts and failures."""
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str] | None = None,
+        settings: Mapping[str, Mapping[str, Any]] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        offline: bool = True,
+    ) -> None:
+        self.env = os.environ if env is None else env
+        self.settings = settings or {}
+        self.timeout = timeout
+        self.offline = offline
+        self.records: dict[str, PluginRecord] = {}
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._callers: dict[tuple[str, str], Any] = {}
+
+    # -- loading -------------------------------------------------------------------------
+
+    def load_entrypoints(self) -> None:
+        """Discover and register every provider plugin allowed by the env switches."""
+        allowed = _names(self.env.get("CLOUDBROKER_PLUGINS"))
+        blocked = _names(self.env.get("CLOUDBROKER_DISABLE_PLUGINS"))
+        found = set()
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in found:  # the same distribution seen twice on sys.path
+                continue
+            found.add(ep.name)
+            dist = getattr(ep, "dist", None)
+            record = PluginRecord(
+                name=ep.name,
+                distribution=dist.name if dist else None,
+                version=dist.version if dist else None,
+            )
+            self.records[ep.name] = record
+            if (allowed and ep.name not in allowed) or ep.name in blocked:
+                record.disabled = True
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # a broken plugin must not take the others down
+                record.error = f"failed to import {ep.value}: {_describe(exc)}"
+                continue
+            self._register(plugin, record)
+        for name in sorted(allowed - found):
+            self.records[name] = PluginRecord(
+                name=name, error="named in CLOUDBROKER_PLUGINS but no such plugin is installed"
+            )
+
+    def register(
+        self,
+        plugin: object,
+        name: str,
+        *,
+        distribution: str | None = None,
+        version: str | None = None,
+    ) -> PluginRecord:
+        """Register an in-process plugin (tests, embedding) as if found by entry point."""
+        record = PluginRecord(name=name, distribution=distribution, version=version)
+        self.records[name] = record
+        self._register(plugin, record)
+        return record
+
+    def _register(self, plugin: object, record: PluginRecord) -> None:
+        try:
+            self._pm.register(plugin, name=record.name)
+        except Exception as exc:
+            record.error = f"rejected: {_describe(exc)}"
+            return
+        try:
+            self._pm.check_pending()  # earlier plugins passed, so a failure here is this one's
+        except pluggy.PluginValidationError as exc:
+            self._pm.unregister(plugin)
+            record.error = f"rejected: {_describe(exc)}"
+            return
+        record.hooks = tuple(sorted(caller.name for caller in self._pm.get_hookcallers(plugin)))
+
+    # -- queries -------------------------------------------------------------------------
+
+    def providers(self) -> list[str]:
+        """Names of the providers that loaded, in a stable order."""
+        return sorted(name for name, record in self.records.items() if record.loaded)
+
+    def implements(self, provider: str, hook: str) -> bool:
+        record = self.records.get(provider)
+        return bool(record and record.loaded and hook in record.hooks)
+
+    def context(self, provider: str) -> HookContext:
+        return HookContext(
+            provider=provider,
+            settings=self.settings.get(provider, {}),
+            env=self.env,
+            timeout=self.timeout,
+            offline=self.offline,
+        )
+
+    def require(self, provider: str) -> None:
+        """Raise a UsageError naming the installed providers if ``provider`` is not one."""
+        if provider not in self.providers():
+            known = ", ".join(self.providers()) or "none installed"
+            raise UsageError(f"unknown provider {provider!r}; installed: {known}")
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def _caller(self, provider: str, hook: str) -> Any:
+        key = (provider, hook)
+        if key not in self._callers:
+            others = [p for n, p in self._pm.list_name_plugin() if n != provider]
+            self._callers[key] = self._pm.subset_hook_caller(hook, remove_plugins=others)
+        return self._callers[key]
+
+    def _invoke(self, provider: str, hook: str, kwargs: dict[str, Any]) -> Any:
+        results = self._caller(provider, hook)(ctx=self.context(provider), **kwargs)
+        if isinstance(results, list):  # fan-out hooks are not firstresult
+            results = results[0] if results else None
+        try:
+            return _return_adapter(hook).validate_python(results)
+        except ValidationError as exc:
+            count = exc.error_count()
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "result"
+            raise PluginError(
+                f"{hook} returned invalid data ({count} error(s); first at {where}: "
+                f"{first['msg']})",
+                provider=provider,
+            ) from None
+
+    def call(self, provider: str, hook: str, **kwargs: Any) -> Any:
+        """Routed call: only ``provider`` is asked. Errors keep their type, with the provider."""
+        self.require(provider)
+        if not self.implements(provider, hook):
+            raise PluginError(f"does not implement {hook}", provider=provider)
+        try:
+            return self._invoke(provider, hook, kwargs)
+        except CloudBrokerError as exc:
+            exc.provider = exc.provider or provider
+            raise
+        except Exception as exc:
+            raise PluginError(f"{hook} failed: {_describe(exc)}", provider=provider) from exc
+
+    def fan_out(
+        self,
+        hook: str,
+        *,
+        providers: Iterable[str] | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> FanOut:
+        """Ask every provider (or ``providers``) at once; slow or broken ones become failures.
+
+        Each provider runs in its own daemon thread, so a call costs the slowest provider
+        rather than the sum, and a hung plugin cannot keep the process alive.
+        """
+        timeout = self.timeout if timeout is None else timeout
+        names = [n for n in (providers or self.providers()) if self.implements(n, hook)]
+        boxes: dict[str, dict[str, Any]] = {n: {} for n in names}
+        threads = {}
+        for name in names:
+            thread = threading.Thread(
+                target=self._run_into,
+                args=(boxes[name], name, hook, kwargs),
+                name=f"cloudbroker-{name}-{hook}",
+                daemon=True,
+            )
+            thread.start()
+            threads[name] = thread
+        deadline = time.monotonic() + timeout
+        outcome = FanOut()
+        for name, thread in threads.items():
+            thread.join(max(0.0, deadline - time.monotonic()))
+            box = boxes[name]
+            if thread.is_alive():
+                outcome.failures.append(Failure(name, hook, f"timed out after {timeout:g}s"))
+            elif "error" in box:
+                outcome.failures.append(Failure(name, hook, box["error"]))
+            else:
+                outcome.results[name] = box["result"]
+        return outcome
+
+    def _run_into(self, box: dict[str, Any], provider: str, hook: str, kwargs: dict) -> None:
+        try:
+            box["result"] = self._invoke(provider, hook, kwargs)
+        except CloudBrokerError as exc:
+            exc.provider = None
+            box["error"] = str(exc)
+        except Exception as exc:
+            box["error"] = f"plugin error: {_describe(exc)}"
+
+
+def load(
+    *,
+    env: Mapping[str, str] | None = None,
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    offline: bool = True,
+) -> PluginManager:
+    """A plugin manager with every installed (and allowed) provider loaded."""
+    manager = PluginManager(env=env, settings=settings, timeout=timeout, offline=offline)
+    manager.load_entrypoints()
+    return manager

@@ -1,0 +1,1 @@
+"""cloudbroker provider plugin for Alibaba Cloud."""

@@ -1,0 +1,221 @@
+"""The plugin manager: discovery, env switches, isolation of broken plugins, routing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import date
+
+import pytest
+
+from cloudbroker import plugins
+from cloudbroker.errors import CapacityError, PluginError, UsageError
+from cloudbroker.hookspecs import hookimpl
+from cloudbroker.models import (
+    CredentialStatus,
+    Instance,
+    InstanceRef,
+    InstanceState,
+    ProviderInfo,
+)
+
+BUILT_IN = ["aliyun", "aws", "huawei", "tencent"]
+
+
+class FakeProvider:
+    """An in-process provider that records the routed calls it receives."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.calls: list[str] = []
+
+    @hookimpl
+    def provider_info(self, ctx):
+        return ProviderInfo(
+            name=self.name,
+            title=self.name.title(),
+            currency="USD",
+            credentials=CredentialStatus(configured=False),
+            catalog_as_of=date(2026, 11, 29),
+        )
+
+    @hookimpl
+    def instance_status(self, ctx, instance):
+        self.calls.append(instance.instance_id)
+        return Instance(
+            provider=self.name,
+            region=instance.region,
+            instance_id=instance.instance_id,
+            state=InstanceState.RUNNING,
+        )
+
+
+class Raising:
+    @hookimpl
+    def provider_info(self, ctx):
+        raise RuntimeError("boom")
+
+
+class Hanging:
+    @hookimpl
+    def provider_info(self, ctx):
+        time.sleep(30)
+
+
+class WrongTyped:
+    @hookimpl
+    def provider_info(self, ctx):
+        return {"name": "wrong", "currency": 42}
+
+
+class Misspelt:
+    @hookimpl
+    def provider_infos(self, ctx):
+        return None
+
+
+def manager(**providers: object) -> plugins.PluginManager:
+    pm = plugins.PluginManager(env={})
+    for name, plugin in providers.items():
+        pm.register(plugin, name)
+    return pm
+
+
+def test_entry_points_find_the_four_built_in_providers(clean_env):
+    pm = plugins.load(env=clean_env)
+    assert pm.providers() == BUILT_IN
+    for name in BUILT_IN:
+        record = pm.records[name]
+        assert record.distribution == f"cloudbroker-{name}"
+        assert record.version and "provider_info" in record.hooks
+    infos = pm.fan_out("provider_info")
+    assert not infos.failures
+    assert {i.name for i in infos.results.values()} == set(BUILT_IN)
+
+
+def test_allow_list_loads_only_the_named_plugins(clean_env):
+    pm = plugins.load(env={**clean_env, "CLOUDBROKER_PLUGINS": "aws, tencent"})
+    assert pm.providers() == ["aws", "tencent"]
+    assert pm.records["aliyun"].disabled
+
+
+def test_allow_list_reports_a_plugin_that_is_not_installed(clean_env):
+    pm = plugins.load(env={**clean_env, "CLOUDBROKER_PLUGINS": "aws,nosuchcloud"})
+    assert pm.providers() == ["aws"]
+    assert "no such plugin is installed" in pm.records["nosuchcloud"].error
+
+
+def test_block_list_removes_plugins(clean_env):
+    pm = plugins.load(env={**clean_env, "CLOUDBROKER_DISABLE_PLUGINS": "huawei,aws"})
+    assert pm.providers() == ["aliyun", "tencent"]
+
+
+def test_misspelt_hook_is_rejected_by_name_and_others_load():
+    pm = manager(good=FakeProvider("good"), typo=Misspelt())
+    assert pm.providers() == ["good"]
+    assert "provider_infos" in pm.records["typo"].error
+
+
+@pytest.mark.parametrize(
+    ("plugin", "reason"),
+    [
+        (Raising(), "plugin error: RuntimeError: boom"),
+        (Hanging(), "timed out after 0.5s"),
+        (WrongTyped(), "provider_info returned invalid data"),
+    ],
+    ids=["raising", "hanging", "wrong-typed"],
+)
+def test_a_broken_plugin_is_reported_while_the_others_answer(plugin, reason):
+    pm = manager(a=FakeProvider("a"), broken=plugin, z=FakeProvider("z"))
+    started = time.monotonic()
+    outcome = pm.fan_out("provider_info", timeout=0.5)
+    assert time.monotonic() - started < 5
+    assert sorted(outcome.results) == ["a", "z"]
+    [failure] = outcome.failures
+    assert failure.provider == "broken"
+    assert failure.reason.startswith(reason)
+
+
+def test_fan_out_runs_providers_concurrently():
+    class Slow(FakeProvider):
+        @hookimpl
+        def provider_info(self, ctx):
+            time.sleep(0.4)
+            return super().provider_info(ctx)
+
+    pm = manager(**{f"p{i}": Slow(f"p{i}") for i in range(5)})
+    started = time.monotonic()
+    outcome = pm.fan_out("provider_info", timeout=5)
+    assert len(outcome.results) == 5
+    assert time.monotonic() - started < 1.5  # 5 x 0.4 s sequentially would be 2 s
+
+
+def test_routed_call_reaches_only_its_provider():
+    a, b = FakeProvider("a"), FakeProvider("b")
+    pm = manager(a=a, b=b)
+    result = pm.call(
+        "b", "instance_status", instance=InstanceRef(provider="b", region="r", instance_id="i-1")
+    )
+    assert result.provider == "b"
+    assert (a.calls, b.calls) == ([], ["i-1"])
+
+
+def test_routed_call_to_unknown_provider_or_missing_hook_is_a_clear_error():
+    pm = manager(a=FakeProvider("a"))
+    ref = InstanceRef(provider="x", region="r", instance_id="i")
+    with pytest.raises(UsageError, match="unknown provider 'x'; installed: a"):
+        pm.call("x", "instance_status", instance=ref)
+    with pytest.raises(PluginError, match="does not implement launch"):
+        pm.call("a", "launch", request=None)
+
+
+def test_routed_call_keeps_typed_errors_and_names_the_provider():
+    class NoStock(FakeProvider):
+        @hookimpl
+        def instance_status(self, ctx, instance):
+            raise CapacityError("no stock in zone x")
+
+    pm = manager(c=NoStock("c"))
+    with pytest.raises(CapacityError) as info:
+        pm.call(
+            "c", "instance_status", instance=InstanceRef(provider="c", region="r", instance_id="i")
+        )
+    assert str(info.value) == "c: no stock in zone x"
+
+
+SDK_MODULES = (
+    "boto3",
+    "botocore",
+    "alibabacloud_",
+    "Tea",
+    "darabonba",
+    "tencentcloud",
+    "huaweicloudsdk",
+)
+
+
+def test_providers_command_imports_no_cloud_sdk(clean_env):
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['cloudbroker', 'providers', '--json']\n"
+        "try:\n"
+        "    from cloudbroker.cli import main; main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES=' + ','.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env=clean_env,
+        timeout=60,
+        check=True,
+    )
+    providers = json.loads(done.stdout)
+    assert [p["name"] for p in providers] == BUILT_IN
+    modules = done.stderr.rsplit("MODULES=", 1)[1].strip().split(",")
+    leaked = [m for m in modules if m.startswith(SDK_MODULES)]
+    assert leaked == []
