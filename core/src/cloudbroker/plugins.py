@@ -286,7 +286,14 @@ def load(
     timeout: float = DEFAULT_TIMEOUT,
     offline: bool = True,
 ) -> PluginManager:
-    """A plugin manager with every installed (and allowed) provider loaded."""
+    """A plugin manager with every installed (and allowed) provider loaded.
+
+    ``settings`` default to the ``[providers.*]`` tables of the user's config file.
+    """
+    if settings is None:
+        from cloudbroker.config import load_config, provider_settings
+
+        settings = provider_settings(load_config(env))
     manager = PluginManager(env=env, settings=settings, timeout=timeout, offline=offline)
     manager.load_entrypoints()
     return manager

@@ -1,18 +1,31 @@
-"""Building blocks for provider plugins: identity and credential discovery, shared by all.
+"""Building blocks for provider plugins, shared by all so that no provider copies another.
 
-A provider declares one :class:`Description`; its ``provider_info`` hook returns
-``DESCRIPTION.info(ctx)``. Keeping this in core means every cloud reports credentials the
-same way and no provider copies another's code.
+A provider declares one :class:`Description` and exposes an instance of
+:class:`CatalogProvider` (or a subclass adding live hooks) as its entry point object::
+
+    class AwsProvider(CatalogProvider):
+        @hookimpl
+        def launch(self, ctx, request): ...
+
+    plugin = AwsProvider(DESCRIPTION)
+
+``CatalogProvider`` answers ``provider_info``, ``list_instance_types`` and ``price`` from the
+offline catalog packaged in the provider's distribution, preferring a user catalog written
+by ``cloudbroker catalog refresh`` when one exists.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import date
+from functools import cached_property
 from pathlib import Path
 
+from cloudbroker.catalog import Catalog, load_catalog, packaged
 from cloudbroker.context import HookContext
-from cloudbroker.models import CredentialStatus, ProviderInfo
+from cloudbroker.hookspecs import hookimpl
+from cloudbroker.models import CredentialStatus, InstanceType, PriceSheet, ProviderInfo
 
 
 @dataclass(frozen=True)
@@ -23,6 +36,7 @@ class Description:
     credential_env: tuple[str, ...]
     credential_files: tuple[str, ...]
     credential_hint: str
+    package: str
     homepage: str | None = None
 
     def credentials(self, ctx: HookContext) -> CredentialStatus:
@@ -48,3 +62,40 @@ class Description:
             catalog_as_of=as_of,
             homepage=self.homepage,
         )
+
+
+def user_catalog_dir(provider: str) -> Path:
+    """Where ``catalog refresh`` writes a provider's live catalog (CLOUDBROKER_DATA_DIR)."""
+    from platformdirs import user_data_dir
+
+    base = os.environ.get("CLOUDBROKER_DATA_DIR") or user_data_dir("cloudbroker")
+    return Path(base) / "catalogs" / provider
+
+
+class CatalogProvider:
+    """Offline hooks served from the packaged (or user-refreshed) catalog."""
+
+    def __init__(self, description: Description) -> None:
+        self.description = description
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        refreshed = user_catalog_dir(self.description.name)
+        if (refreshed / "catalog.csv").is_file() and (refreshed / "terms.toml").is_file():
+            return load_catalog(self.description.name, refreshed)
+        return packaged(self.description.name, self.description.package)
+
+    @hookimpl
+    def provider_info(self, ctx: HookContext) -> ProviderInfo:
+        catalog = self.catalog
+        return self.description.info(ctx, regions=catalog.regions, as_of=catalog.as_of)
+
+    @hookimpl
+    def list_instance_types(
+        self, ctx: HookContext, regions: list[str] | None
+    ) -> list[InstanceType]:
+        return self.catalog.types_in(regions)
+
+    @hookimpl
+    def price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
+        return self.catalog.price_sheet(regions)

@@ -5,10 +5,7 @@ No SDK import at module level: SDK calls are imported inside the hooks that need
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
-from cloudbroker.models import ProviderInfo
-from cloudbroker.provider import Description
+from cloudbroker.provider import CatalogProvider, Description
 
 DESCRIPTION = Description(
     name="aliyun",
@@ -20,10 +17,9 @@ DESCRIPTION = Description(
         "set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, "
         "or run 'aliyun configure'"
     ),
+    package="cloudbroker_aliyun",
     homepage="https://www.aliyun.com/product/ecs",
 )
 
 
-@hookimpl
-def provider_info(ctx: HookContext) -> ProviderInfo:
-    return DESCRIPTION.info(ctx)
+plugin = CatalogProvider(DESCRIPTION)

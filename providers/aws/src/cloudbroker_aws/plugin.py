@@ -5,10 +5,7 @@ No SDK import at module level: SDK calls are imported inside the hooks that need
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
-from cloudbroker.models import ProviderInfo
-from cloudbroker.provider import Description
+from cloudbroker.provider import CatalogProvider, Description
 
 DESCRIPTION = Description(
     name="aws",
@@ -17,10 +14,9 @@ DESCRIPTION = Description(
     credential_env=("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
     credential_files=("~/.aws/credentials",),
     credential_hint=("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run 'aws configure'"),
+    package="cloudbroker_aws",
     homepage="https://aws.amazon.com/ec2/",
 )
 
 
-@hookimpl
-def provider_info(ctx: HookContext) -> ProviderInfo:
-    return DESCRIPTION.info(ctx)
+plugin = CatalogProvider(DESCRIPTION)

@@ -5,10 +5,7 @@ No SDK import at module level: SDK calls are imported inside the hooks that need
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
-from cloudbroker.models import ProviderInfo
-from cloudbroker.provider import Description
+from cloudbroker.provider import CatalogProvider, Description
 
 DESCRIPTION = Description(
     name="huawei",
@@ -20,10 +17,9 @@ DESCRIPTION = Description(
         "set HUAWEICLOUD_SDK_AK, HUAWEICLOUD_SDK_SK and HUAWEICLOUD_SDK_PROJECT_ID, "
         "or run 'hcloud configure'"
     ),
+    package="cloudbroker_huawei",
     homepage="https://www.huaweicloud.com/product/ecs.html",
 )
 
 
-@hookimpl
-def provider_info(ctx: HookContext) -> ProviderInfo:
-    return DESCRIPTION.info(ctx)
+plugin = CatalogProvider(DESCRIPTION)

@@ -5,10 +5,7 @@ No SDK import at module level: SDK calls are imported inside the hooks that need
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
-from cloudbroker.models import ProviderInfo
-from cloudbroker.provider import Description
+from cloudbroker.provider import CatalogProvider, Description
 
 DESCRIPTION = Description(
     name="tencent",
@@ -19,10 +16,9 @@ DESCRIPTION = Description(
     credential_hint=(
         "set TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY, or run 'tccli configure'"
     ),
+    package="cloudbroker_tencent",
     homepage="https://cloud.tencent.com/product/cvm",
 )
 
 
-@hookimpl
-def provider_info(ctx: HookContext) -> ProviderInfo:
-    return DESCRIPTION.info(ctx)
+plugin = CatalogProvider(DESCRIPTION)

@@ -1,0 +1,308 @@
+"""Offline catalogs: a provider's packaged GPU prices and hidden-cost terms, with provenance.
+
+A provider ships two files inside its distribution (``cloudbroker_<cloud>/data/``):
+
+``catalog.csv`` -- one row per instance type, region, zone and market::
+
+    instance_type,gpu_model,gpu_label,gpu_count,gpu_memory_gb,vcpus,memory_gib,
+    region,zone,market,price,currency,source,source_url,as_of,flags
+
+  ``market`` is one of on-demand, spot, capacity-block, subscription; ``price`` is per the
+  market's billing unit (see ``terms.toml``) and empty when unknown (never 0); ``flags`` is a
+  ``;``-separated list of data-quality notes (e.g. ``spot-equals-on-demand``). A malformed
+  row is skipped with a warning naming the file and line.
+
+``terms.toml`` -- the rules and hidden costs, every value naming a source::
+
+    currency = "CNY"                      # the catalog's publishing currency
+    as_of = 2026-11-29                    # the catalog's date
+
+    [sources.ecs-billing]                 # named sources, referenced by id below
+    name = "Alibaba Cloud: pay-as-you-go billing"
+    url = "https://..."
+    as_of = 2024-08-01
+
+    [billing.on-demand]                   # one table per market the catalog uses
+    increment_seconds = 1
+    minimum_seconds = 60
+    unit_seconds = 3600                   # the price is per this many seconds
+    description = "per second, settled hourly"
+    source = "ecs-billing"
+
+    [[regions]]                           # region = "*" is the default for any region
+    region = "*"
+    internet_tiers = [["10240", "0.80 CNY"], ["51200", "0.75 CNY"], ["", "0.65 CNY"]]
+    internet_free_gb = "20"
+    internet_source = "cdt"
+    cross_region = "0.072 USD"            # omit a rate (or give "") when it is unknown
+    cross_region_source = "vpc-billing"
+    cross_zone = "0 CNY"
+    cross_zone_source = "vpc-billing"
+    object_storage_gb_month = "0.12 CNY"
+    object_storage_gb_month_source = "oss"
+    snapshot_gb_month = ""
+    snapshot_gb_month_source = "snapshots"
+    snapshot_free_gb = "0"
+    spot_notice_seconds = 300
+    spot_notice_source = "spot-doc"
+
+Money is written ``"AMOUNT CURRENCY"`` so that a rate published in another currency than
+the catalog's (Aliyun's cross-region transfer is priced in USD) keeps its own.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import tomllib
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal, InvalidOperation
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from cloudbroker.models import (
+    BillingRule,
+    ComputePrice,
+    EgressTerms,
+    Gpu,
+    InstanceType,
+    Market,
+    PriceSheet,
+    Rate,
+    RegionTerms,
+    Source,
+    StorageTerms,
+    Tier,
+)
+from cloudbroker.money import Money
+
+log = logging.getLogger(__name__)
+
+COLUMNS = (
+    "instance_type", "gpu_model", "gpu_label", "gpu_count", "gpu_memory_gb", "vcpus",
+    "memory_gib", "region", "zone", "market", "price", "currency", "source", "source_url",
+    "as_of", "flags",
+)  # fmt: skip
+
+
+class CatalogError(ValueError):
+    """A catalog file is unusable as a whole (missing, or terms that do not parse)."""
+
+
+def parse_money(text: str, where: str) -> Money | None:
+    """``"0.80 CNY"`` -> Money; ``""`` -> None (unknown)."""
+    text = str(text).strip()
+    if not text:
+        return None
+    amount, _, currency = text.partition(" ")
+    try:
+        value = Decimal(amount)
+    except InvalidOperation:
+        raise CatalogError(f"{where}: {text!r} is not 'AMOUNT CURRENCY'") from None
+    if value < 0 or not currency:
+        raise CatalogError(f"{where}: {text!r} is not a non-negative 'AMOUNT CURRENCY'")
+    return Money(amount=value, currency=currency.strip())
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A provider's offline catalog, loaded once and served by its hooks."""
+
+    provider: str
+    currency: str
+    as_of: date
+    instance_types: tuple[InstanceType, ...]
+    prices: tuple[ComputePrice, ...]
+    terms: tuple[RegionTerms, ...]
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def regions(self) -> tuple[str, ...]:
+        return tuple(sorted({t.region for t in self.instance_types}))
+
+    def types_in(self, regions: list[str] | None) -> list[InstanceType]:
+        if not regions:
+            return list(self.instance_types)
+        wanted = set(regions)
+        return [t for t in self.instance_types if t.region in wanted]
+
+    def price_sheet(self, regions: list[str] | None) -> PriceSheet:
+        compute = self.prices
+        if regions:
+            wanted = set(regions)
+            compute = tuple(p for p in compute if p.region in wanted)
+        return PriceSheet(
+            provider=self.provider,
+            currency=self.currency,
+            as_of=self.as_of,
+            compute=compute,
+            terms=self.terms,
+        )
+
+
+def _sources(terms: dict[str, Any], where: str) -> dict[str, Source]:
+    try:
+        return {key: Source(**value) for key, value in terms.get("sources", {}).items()}
+    except (TypeError, ValueError) as exc:
+        raise CatalogError(f"{where}: bad [sources] entry: {exc}") from None
+
+
+def _source(sources: dict[str, Source], key: Any, where: str) -> Source:
+    if key not in sources:
+        raise CatalogError(f"{where}: unknown source {key!r} (define it under [sources])")
+    return sources[key]
+
+
+def _rate(region: dict[str, Any], name: str, sources: dict[str, Source], where: str) -> Rate:
+    return Rate(
+        price=parse_money(region.get(name, ""), f"{where}.{name}"),
+        source=_source(sources, region.get(f"{name}_source"), f"{where}.{name}_source"),
+        note=region.get(f"{name}_note", ""),
+    )
+
+
+def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str) -> RegionTerms:
+    tiers_raw = region.get("internet_tiers")
+    tiers = None
+    if tiers_raw:
+        tiers = tuple(
+            Tier(
+                up_to_gb=Decimal(limit) if str(limit).strip() else None,
+                price_per_gb=parse_money(price, f"{where}.internet_tiers"),
+            )
+            for limit, price in tiers_raw
+        )
+    notice_source = region.get("spot_notice_source")
+    return RegionTerms(
+        region=region["region"],
+        egress=EgressTerms(
+            internet_tiers=tiers,
+            internet_free_gb=Decimal(str(region.get("internet_free_gb", "0"))),
+            internet_source=_source(sources, region.get("internet_source"), where),
+            cross_region=_rate(region, "cross_region", sources, where),
+            cross_zone=_rate(region, "cross_zone", sources, where),
+        ),
+        storage=StorageTerms(
+            object_storage_gb_month=_rate(region, "object_storage_gb_month", sources, where),
+            snapshot_gb_month=_rate(region, "snapshot_gb_month", sources, where),
+            snapshot_free_gb=Decimal(str(region.get("snapshot_free_gb", "0"))),
+        ),
+        spot_notice_seconds=region.get("spot_notice_seconds"),
+        spot_notice_source=_source(sources, notice_source, where) if notice_source else None,
+    )
+
+
+def _rules(terms: dict[str, Any], sources: dict[str, Source], where: str) -> dict[str, Any]:
+    rules = {}
+    for market, rule in terms.get("billing", {}).items():
+        try:
+            rules[Market(market)] = BillingRule(
+                increment_seconds=rule["increment_seconds"],
+                minimum_seconds=rule["minimum_seconds"],
+                unit_seconds=rule.get("unit_seconds", 3600),
+                description=rule["description"],
+                source=_source(sources, rule.get("source"), f"{where} [billing.{market}]"),
+            )
+        except (KeyError, ValueError) as exc:
+            raise CatalogError(f"{where} [billing.{market}]: {exc}") from None
+    return rules
+
+
+def _optional(value: str, kind: type) -> Any:
+    value = value.strip()
+    return kind(value) if value else None
+
+
+def load_catalog(provider: str, directory: Path | Any) -> Catalog:
+    """Load ``catalog.csv`` and ``terms.toml`` from ``directory`` (a path or package dir)."""
+    terms_file = directory / "terms.toml"
+    csv_file = directory / "catalog.csv"
+    where = f"{provider} terms.toml"
+    try:
+        terms = tomllib.loads(terms_file.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"{where}: {exc}") from None
+    sources = _sources(terms, where)
+    rules = _rules(terms, sources, where)
+    region_terms = tuple(
+        _region_terms(region, sources, f"{where} [[regions]] {region.get('region')}")
+        for region in terms.get("regions", [])
+    )
+    types: dict[tuple[str, str, str | None], InstanceType] = {}
+    prices: list[ComputePrice] = []
+    skipped: list[str] = []
+    source_cache: dict[tuple[str, str, str], Source] = {}
+    text = csv_file.read_text(encoding="utf-8")
+    reader = csv.DictReader(text.splitlines())
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise CatalogError(f"{provider} catalog.csv: missing columns {', '.join(missing)}")
+    for line, row in enumerate(reader, start=2):
+        try:
+            market = Market(row["market"])
+            rule = rules.get(market)
+            if rule is None:
+                raise ValueError(f"no [billing.{market}] rule in terms.toml")
+            key = (row["source"], row["source_url"], row["as_of"])
+            source = source_cache.get(key)
+            if source is None:
+                source = Source(
+                    name=row["source"],
+                    url=row["source_url"] or None,
+                    as_of=date.fromisoformat(row["as_of"]),
+                )
+                source_cache[key] = source
+            zone = row["zone"] or None
+            type_key = (row["instance_type"], row["region"], zone)
+            if type_key not in types:
+                types[type_key] = InstanceType(
+                    provider=provider,
+                    name=row["instance_type"],
+                    gpu=Gpu(
+                        model=row["gpu_model"],
+                        label=row["gpu_label"] or row["gpu_model"],
+                        count=int(row["gpu_count"]),
+                        memory_gb=_optional(row["gpu_memory_gb"], Decimal),
+                    ),
+                    vcpus=_optional(row["vcpus"], int),
+                    memory_gib=_optional(row["memory_gib"], Decimal),
+                    region=row["region"],
+                    zone=zone,
+                    source=source,
+                )
+            price = _optional(row["price"], Decimal)
+            if price is not None and price <= 0:
+                raise ValueError(f"price {price} must be > 0 (leave it empty when unknown)")
+            prices.append(
+                ComputePrice(
+                    instance_type=row["instance_type"],
+                    region=row["region"],
+                    zone=zone,
+                    market=market,
+                    price=None if price is None else Money(amount=price, currency=row["currency"]),
+                    rule=rule,
+                    source=source,
+                    flags=tuple(f for f in row["flags"].split(";") if f),
+                )
+            )
+        except (ValueError, KeyError, TypeError, InvalidOperation) as exc:
+            reason = str(exc).splitlines()[0]
+            message = f"{csv_file}:{line}: skipped malformed row ({reason})"
+            log.warning(message)
+            skipped.append(message)
+    return Catalog(
+        provider=provider,
+        currency=terms["currency"],
+        as_of=terms["as_of"],
+        instance_types=tuple(types.values()),
+        prices=tuple(prices),
+        terms=region_terms,
+        skipped=tuple(skipped),
+    )
+
+
+def packaged(provider: str, package: str) -> Catalog:
+    """The catalog shipped inside ``package`` (its ``data/`` folder)."""
+    return load_catalog(provider, files(package) / "data")

@@ -1,0 +1,26 @@
+"""``cloudbroker config``: where the config file is and what it holds (secrets redacted)."""
+
+from __future__ import annotations
+
+import typer
+
+from cloudbroker.cli import app
+from cloudbroker.cli.output import print_json
+from cloudbroker.config import config_path, load_config, redacted
+
+config_app = typer.Typer(help="Show the config file (per-provider launch settings).")
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("show")
+def show() -> None:
+    """Print the config file's path and contents, with secrets redacted."""
+    path = config_path()
+    print(f"# {path}{'' if path.exists() else ' (does not exist)'}")
+    print_json(redacted(load_config()))
+
+
+@config_app.command("path")
+def path() -> None:
+    """Print the config file's path (set CLOUDBROKER_CONFIG to use another)."""
+    print(config_path())

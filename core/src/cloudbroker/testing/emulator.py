@@ -1,0 +1,345 @@
+"""Machinery for local cloud emulators: an HTTP server on 127.0.0.1, state, fault injection.
+
+A provider's emulator subclasses :class:`Emulator` and implements four methods:
+
+* :meth:`Emulator.authenticate` -- verify the request signature the real SDK computed;
+  raise :class:`ApiError` exactly as the cloud answers a bad signature.
+* :meth:`Emulator.action` -- which API action a request is (``RunInstances``, ...).
+* :meth:`Emulator.handle` -- perform the action against :attr:`Emulator.state` and return a
+  :class:`Response` in the cloud's wire format.
+* :meth:`Emulator.error` -- render an :class:`ApiError` the way the cloud does (status code,
+  body shape, headers), so the real SDK raises its real exception.
+
+The base class provides the control API under ``/_emulator/`` that tests (and people trying
+cloudbroker without an account) use:
+
+* ``GET /_emulator/state`` -- instances, pending faults and a log of handled actions.
+* ``POST /_emulator/faults`` with JSON ``{"kind": ..., "action": "RunInstances", "count": 1,
+  "seconds": 0.5}`` -- kinds: ``latency``, ``throttle``, ``server-error``, ``capacity``,
+  ``lose-response`` (perform the action, then drop the connection without answering).
+* ``POST /_emulator/reclaim`` with ``{"instance_id": ...}`` -- a spot reclaim.
+* ``POST /_emulator/reset`` -- forget all instances and faults.
+
+Faults apply after authentication, to the next ``count`` requests of ``action`` (any action
+when omitted). Instances start ``pending`` and are ``running`` after
+:attr:`Emulator.boot_seconds`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+from urllib.parse import parse_qs, urlsplit
+
+FAULT_KINDS = ("latency", "throttle", "server-error", "capacity", "lose-response")
+
+
+class ApiError(Exception):
+    """An error the emulated cloud answers with; ``kind`` lets the base class pick codes."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()).upper())
+
+    def header(self, name: str, default: str = "") -> str:
+        return self.headers.get(name.lower(), default)
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"{}")
+
+
+@dataclass
+class Response:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+
+
+@dataclass
+class Fault:
+    kind: str
+    action: str | None = None
+    count: int = 1
+    seconds: float = 0.0
+
+
+@dataclass
+class Instance:
+    """Provider-neutral instance state; each emulator renders it in its cloud's shape."""
+
+    instance_id: str
+    region: str
+    zone: str | None
+    instance_type: str
+    spot: bool = False
+    client_token: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    image: str | None = None
+    user_data: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    created: float = field(default_factory=time.time)
+    terminated: float | None = None
+    reclaimed: float | None = None
+
+    def state(self, boot_seconds: float) -> str:
+        """``pending``, ``running``, ``reclaiming`` or ``terminated``."""
+        if self.terminated is not None:
+            return "terminated"
+        if self.reclaimed is not None:
+            return "reclaiming"
+        return "pending" if time.time() - self.created < boot_seconds else "running"
+
+
+class State:
+    """Everything an emulator remembers; one lock, because the server is threaded."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.instances: dict[str, Instance] = {}
+        self.faults: list[Fault] = []
+        self.log: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):08x}"
+
+    def by_token(self, token: str | None) -> Instance | None:
+        if not token:
+            return None
+        return next((i for i in self.instances.values() if i.client_token == token), None)
+
+    def take_fault(self, action: str) -> Fault | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.action in (None, action):
+                    fault.count -= 1
+                    if fault.count <= 0:
+                        self.faults.remove(fault)
+                    return fault
+        return None
+
+
+class Emulator:
+    """Base class of a cloud emulator; see the module docstring for what to implement."""
+
+    name = "emulator"
+    boot_seconds = 0.2
+    #: (status, code, message) for each injectable fault, in the cloud's vocabulary.
+    fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {}
+
+    def __init__(
+        self, *, access_key: str, secret_key: str, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.access_key = access_key
+        self.secret_key = secret_key
+        self.state = State()
+        self._server = ThreadingHTTPServer((host, port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # -- to implement ----------------------------------------------------------------------
+
+    def authenticate(self, request: Request) -> None:
+        raise NotImplementedError
+
+    def action(self, request: Request) -> str:
+        raise NotImplementedError
+
+    def handle(self, action: str, request: Request) -> Response:
+        raise NotImplementedError
+
+    def error(self, error: ApiError, request: Request) -> Response:
+        raise NotImplementedError
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def host(self) -> str:
+        return self._server.server_address[0]
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> Emulator:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, daemon=True, name=f"{self.name}-emulator"
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- in-process control (the same operations as the HTTP control API) ------------------
+
+    def inject(
+        self, kind: str, action: str | None = None, count: int = 1, seconds: float = 0.0
+    ) -> None:
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULT_KINDS)}")
+        with self.state.lock:
+            self.state.faults.append(Fault(kind, action, count, seconds))
+
+    def reclaim(self, instance_id: str) -> None:
+        with self.state.lock:
+            self.state.instances[instance_id].reclaimed = time.time()
+
+    def reset(self) -> None:
+        with self.state.lock:
+            self.state.instances.clear()
+            self.state.faults.clear()
+            self.state.log.clear()
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.state.lock:
+            return {
+                "instances": [
+                    {**asdict(i), "state": i.state(self.boot_seconds)}
+                    for i in self.state.instances.values()
+                ],
+                "faults": [asdict(f) for f in self.state.faults],
+                "log": list(self.state.log),
+            }
+
+    def live_instances(self) -> list[Instance]:
+        with self.state.lock:
+            return [i for i in self.state.instances.values() if i.terminated is None]
+
+    # -- request handling ------------------------------------------------------------------
+
+    def _control(self, request: Request) -> Response:
+        try:
+            if request.method == "GET" and request.path == "/_emulator/state":
+                return Response(200, self.snapshot())
+            body = request.json()
+            if request.path == "/_emulator/faults":
+                self.inject(
+                    body["kind"],
+                    body.get("action"),
+                    int(body.get("count", 1)),
+                    float(body.get("seconds", 0)),
+                )
+            elif request.path == "/_emulator/reclaim":
+                self.reclaim(body["instance_id"])
+            elif request.path == "/_emulator/reset":
+                self.reset()
+            else:
+                return Response(404, {"error": f"no control endpoint {request.path}"})
+        except (KeyError, ValueError, TypeError) as exc:
+            return Response(400, {"error": f"bad control request: {exc}"})
+        return Response(200, {"ok": True})
+
+    def _serve(self, request: Request) -> Response | None:
+        """The response to send, or None to drop the connection (a lost response)."""
+        if request.path.startswith("/_emulator/"):
+            return self._control(request)
+        try:
+            self.authenticate(request)
+            action = self.action(request)
+            fault = self.state.take_fault(action)
+            if fault and fault.kind == "latency":
+                time.sleep(fault.seconds)
+            elif fault and fault.kind != "lose-response":
+                raise ApiError(*self.fault_errors[fault.kind])
+            with self.state.lock:
+                response = self.handle(action, request)
+                self.state.log.append({"action": action, "status": response.status})
+            if fault and fault.kind == "lose-response":
+                return None
+            return response
+        except ApiError as exc:
+            with self.state.lock:
+                self.state.log.append({"action": "?", "status": exc.status, "code": exc.code})
+            return self.error(exc, request)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        emulator = self
+
+        class Handler(BaseHTTPRequestHandler):
+            wbufsize = 1 << 16  # one TCP write per response: avoids a 45 ms Nagle stall
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet by default
+                pass
+
+            def _dispatch(self) -> None:
+                split = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                request = Request(
+                    method=self.command,
+                    path=split.path,
+                    query={
+                        k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()
+                    },
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=self.rfile.read(length) if length else b"",
+                )
+                request.raw_query = split.query  # type: ignore[attr-defined]
+                response = emulator._serve(request)
+                if response is None:
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                body = response.body
+                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(response.status)
+                self.send_header("Content-Type", response.content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in response.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _dispatch
+
+        return Handler
+
+
+def serve(emulator_class: type[Emulator], argv: list[str] | None = None) -> None:
+    """``python -m cloudbroker_<cloud>.emulator``: run an emulator until interrupted."""
+    parser = argparse.ArgumentParser(description=f"Local {emulator_class.name} emulator")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--access-key", default="test-access-key")
+    parser.add_argument("--secret-key", default="test-secret-key")
+    args = parser.parse_args(argv)
+    emulator = emulator_class(
+        access_key=args.access_key, secret_key=args.secret_key, host=args.host, port=args.port
+    )
+    print(f"{emulator.name} emulator listening on {emulator.url}", flush=True)
+    print(f"control API: {emulator.url}/_emulator/state", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        emulator._server.serve_forever()
