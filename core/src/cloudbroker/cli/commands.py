@@ -1,4 +1,8 @@
 """Imports every command module so that each registers itself on the app."""
 
-from cloudbroker.cli import providers  # noqa: F401
-from cloudbroker.cli import config  # noqa: F401
+from cloudbroker.cli import (
+    config,  # noqa: F401
+    providers,  # noqa: F401
+    quote,  # noqa: F401
+    size,  # noqa: F401
+)

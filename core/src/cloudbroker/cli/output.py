@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from rich.console import Console
 
-console = Console(highlight=False)
+# Wide tables stay readable when piped or captured (no terminal to measure): 200 columns.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, highlight=False)
 
 
