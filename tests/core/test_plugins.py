@@ -196,26 +196,24 @@ SDK_MODULES = (
 )
 
 
-def test_providers_command_imports_no_cloud_sdk(clean_env):
+@pytest.mark.parametrize(
+    "argv",
+    [["providers", "--json"], ["quote", "--gpu", "A100", "--count", "8", "--json"]],
+    ids=["providers", "quote"],
+)
+def test_commands_import_no_cloud_sdk(clean_env, argv):
     probe = (
-        "import sys, runpy\n"
-        "sys.argv = ['cloudbroker', 'providers', '--json']\n"
+        "import sys\n"
+        f"sys.argv = ['cloudbroker', *{argv!r}]\n"
         "try:\n"
         "    from cloudbroker.cli import main; main()\n"
         "except SystemExit:\n"
         "    pass\n"
         "print('MODULES=' + ','.join(sorted(sys.modules)), file=sys.stderr)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        env=clean_env,
-        timeout=60,
-        check=True,
-    )
-    providers = json.loads(done.stdout)
-    assert [p["name"] for p in providers] == BUILT_IN
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env=clean_env, timeout=60, check=True)
+    assert json.loads(done.stdout)  # the command really ran and answered
     modules = done.stderr.rsplit("MODULES=", 1)[1].strip().split(",")
     leaked = [m for m in modules if m.startswith(SDK_MODULES)]
     assert leaked == []

@@ -20,7 +20,9 @@ from cloudbroker.money import DecimalStr, Money
 class Model(BaseModel):
     """Base for contract models: immutable, and strict about unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: a model's validator is built on first use, so a command pays only for
+    # the models it touches (startup time matters for `quote`).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Source(Model):

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 
 # Wide tables stay readable when piped or captured (no terminal to measure): 200 columns.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, highlight=False)
 
 
