@@ -227,3 +227,15 @@ def test_no_match_says_what_is_closest(clean_env):
     done = cli("--gpu", "A10G", "--count", "3", env=clean_env)
     assert done.returncode == 1
     assert "no on-demand offer of 3x A10G; closest: aws g5" in done.stderr
+
+
+def test_market_any_compares_the_cheapest_of_each_market_with_minimums_paid(clean_env):
+    done = cli("--gpu", "H100", "--count", "8", "--hours", "36", "--market", "any", "--json",
+               env=clean_env)
+    data = json.loads(done.stdout)
+    best = {q["market"]: q for q in data["cheapest_by_market"]}
+    assert {"on-demand", "spot", "capacity-block"} <= set(best)
+    assert Decimal(best["capacity-block"]["billed_hours"]) == 48
+    assert Decimal(best["on-demand"]["billed_hours"]) == 36
+    totals = [Decimal(q["total"]["amount"]) for q in data["cheapest_by_market"]]
+    assert totals == sorted(totals)

@@ -105,6 +105,7 @@ class QuoteResult(Model):
     currency: str
     quotes: tuple[Quote, ...]
     unpriced: tuple[Quote, ...]
+    cheapest_by_market: tuple[Quote, ...]  # one per market, cheapest first
     matched: int
     fx: tuple[FxRate, ...]
     catalogs: dict[str, date]
@@ -374,6 +375,11 @@ class QuoteEngine:
 
     def run(self) -> tuple[list[Quote], list[Quote], int]:
         """(ranked quotes, unpriced offers, number of matching offers)."""
+        quotes, unpriced, matched, _ = self.run_with_markets()
+        return quotes, unpriced, matched
+
+    def run_with_markets(self) -> tuple[list[Quote], list[Quote], int, list[Quote]]:
+        """As :meth:`run`, plus the cheapest offer of each market (to compare minimums)."""
         found = self.candidates()
         priced = [(t, p) for t, p in found if p.price is not None]
         unpriced = [(t, p) for t, p in found if p.price is None]
@@ -392,7 +398,12 @@ class QuoteEngine:
             for rank, (t, p, zones) in enumerate(top.values(), start=1)
         ]
         spare = max(0, self.job.top - len(quotes))
-        return quotes, [self.build(t, p, None) for t, p in unpriced[:spare]], len(found)
+        best: dict[Market, tuple[InstanceType, ComputePrice]] = {}
+        for _, i in keyed:
+            best.setdefault(priced[i][1].market, priced[i])
+        by_market = [self.build(t, p, None) for t, p in best.values()]
+        unpriced_quotes = [self.build(t, p, None) for t, p in unpriced[:spare]]
+        return quotes, unpriced_quotes, len(found), by_market
 
     @property
     def currencies(self) -> set[str]:
@@ -491,7 +502,7 @@ def quote(pm, job: Job, fx: FxTable) -> QuoteResult:
         job = replace(job, gpu_models=match_gpus(job.gpu, known))
     engine = QuoteEngine(job, sheets, types, fx)
     _check_known(job, engine, types)
-    quotes, unpriced, matched = engine.run()
+    quotes, unpriced, matched, by_market = engine.run_with_markets()
     if not matched:
         markets = "/".join(m.value for m in job.markets)
         where = f" in {', '.join(job.regions)}" if job.regions else ""
@@ -501,6 +512,7 @@ def quote(pm, job: Job, fx: FxTable) -> QuoteResult:
         currency=job.currency,
         quotes=tuple(quotes),
         unpriced=tuple(unpriced),
+        cheapest_by_market=tuple(by_market),
         matched=matched,
         fx=tuple(fx.used(engine.currencies, job.currency)),
         catalogs={p: s.as_of for p, s in sheets.items()},

@@ -105,6 +105,13 @@ def _footer(result: QuoteResult) -> list[str]:
             f"fx: 1 {rate.base} = {rate.rate} {rate.quote} "
             f"({rate.source}, {rate.as_of.isoformat()})"
         )
+    if len(result.cheapest_by_market) > 1:
+        best = ", ".join(
+            f"{q.market.value} {_money(q.total)} ({q.provider} {q.instance_type}, "
+            f"billed {q.billed_hours.normalize():f} h)"
+            for q in result.cheapest_by_market
+        )
+        notes.append(f"cheapest per market for this job, minimums paid: {best}")
     if any(not q.complete for q in result.quotes):
         notes.append(
             "≥: a hidden-cost rate is unknown for that offer, the total is a lower bound "
