@@ -1,0 +1,202 @@
+"""In-process fake clouds for broker tests: real hooks, real models, scripted failures."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from datetime import date
+from decimal import Decimal
+
+from cloudbroker.errors import CapacityError, NotFoundError, ProviderUnavailable
+from cloudbroker.hookspecs import hookimpl
+from cloudbroker.models import (
+    BillingRule,
+    BucketRef,
+    ComputePrice,
+    CredentialStatus,
+    EgressTerms,
+    Gpu,
+    Instance,
+    InstanceState,
+    InstanceType,
+    Market,
+    PriceSheet,
+    ProviderInfo,
+    Rate,
+    RegionTerms,
+    Source,
+    StorageRemote,
+    StorageTerms,
+    Tier,
+)
+from cloudbroker.money import Money
+from cloudbroker.plugins import PluginManager
+
+SRC = Source(name="fake", as_of=date(2026, 11, 29))
+RULE = BillingRule(increment_seconds=1, minimum_seconds=60, description="per s", source=SRC)
+_ids = itertools.count(1)
+
+
+class FakeCloud:
+    """One cloud with two zones; launches are idempotent on the client token."""
+
+    def __init__(self, name: str, price: str, currency: str = "USD") -> None:
+        self.name, self.base_price, self.currency = name, Decimal(price), currency
+        self.instances: dict[str, dict] = {}
+        self.no_capacity: set[str] = set()  # zones without stock
+        self.down = False  # the whole API unreachable
+        self.launch_calls = 0
+        self.lock = threading.Lock()
+
+    def _check(self) -> None:
+        if self.down:
+            raise ProviderUnavailable("API unreachable")
+
+    @hookimpl
+    def provider_info(self, ctx):
+        return ProviderInfo(
+            name=self.name,
+            title=self.name,
+            currency=self.currency,
+            credentials=CredentialStatus(configured=True, source="env"),
+        )
+
+    @hookimpl
+    def list_instance_types(self, ctx, regions):
+        return [
+            InstanceType(
+                provider=self.name,
+                name="gpu8",
+                region="r1",
+                zone=z,
+                source=SRC,
+                gpu=Gpu(model="A100-80GB", label="A100", count=8, memory_gb=Decimal(80)),
+            )
+            for z in ("z1", "z2")
+        ]
+
+    @hookimpl
+    def price(self, ctx, regions):
+        compute = tuple(
+            ComputePrice(
+                instance_type="gpu8",
+                region="r1",
+                zone=z,
+                market=Market.ON_DEMAND,
+                price=Money.of(self.base_price + i, self.currency),
+                rule=RULE,
+                source=SRC,
+            )
+            for i, z in enumerate(("z1", "z2"))
+        )
+        rate = Rate(price=Money.of("0.01", self.currency), source=SRC)
+        terms = RegionTerms(
+            region="*",
+            egress=EgressTerms(
+                internet_tiers=(Tier(up_to_gb=None, price_per_gb=Money.of("0.1", self.currency)),),
+                internet_source=SRC,
+                cross_region=rate,
+                cross_zone=rate,
+            ),
+            storage=StorageTerms(object_storage_gb_month=rate, snapshot_gb_month=rate),
+        )
+        return PriceSheet(
+            provider=self.name,
+            currency=self.currency,
+            as_of=date(2026, 11, 29),
+            compute=compute,
+            terms=(terms,),
+        )
+
+    @hookimpl
+    def launch(self, ctx, request):
+        self._check()
+        with self.lock:
+            self.launch_calls += 1
+            for iid, inst in self.instances.items():
+                if inst["token"] == request.idempotency_key:
+                    return self._view(iid)
+            if request.zone in self.no_capacity:
+                raise CapacityError(f"no stock in {request.zone}")
+            iid = f"{self.name}-i{next(_ids)}"
+            self.instances[iid] = {
+                "token": request.idempotency_key,
+                "state": "running",
+                "zone": request.zone,
+                "reclaim": None,
+                "user_data": request.user_data,
+                "tags": request.tags,
+            }
+            return self._view(iid)
+
+    def _view(self, iid: str) -> Instance:
+        inst = self.instances[iid]
+        return Instance(
+            provider=self.name,
+            region="r1",
+            instance_id=iid,
+            state=InstanceState(inst["state"]),
+            zone=inst["zone"],
+            reclaim=inst["reclaim"],
+            tags=inst["tags"],
+        )
+
+    @hookimpl
+    def instance_status(self, ctx, instance):
+        self._check()
+        if instance.instance_id not in self.instances:
+            raise NotFoundError(f"no instance {instance.instance_id}")
+        return self._view(instance.instance_id)
+
+    @hookimpl
+    def terminate(self, ctx, instance):
+        self._check()
+        if instance.instance_id not in self.instances:
+            raise NotFoundError(f"no instance {instance.instance_id}")
+        self.instances[instance.instance_id]["state"] = "terminated"
+        return self._view(instance.instance_id)
+
+    @hookimpl
+    def sync_storage(self, ctx, bucket):
+        return StorageRemote(
+            options={"provider": "Other", "endpoint": f"http://{self.name}"},
+            bucket=bucket.bucket,
+            path=bucket.path,
+        )
+
+    def live(self) -> list[str]:
+        return [i for i, inst in self.instances.items() if inst["state"] != "terminated"]
+
+
+class FakeReplicator:
+    """Buckets as dicts of name -> mtime; replicate copies what the source has."""
+
+    def __init__(self, clouds: dict[str, FakeCloud]) -> None:
+        self.clouds = clouds
+        self.buckets: dict[tuple[str, str], dict[str, float]] = {}
+        self.calls = 0
+
+    def _bucket(self, ref: BucketRef) -> dict[str, float]:
+        if self.clouds[ref.provider].down:
+            raise ProviderUnavailable(f"{ref.provider} storage unreachable")
+        return self.buckets.setdefault((ref.provider, ref.bucket), {})
+
+    def write(self, ref: BucketRef, name: str, mtime: float | None = None) -> None:
+        self._bucket(ref)[name] = time.time() if mtime is None else mtime
+
+    def replicate(self, src: BucketRef, dst: BucketRef) -> None:
+        self.calls += 1
+        self._bucket(dst).update(self._bucket(src))
+
+    def newest(self, bucket: BucketRef) -> float | None:
+        objects = self._bucket(bucket)
+        return max(objects.values()) if objects else None
+
+
+def fake_world(**prices: str) -> tuple[PluginManager, dict[str, FakeCloud]]:
+    pm = PluginManager(env={}, settings={n: {"image": f"img-{n}"} for n in prices})
+    clouds = {name: FakeCloud(name, price) for name, price in prices.items()}
+    for name, cloud in clouds.items():
+        pm.register(cloud, name)
+    return pm, clouds
