@@ -239,3 +239,26 @@ def test_market_any_compares_the_cheapest_of_each_market_with_minimums_paid(clea
     assert Decimal(best["on-demand"]["billed_hours"]) == 36
     totals = [Decimal(q["total"]["amount"]) for q in data["cheapest_by_market"]]
     assert totals == sorted(totals)
+
+
+def test_quote_from_a_model_quotes_only_configurations_it_fits_on(clean_env):
+    from cloudbroker import sizing
+
+    done = cli("--model", "llama-2-7b", "--mode", "lora", "--batch", "4", "--seq", "2048",
+               "--recompute", "full", "--hours", "10", "--top", "30", "--json", env=clean_env)
+    assert done.returncode == 0, done.stderr
+    work = sizing.make_workload(sizing.find_preset("llama-2-7b"), mode="lora", batch=4,
+                                seq=2048, recompute="full")
+    fits = {(f.gpu_model, f.count) for f in sizing.requirements(work)}
+    quotes = json.loads(done.stdout)["quotes"]
+    assert quotes
+    assert all((q["gpu"]["model"], q["gpu"]["count"]) in fits for q in quotes)
+    totals = [Decimal(q["total"]["amount"]) for q in quotes]
+    assert totals == sorted(totals)
+
+
+def test_quote_needs_a_gpu_or_a_model_and_names_unknown_models(clean_env):
+    done = cli(env=clean_env)
+    assert done.returncode == 2 and "give --gpu MODEL" in done.stderr
+    done = cli("--model", "llama-9", env=clean_env)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1

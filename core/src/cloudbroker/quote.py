@@ -60,6 +60,9 @@ class Job:
     snapshot_days: Decimal = Decimal(0)
     top: int = 10
     gpu_models: frozenset[str] = field(default=frozenset())  # resolved by match_gpus()
+    # (GPU model, count) pairs a sized workload fits on (cloudbroker.sizing); when set they
+    # replace ``count``, so every fitting configuration is quoted.
+    configs: frozenset[tuple[str, int]] = field(default=frozenset())
 
 
 class CostLine(Model):
@@ -286,7 +289,12 @@ class QuoteEngine:
         job = self.job
         if job.gpu_models and t.gpu.model not in job.gpu_models:
             return False
-        if t.gpu.count != job.count or price.market not in job.markets:
+        if job.configs:
+            if (t.gpu.model, t.gpu.count) not in job.configs:
+                return False
+        elif t.gpu.count != job.count:
+            return False
+        if price.market not in job.markets:
             return False
         if job.regions and price.region not in job.regions:
             return False
@@ -507,6 +515,11 @@ def quote(pm, job: Job, fx: FxTable) -> QuoteResult:
         markets = "/".join(m.value for m in job.markets)
         where = f" in {', '.join(job.regions)}" if job.regions else ""
         what = job.gpu or ", ".join(sorted(job.gpu_models))
+        if job.configs:
+            fits = ", ".join(f"{n}x {m}" for m, n in sorted(job.configs))
+            raise NoOfferError(
+                f"no {markets} offer{where} of a configuration the model fits on ({fits})"
+            )
         raise NoOfferError(f"no {markets} offer of {job.count}x {what}{where}; {_closest(engine)}")
     return QuoteResult(
         currency=job.currency,

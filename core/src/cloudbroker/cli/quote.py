@@ -160,10 +160,64 @@ def _explain(q: Quote, currency: str) -> None:
     )
 
 
+def _configs(
+    model: str,
+    mode: str,
+    precision: str | None,
+    batch: int | None,
+    seq: int | None,
+    zero: int | None,
+    gpus: int | None,
+    recompute: str | None,
+) -> dict[tuple[str, int], str]:
+    """Every (GPU model, count) the sized workload fits on, with the settings that make it fit.
+
+    Settings the user left out are searched from the cheapest in compute to the most
+    memory-saving (ZeRO-0, then ZeRO-3 across the instance's GPUs; no recompute, selective,
+    full), and each configuration keeps the first that fits.
+    """
+    from cloudbroker import sizing
+
+    shape = sizing.resolve_model(model, None)
+    training = mode != "infer"
+    zeros = [zero] if zero is not None or not training else [0, 3]
+    recomputes = [recompute] if recompute or not training else ["none", "selective", "full"]
+    found: dict[tuple[str, int], str] = {}
+    for stage in zeros:
+        for rec in recomputes:
+            work = sizing.make_workload(
+                shape,
+                mode=mode,
+                precision=precision,
+                batch=batch,
+                seq=seq,
+                zero=stage,
+                gpus=gpus or (1 if stage else None),
+                recompute=rec,
+            )
+            for fit in sizing.requirements(work):
+                label = f"ZeRO-{stage}, recompute {rec}" if training else "tensor parallel"
+                found.setdefault((fit.gpu_model, fit.count), label)
+    if not found:
+        raise UsageError(
+            f"{model} ({mode}) fits no GPU at 1-8 GPUs per instance even with "
+            "ZeRO-3 and full recompute; see `cloudbroker size` (try --mode qlora)"
+        )
+    return found
+
+
 @app.command("quote")
 def quote_command(
-    gpu: str = typer.Option(..., "--gpu", help="GPU model or family, e.g. A100, A100-80GB, T4."),
-    count: int = typer.Option(1, "--count", help="GPUs per instance."),
+    gpu: str = typer.Option(None, "--gpu", help="GPU model or family, e.g. A100, A100-80GB, T4."),
+    count: int = typer.Option(None, "--count", help="GPUs per instance (default 1)."),
+    model: str = typer.Option(None, "--model", help="Size the job: a preset (see `size`)."),
+    mode: str = typer.Option("train", "--mode", help="With --model: train|lora|qlora|infer."),
+    precision: str = typer.Option(None, "--precision", help="With --model: fp32|bf16|..."),
+    batch: int = typer.Option(None, "--batch", help="With --model: micro-batch per GPU."),
+    seq: int = typer.Option(None, "--seq", help="With --model: sequence length."),
+    zero: int = typer.Option(None, "--zero", help="With --model: ZeRO stage (needs --gpus)."),
+    gpus: int = typer.Option(None, "--gpus", help="With --model: data-parallel GPUs."),
+    recompute: str = typer.Option(None, "--recompute", help="With --model: none|selective|full."),
     hours: str = typer.Option("1", "--hours", help="Job length in hours."),
     market: str = typer.Option("on-demand", "--market", help=f"One of {', '.join(MARKETS)}."),
     provider: list[str] | None = typer.Option(None, "--provider", help="Only these providers."),
@@ -180,6 +234,12 @@ def quote_command(
     explain: int = typer.Option(None, "--explain", help="Every line of quote N with sources."),
 ) -> None:
     """Rank GPU offers across every installed provider, with every hidden cost itemised."""
+    if not gpu and not model:
+        raise UsageError("give --gpu MODEL (e.g. A100), or --model NAME to size the job")
+    sized = _configs(model, mode, precision, batch, seq, zero, gpus, recompute) if model else {}
+    configs = frozenset(sized)
+    explicit_count = count is not None
+    count = 1 if count is None else count
     if count < 1:
         raise UsageError(f"--count must be at least 1, got {count}")
     if top < 1:
@@ -209,6 +269,7 @@ def quote_command(
         checkpoint_gb=parse_decimal(checkpoint_gb, "--checkpoint-gb"),
         snapshot_days=parse_decimal(snapshot_days, "--snapshot-days"),
         top=max(top, explain or 0),
+        configs=frozenset(c for c in configs if c[1] == count) if explicit_count else configs,
     )
     result = quote(plugins.load(), job, table)
     if json_output:
@@ -222,3 +283,7 @@ def quote_command(
     console.print(_table(result))
     for note in _footer(result):
         console.print(note, soft_wrap=True)
+    shown = {(q.gpu.model, q.gpu.count) for q in result.quotes}
+    for (gpu_model, n), how in sorted(sized.items()):
+        if (gpu_model, n) in shown:
+            console.print(f"{model} fits {n}x {gpu_model} with {how}", soft_wrap=True)
