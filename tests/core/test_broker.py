@@ -61,9 +61,14 @@ def test_plan_rejects_same_cloud_and_bad_buckets(tmp_path):
     with pytest.raises(UsageError, match="must be different clouds"):
         place(broker, "ali", "ali")
     with pytest.raises(UsageError, match="--primary aws: no bucket on aws"):
-        broker.plan(PlaceRequest(**REQUEST, primary="aws",
-                                 bucket=parse_bucket("ali:ckpt-a/r", "--bucket"),
-                                 standby_bucket=parse_bucket("ten:ckpt-b/r", "--b")))
+        broker.plan(
+            PlaceRequest(
+                **REQUEST,
+                primary="aws",
+                bucket=parse_bucket("ali:ckpt-a/r", "--bucket"),
+                standby_bucket=parse_bucket("ten:ckpt-b/r", "--b"),
+            )
+        )
     with pytest.raises(UsageError, match="malformed --bucket"):
         parse_bucket("ali-no-colon", "--bucket")
 
@@ -216,3 +221,26 @@ def test_two_watchers_never_both_fail_over(tmp_path):
     events = broker.store.events(pid)
     assert sum(e.kind == "failure-detected" for e in events) == 1
     assert len(clouds["ten"].live()) == 1
+
+
+def test_gc_finds_tagged_instances_the_store_does_not_know(tmp_path):
+    from cloudbroker.launching import launch_request
+
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    broker.up(pid)
+    # an instance launched by cloudbroker whose answer was lost: the store never saw it
+    stray = broker.pm.call(
+        "ten",
+        "launch",
+        request=launch_request(
+            "ten", {"image": "img"}, region="r1", instance_type="gpu8", key="lost-1"
+        ),
+    )
+    clouds["aws"].down = True
+    orphans, skipped = broker.orphans()
+    assert [o.instance_id for o in orphans] == [stray.instance_id]
+    assert "aws" in skipped and "unreachable" in skipped["aws"]
+    broker.terminate_orphan(orphans[0])
+    assert clouds["ten"].live() == []
+    assert len(clouds["ali"].live()) == 1  # the known primary is left alone

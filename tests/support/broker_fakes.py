@@ -165,6 +165,15 @@ class FakeCloud:
             path=bucket.path,
         )
 
+    @hookimpl
+    def list_instances(self, ctx, regions, tags):
+        self._check()
+        return [
+            self._view(i)
+            for i in self.live()
+            if all(self.instances[i]["tags"].get(k) == v for k, v in tags.items())
+        ]
+
     def live(self) -> list[str]:
         return [i for i, inst in self.instances.items() if inst["state"] != "terminated"]
 

@@ -31,7 +31,7 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     UsageError,
 )
-from cloudbroker.launching import idempotency_key, launch_request
+from cloudbroker.launching import MANAGED_TAG, idempotency_key, launch_request
 from cloudbroker.models import BucketRef, Instance, InstanceRef, InstanceState, Market
 from cloudbroker.money import FxTable, Money
 from cloudbroker.plugins import PluginManager
@@ -605,6 +605,31 @@ class Broker:
         self.store.advance_failover(
             placement["id"], "swap", "primary-terminated", {"not_terminated": left}
         )
+
+    # -- garbage collection --------------------------------------------------------------
+
+    def orphans(self) -> tuple[list[Instance], dict[str, str]]:
+        """Instances tagged by cloudbroker that the state store does not know, per cloud.
+
+        Returns the orphans and the providers that could not be asked (and why), so that a
+        cloud that is down is reported rather than silently counted as clean.
+        """
+        known = {(r.provider, r.instance_id) for r in self.store.instances() if r.instance_id}
+        found = self.pm.fan_out("list_instances", regions=None, tags={MANAGED_TAG: "true"})
+        skipped = {f.provider: f.reason for f in found.failures}
+        for name in self.pm.providers():
+            if not self.pm.implements(name, "list_instances"):
+                skipped[name] = "does not implement list_instances"
+        orphans = [
+            i
+            for instances in found.results.values()
+            for i in instances
+            if (i.provider, i.instance_id) not in known and i.state != InstanceState.TERMINATED
+        ]
+        return orphans, skipped
+
+    def terminate_orphan(self, instance: Instance) -> Instance:
+        return self.pm.call(instance.provider, "terminate", instance=instance.ref)
 
     # -- watching ------------------------------------------------------------------------
 

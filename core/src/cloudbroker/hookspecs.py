@@ -51,7 +51,7 @@ PROJECT = "cloudbroker"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-FAN_OUT_HOOKS = ("provider_info", "list_instance_types", "price")
+FAN_OUT_HOOKS = ("provider_info", "list_instance_types", "price", "list_instances")
 ROUTED_HOOKS = ("launch", "terminate", "instance_status", "sync_storage")
 
 
@@ -99,6 +99,26 @@ def price(ctx: HookContext, regions: list[str] | None) -> PriceSheet:
     :param ctx: the provider's context.
     :param regions: only these regions, or every region when None.
     :returns: :class:`~cloudbroker.models.PriceSheet` in the currency the cloud publishes.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def list_instances(
+    ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
+) -> list[Instance]:
+    """Instances in this provider's account that carry all of ``tags``.
+
+    Fan-out, live (needs credentials). ``cloudbroker gc`` asks every provider for the
+    instances tagged ``cloudbroker-managed=true`` and compares them with the state store, so
+    that an instance whose launch answer was lost is found and can be terminated. Return
+    instances in any state except terminated.
+
+    :param ctx: the provider's context (``ctx.settings`` may name the regions to search).
+    :param regions: only these regions, or the provider's configured / default regions.
+    :param tags: tag key -> value; every one must match.
+    :returns: a list of :class:`~cloudbroker.models.Instance`.
 
     .. versionadded:: 0.1
     """

@@ -69,6 +69,7 @@ def _return_adapter(hook: str) -> TypeAdapter[Any]:
     types: dict[str, Any] = {
         "provider_info": models.ProviderInfo,
         "list_instance_types": list[models.InstanceType],
+        "list_instances": list[models.Instance],
         "price": models.PriceSheet,
         "launch": models.Instance,
         "terminate": models.Instance,

@@ -270,3 +270,39 @@ def list_placements(json_output: bool = typer.Option(False, "--json"), state: st
     for row in rows:
         table.add_row(row["id"], row["status"], row["primary"], row["gpu"], row["created"])
     console.print(table)
+
+
+@app.command("gc")
+def gc(
+    yes: bool = typer.Option(False, "--yes", help="Terminate the orphans without asking."),
+    json_output: bool = typer.Option(False, "--json"),
+    state: str = STATE,
+) -> None:
+    """Find instances tagged by cloudbroker that the state store does not know."""
+    broker = _broker(state)
+    orphans, skipped = broker.orphans()
+    if json_output:
+        print_json(
+            {"orphans": [o.model_dump(mode="json") for o in orphans], "not_checked": skipped}
+        )
+        return
+    for provider, reason in sorted(skipped.items()):
+        err_console.print(f"not checked: {provider}: {reason}", markup=False)
+    if not orphans:
+        console.print("no orphaned instances")
+        return
+    table = Table("provider", "region", "instance", "type", "state", "placement tag")
+    for o in orphans:
+        table.add_row(
+            o.provider,
+            o.region,
+            o.instance_id,
+            o.instance_type or "-",
+            o.state.value,
+            o.tags.get("cloudbroker-placement", "-"),
+        )
+    console.print(table)
+    if yes or typer.confirm(f"terminate these {len(orphans)} instance(s)?", default=False):
+        for o in orphans:
+            broker.terminate_orphan(o)
+            console.print(f"terminated {o.provider} {o.instance_id}")
