@@ -116,6 +116,7 @@ class Catalog:
     instance_types: tuple[InstanceType, ...]
     prices: tuple[ComputePrice, ...]
     terms: tuple[RegionTerms, ...]
+    rules: dict[Market, BillingRule]  # one per market in terms.toml, rows or not
     skipped: tuple[str, ...] = ()
 
     @property
@@ -299,6 +300,7 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
         instance_types=tuple(types.values()),
         prices=tuple(prices),
         terms=region_terms,
+        rules=rules,
         skipped=tuple(skipped),
     )
 
