@@ -1,24 +1,81 @@
-"""Tencent Cloud hook implementations.
+"""Tencent Cloud hook implementations: thin; the work is in listing, instances and storage.
 
-No SDK import at module level: SDK calls are imported inside the hooks that need them.
+No SDK import at module level (a test checks it): the SDK loads in ``client`` on the first
+API call, so ``cloudbroker providers`` and offline quotes never pay for it.
 """
 
 from __future__ import annotations
 
+from cloudbroker.context import HookContext
+from cloudbroker.hookspecs import hookimpl
+from cloudbroker.models import (
+    BucketRef,
+    Instance,
+    InstanceRef,
+    InstanceType,
+    LaunchRequest,
+    PriceSheet,
+    StorageRemote,
+)
 from cloudbroker.provider import CatalogProvider, Description
+from cloudbroker_tencent import instances, listing, storage
+from cloudbroker_tencent.connection import (
+    CREDENTIAL_FILE,
+    CREDENTIAL_HINT,
+    SECRET_ID_ENV,
+    SECRET_KEY_ENV,
+)
 
 DESCRIPTION = Description(
     name="tencent",
     title="Tencent Cloud",
     currency="CNY",
-    credential_env=("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY"),
-    credential_files=("~/.tccli/default.credential",),
-    credential_hint=(
-        "set TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY, or run 'tccli configure'"
-    ),
+    credential_env=(SECRET_ID_ENV, SECRET_KEY_ENV),
+    credential_files=(CREDENTIAL_FILE,),
+    credential_hint=CREDENTIAL_HINT,
     package="cloudbroker_tencent",
     homepage="https://cloud.tencent.com/product/cvm",
 )
 
 
-plugin = CatalogProvider(DESCRIPTION)
+class TencentProvider(CatalogProvider):
+    """Offline: the packaged catalog. Online: CVM API 3.0 through the real SDK."""
+
+    @hookimpl
+    def list_instance_types(
+        self, ctx: HookContext, regions: list[str] | None
+    ) -> list[InstanceType]:
+        if ctx.offline:
+            return super().list_instance_types(ctx, regions)
+        return listing.instance_types(ctx, regions)
+
+    @hookimpl
+    def price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
+        if ctx.offline:
+            return super().price(ctx, regions)
+        return listing.price_sheet(ctx, regions, self.description, self.catalog.terms)
+
+    @hookimpl
+    def list_instances(
+        self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
+    ) -> list[Instance]:
+        return instances.tagged(ctx, regions, tags)
+
+    @hookimpl
+    def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:
+        return instances.launch(ctx, request)
+
+    @hookimpl
+    def terminate(self, ctx: HookContext, instance: InstanceRef) -> Instance:
+        return instances.terminate(ctx, instance)
+
+    @hookimpl
+    def instance_status(self, ctx: HookContext, instance: InstanceRef) -> Instance:
+        return instances.status(ctx, instance)
+
+    @hookimpl
+    def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
+        return storage.remote(ctx, bucket)
+
+
+plugin = TencentProvider(DESCRIPTION)

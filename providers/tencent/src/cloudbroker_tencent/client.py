@@ -1,0 +1,63 @@
+"""Signed CVM API calls through the real SDK, with timeouts, typed errors and retries.
+
+The SDK (``tencentcloud-sdk-python-cvm``) is imported here, lazily, the first time a call is
+made. Calls go through ``call_json`` so that we read the answer as Tencent sent it (the SDK's
+models drop fields they do not know) while the SDK still signs (TC3-HMAC-SHA256), sends and
+raises on ``Response.Error``. Retries are cloudbroker's, not the SDK's: throttling and
+transport failures are retried with backoff and jitter, nothing else.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from cloudbroker import retry
+from cloudbroker.context import HookContext
+from cloudbroker_tencent.connection import api_endpoint, credentials
+from cloudbroker_tencent.errors import translate
+
+# Messages in English: they end up, one line, in front of the user.
+LANGUAGE = "en-US"
+
+
+class CvmApi:
+    """The CVM API of one region (``""`` for region-less actions such as DescribeRegions)."""
+
+    def __init__(self, ctx: HookContext, region: str) -> None:
+        self.ctx = ctx
+        self.region = region
+
+    @cached_property
+    def _client(self) -> Any:
+        from tencentcloud.common.credential import Credential
+        from tencentcloud.common.profile.client_profile import ClientProfile
+        from tencentcloud.common.profile.http_profile import HttpProfile
+        from tencentcloud.cvm.v20170312.cvm_client import CvmClient
+
+        creds = credentials(self.ctx)
+        endpoint = api_endpoint(self.ctx)
+        http = HttpProfile(
+            endpoint=endpoint.host, protocol=endpoint.protocol, reqTimeout=self.ctx.timeout
+        )
+        profile = ClientProfile(httpProfile=http, language=LANGUAGE)
+        return CvmClient(Credential(creds.secret_id, creds.secret_key), self.region, profile)
+
+    def call(
+        self, action: str, params: dict[str, Any], *, done: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """``Response`` of ``action``; a typed error after retries if it keeps failing.
+
+        ``done``: error codes meaning the action's effect already holds (e.g. terminating a
+        terminating instance); they answer ``{}`` instead of raising.
+        """
+
+        def once() -> dict[str, Any]:
+            try:
+                return self._client.call_json(action, params)["Response"]
+            except Exception as exc:
+                if done and getattr(exc, "code", None) in done:
+                    return {}
+                raise
+
+        return retry.call(once, translate=translate)

@@ -1,0 +1,549 @@
+"""A local Tencent Cloud CVM (API 3.0) that the real SDK can talk to: tests, and trying out.
+
+    python -m cloudbroker_tencent.emulator --port 0 [--access-key AKID... --secret-key ...]
+
+then ``CLOUDBROKER_TENCENT_ENDPOINT=<printed URL>`` with the same keys in
+``TENCENTCLOUD_SECRET_ID`` / ``TENCENTCLOUD_SECRET_KEY``. It speaks the wire format recorded in
+../shared/reference/sdk-notes.md 2.1: ``POST /`` with a JSON body, the action in
+``X-TC-Action``, a TC3-HMAC-SHA256 signature that it verifies (a wrong secret gets
+``AuthFailure.SignatureFailure``, an unknown SecretId ``AuthFailure.SecretIdNotFound``), and
+errors as Tencent sends them: HTTP 200, Content-Type exactly ``application/json``,
+``Response.Error`` {Code, Message} next to ``RequestId``.
+
+Actions: DescribeRegions, DescribeZoneInstanceConfigInfos, InquiryPriceRunInstances,
+RunInstances (idempotent on ClientToken), DescribeInstances (by InstanceIds or ``tag:<key>``
+filters), TerminateInstances. Instances go
+PENDING -> RUNNING; TerminateInstances makes them TERMINATING, then SHUTDOWN in the recycle
+bin (IsolatedSource MANMADE), and a second TerminateInstances releases them: no longer listed,
+and any further TerminateInstances is ``UnsupportedOperation.InstanceStateTerminated``.
+A spot reclaim (``POST /_emulator/reclaim``) makes a SPOTPAID instance TERMINATING without a
+TerminateInstances, which is what DescribeInstances shows of one. Fault injection and the
+``/_emulator/`` control API come from :mod:`cloudbroker.testing.emulator`.
+
+The offerings (types, zones, prices) are emulator data: the on-demand prices are the China
+site's list prices from the packaged catalog's source, the spot prices are made up (Tencent
+documents spot at 3%-20% of pay-as-you-go); tests build their own with :func:`offering`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, ClassVar
+
+from cloudbroker.testing.emulator import ApiError, Emulator, Instance, Request, Response, serve
+
+VERSION = "2017-03-12"
+SERVICE = "cvm"
+ALGORITHM = "TC3-HMAC-SHA256"
+MAX_CLOCK_SKEW = 300  # seconds; Tencent refuses older (or future) signatures
+INSTANCE_ID = re.compile(r"^ins-[0-9a-z]{8}$")
+USER_DATA_LIMIT = 16 * 1024
+CHARGE_TYPES = ("POSTPAID_BY_HOUR", "SPOTPAID")
+ACTIONS = frozenset(
+    {
+        "DescribeRegions",
+        "DescribeZoneInstanceConfigInfos",
+        "InquiryPriceRunInstances",
+        "RunInstances",
+        "DescribeInstances",
+        "TerminateInstances",
+    }
+)
+BUSY = ("PENDING", "TERMINATING")  # states whose LatestOperation is still running
+FILTERS = ("zone", "instance-family", "instance-type", "instance-charge-type")
+AUTHORIZATION = re.compile(
+    r"^(?P<algorithm>\S+) Credential=(?P<secret_id>[^/]+)/(?P<date>\d{4}-\d{2}-\d{2})/"
+    r"(?P<service>[^/]+)/tc3_request, SignedHeaders=(?P<headers>[a-z0-9;-]+), "
+    r"Signature=(?P<signature>[0-9a-f]{64})$"
+)
+
+
+@dataclass(frozen=True)
+class Offering:
+    """One instance type sold in one zone; prices in CNY per hour (None: not sold so)."""
+
+    region: str
+    zone: str
+    instance_type: str
+    cpu: int
+    memory: int
+    gpus: int
+    on_demand: Decimal | None
+    spot: Decimal | None = None
+    status: str = "SELL"
+    listed_price: bool = True  # False: only InquiryPriceRunInstances states the price
+
+    @property
+    def family(self) -> str:
+        return self.instance_type.split(".", 1)[0]
+
+    def price(self, charge_type: str) -> Decimal | None:
+        return self.on_demand if charge_type == "POSTPAID_BY_HOUR" else self.spot
+
+
+# The emulator's types: (vCPUs, GiB, GPUs, on-demand CNY/h, spot CNY/h).
+TYPES: dict[str, tuple[int, int, int, str, str]] = {
+    "GN7.2XLARGE32": (8, 32, 1, "8.73", "1.75"),
+    "GNV4.3XLARGE44": (12, 44, 1, "9.23", "1.85"),
+    "GN10Xp.2XLARGE40": (10, 40, 1, "12.03", "2.41"),
+    "GT4.4XLARGE96": (16, 96, 1, "28.69", "5.74"),
+    "S5.MEDIUM4": (2, 4, 0, "0.32", "0.07"),  # no GPU: must not be listed
+}
+ZONES = ("ap-guangzhou-6", "ap-guangzhou-7", "ap-shanghai-5")
+
+
+def offering(
+    instance_type: str, zone: str, on_demand: str | None, spot: str | None, **options: Any
+) -> Offering:
+    """One of :data:`TYPES` sold in ``zone`` at these prices (None: not sold so)."""
+    cpu, memory, gpus, _, _ = TYPES[instance_type]
+    return Offering(
+        region=zone.rsplit("-", 1)[0],
+        zone=zone,
+        instance_type=instance_type,
+        cpu=cpu,
+        memory=memory,
+        gpus=gpus,
+        on_demand=None if on_demand is None else Decimal(on_demand),
+        spot=None if spot is None else Decimal(spot),
+        **options,
+    )
+
+
+DEFAULT_OFFERINGS = tuple(
+    offering(name, zone, on_demand, spot)
+    for zone in ZONES
+    for name, (_, _, _, on_demand, spot) in TYPES.items()
+)
+
+
+def _hmac(key: bytes, message: str) -> bytes:
+    return hmac.new(key, message.encode("utf-8"), hashlib.sha256).digest()
+
+
+def tc3_signature(
+    secret_key: str, *, date: str, service: str, timestamp: str, canonical_request: str
+) -> str:
+    """TC3-HMAC-SHA256, as Tencent documents it (sdk-notes.md 3)."""
+    scope = f"{date}/{service}/tc3_request"
+    digest = hashlib.sha256(canonical_request.encode("utf-8")).hexdigest()
+    string_to_sign = f"{ALGORITHM}\n{timestamp}\n{scope}\n{digest}"
+    key = _hmac(_hmac(_hmac(f"TC3{secret_key}".encode(), date), service), "tc3_request")
+    return hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _bad(code: str, message: str) -> ApiError:
+    return ApiError(200, code, message)
+
+
+def _price(list_price: Decimal, price: Decimal) -> dict[str, Any]:
+    """An ItemPrice for hourly billing, numbers as the API sends them (JSON floats)."""
+    return {
+        "UnitPrice": float(list_price),
+        "ChargeUnit": "HOUR",
+        "UnitPriceDiscount": float(price),
+        "Discount": float(round(price / list_price * 100, 2)),
+    }
+
+
+class TencentEmulator(Emulator):
+    name = "Tencent Cloud CVM"
+    fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {
+        "throttle": (
+            200,
+            "RequestLimitExceeded",
+            "Your current request times exceeds the frequency limit for a second. "
+            "Please reduce the frequency of calls.",
+        ),
+        "server-error": (
+            200,
+            "InternalError",
+            "An internal error has occurred. Retry your request, but if the problem "
+            "persists, contact us.",
+        ),
+        "capacity": (
+            200,
+            "ResourceInsufficient.SpecifiedInstanceType",
+            "The specified instance type is sold out in this zone.",
+        ),
+    }
+
+    def __init__(
+        self,
+        *,
+        access_key: str,
+        secret_key: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        offerings: tuple[Offering, ...] = DEFAULT_OFFERINGS,
+    ) -> None:
+        super().__init__(access_key=access_key, secret_key=secret_key, host=host, port=port)
+        self.offerings = offerings
+
+    # -- the four methods of the kit -----------------------------------------------------
+
+    def authenticate(self, request: Request) -> None:
+        auth = AUTHORIZATION.match(request.header("authorization"))
+        if auth is None or auth["algorithm"] != ALGORITHM:
+            raise _bad("AuthFailure.InvalidAuthorization", "Authorization header is invalid.")
+        if auth["secret_id"] != self.access_key:
+            raise _bad("AuthFailure.SecretIdNotFound", "The SecretId is not found.")
+        timestamp = request.header("x-tc-timestamp")
+        if not timestamp.isdigit() or abs(time.time() - int(timestamp)) > MAX_CLOCK_SKEW:
+            raise _bad(
+                "AuthFailure.SignatureExpire", f"Signature expired (X-TC-Timestamp {timestamp})."
+            )
+        signed = auth["headers"].split(";")
+        canonical_request = "\n".join(
+            [
+                request.method,
+                request.path,
+                getattr(request, "raw_query", "") if request.method == "GET" else "",
+                "".join(f"{name}:{request.header(name).strip().lower()}\n" for name in signed),
+                auth["headers"],
+                hashlib.sha256(request.body).hexdigest(),
+            ]
+        )
+        expected = tc3_signature(
+            self.secret_key,
+            date=auth["date"],
+            service=auth["service"],
+            timestamp=timestamp,
+            canonical_request=canonical_request,
+        )
+        day = datetime.fromtimestamp(int(timestamp), UTC).strftime("%Y-%m-%d")
+        if (
+            not hmac.compare_digest(expected, auth["signature"])
+            or auth["date"] != day
+            or auth["service"] != SERVICE
+            or not {"content-type", "host"} <= set(signed)
+        ):
+            raise _bad(
+                "AuthFailure.SignatureFailure",
+                "The provided credentials could not be validated. Please check your signature "
+                "is correct.",
+            )
+
+    def action(self, request: Request) -> str:
+        action = request.header("x-tc-action")
+        if not action:
+            raise _bad("MissingParameter", "The request is missing the X-TC-Action header.")
+        if request.header("x-tc-version") != VERSION:
+            version = request.header("x-tc-version")
+            raise _bad("NoSuchVersion", f"CVM has no API version {version!r}.")
+        return action
+
+    def handle(self, action: str, request: Request) -> Response:
+        if action not in ACTIONS:
+            raise _bad("InvalidAction", f"The action {action} does not exist.")
+        handler = getattr(self, f"_{action}")
+        if request.method != "POST":
+            raise _bad("UnsupportedOperation", "This emulator takes POST with a JSON body.")
+        try:
+            params = request.json()
+        except ValueError:
+            raise _bad("InvalidParameter", "The request body is not JSON.") from None
+        region = request.header("x-tc-region")
+        if action != "DescribeRegions" and region not in self._regions():
+            raise _bad("InvalidRegion.NotFound", f"The region {region!r} does not exist.")
+        body = handler(params, region, request)
+        return Response(200, {"Response": {**body, "RequestId": request.request_id}})
+
+    def error(self, error: ApiError, request: Request) -> Response:
+        body = {"Error": {"Code": error.code, "Message": error.message}}
+        return Response(200, {"Response": {**body, "RequestId": request.request_id}})
+
+    def reclaim(self, instance_id: str) -> None:
+        with self.state.lock:
+            if not self.state.instances[instance_id].spot:
+                raise ValueError(f"{instance_id} is not a spot instance; only spot is reclaimed")
+        super().reclaim(instance_id)
+
+    # -- catalog ---------------------------------------------------------------------------
+
+    def _regions(self) -> list[str]:
+        return sorted({o.region for o in self.offerings})
+
+    def _DescribeRegions(self, params: dict, region: str, request: Request) -> dict:
+        regions = self._regions()
+        return {
+            "TotalCount": len(regions),
+            "RegionSet": [
+                {"Region": r, "RegionName": r, "RegionState": "AVAILABLE"} for r in regions
+            ],
+        }
+
+    def _DescribeZoneInstanceConfigInfos(self, params: dict, region: str, _: Request) -> dict:
+        wanted: dict[str, set[str]] = {}
+        for f in params.get("Filters") or []:
+            if f.get("Name") not in FILTERS:
+                raise _bad("InvalidFilter", f"The filter {f.get('Name')!r} is not supported.")
+            wanted[f["Name"]] = set(f.get("Values") or [])
+        charge_types = wanted.get("instance-charge-type") or {"POSTPAID_BY_HOUR"}
+        items = []
+        for o in self.offerings:
+            if o.region != region or not _matches(wanted, o):
+                continue
+            for charge_type in CHARGE_TYPES:
+                price = o.price(charge_type)
+                if charge_type in charge_types and price is not None:
+                    items.append(self._quota_item(o, charge_type, price))
+        return {"InstanceTypeQuotaSet": items}
+
+    @staticmethod
+    def _quota_item(o: Offering, charge_type: str, price: Decimal) -> dict[str, Any]:
+        list_price = o.on_demand or price
+        return {
+            "Zone": o.zone,
+            "InstanceType": o.instance_type,
+            "InstanceChargeType": charge_type,
+            "NetworkCard": 25,
+            "Externals": {},
+            "Cpu": o.cpu,
+            "Memory": o.memory,
+            "InstanceFamily": o.family,
+            "TypeName": f"{o.family} ({'GPU' if o.gpus else 'standard'})",
+            "LocalDiskTypeList": [],
+            "Status": o.status,
+            "Price": _price(list_price, price) if o.listed_price else None,
+            "SoldOutReason": "" if o.status == "SELL" else "Sold out",
+            "InstanceBandwidth": 10.0,
+            "InstancePps": 100,
+            "StorageBlockAmount": 0,
+            "CpuType": "Intel Xeon Cascade Lake 8255C",
+            "Gpu": o.gpus,
+            "Fpga": 0,
+            "Remark": "",
+            "GpuCount": float(o.gpus),
+            "Frequency": "2.5/3.1GHz",
+            "StatusCategory": "EnoughStock" if o.status == "SELL" else "WithoutStock",
+        }
+
+    def _offering(self, params: dict, region: str) -> tuple[Offering, str]:
+        """The offering RunInstances / InquiryPriceRunInstances ask for, and the charge type."""
+        zone = (params.get("Placement") or {}).get("Zone")
+        for name in ("ImageId", "InstanceType"):
+            if not params.get(name):
+                raise _bad("MissingParameter", f"The request is missing `{name}`.")
+        if not zone:
+            raise _bad("MissingParameter", "The request is missing `Placement.Zone`.")
+        if zone not in {o.zone for o in self.offerings if o.region == region}:
+            raise _bad("InvalidZone.MismatchRegion", f"The zone {zone} is not in {region}.")
+        name = params["InstanceType"]
+        if name not in {o.instance_type for o in self.offerings}:
+            raise _bad("InvalidParameterValue.InstanceTypeNotFound", f"No instance type {name}.")
+        here = (o for o in self.offerings if o.zone == zone and o.instance_type == name)
+        found = next(here, None)
+        if found is None:
+            raise _bad("ResourceUnavailable.InstanceType", f"{zone} does not sell {name}.")
+        charge_type = params.get("InstanceChargeType") or "POSTPAID_BY_HOUR"
+        if charge_type not in CHARGE_TYPES:
+            raise _bad("InvalidParameterValue", f"InstanceChargeType {charge_type} unsupported.")
+        if found.price(charge_type) is None:
+            raise _bad(
+                "UnsupportedOperation.NoInstanceTypeSupportSpot", f"{name} is not sold as spot."
+            )
+        if found.status != "SELL":
+            raise _bad("ResourcesSoldOut.SpecifiedInstanceType", f"{name} is sold out in {zone}.")
+        return found, charge_type
+
+    def _InquiryPriceRunInstances(self, params: dict, region: str, _: Request) -> dict:
+        found, charge_type = self._offering(params, region)
+        price = found.price(charge_type) or Decimal(0)  # _offering refused unpriced ones
+        instance_price = _price(found.on_demand or price, price)
+        return {"Price": {"InstancePrice": instance_price, "BandwidthPrice": {}}}
+
+    # -- instances -------------------------------------------------------------------------
+
+    def _RunInstances(self, params: dict, region: str, request: Request) -> dict:
+        token = params.get("ClientToken")
+        if token and len(token) > 64:
+            raise _bad("InvalidClientToken.TooLong", "ClientToken is longer than 64 characters.")
+        known = [i for i in self.state.instances.values() if token and i.client_token == token]
+        if known:  # the same request again: the same instances, nothing new
+            return {"InstanceIdSet": [i.instance_id for i in known]}
+        found, charge_type = self._offering(params, region)
+        user_data = _user_data(params.get("UserData"))
+        count = int(params.get("InstanceCount") or 1)
+        network = params.get("VirtualPrivateCloud") or {}
+        ids = []
+        for _ in range(count):
+            instance = Instance(
+                instance_id=self.state.new_id("ins-"),
+                region=region,
+                zone=found.zone,
+                instance_type=found.instance_type,
+                spot=charge_type == "SPOTPAID",
+                client_token=token,
+                tags={
+                    t["Key"]: t["Value"]
+                    for spec in params.get("TagSpecification") or []
+                    if spec.get("ResourceType") == "instance"
+                    for t in spec.get("Tags") or []
+                },
+                image=params["ImageId"],
+                user_data=user_data,
+                extra={
+                    "params": params,
+                    "vpc": _default(network.get("VpcId"), "vpc-"),
+                    "subnet": _default(network.get("SubnetId"), "subnet-"),
+                    "latest_operation": "RunInstances",
+                    "request_id": request.request_id,
+                },
+            )
+            self.state.instances[instance.instance_id] = instance
+            ids.append(instance.instance_id)
+        return {"InstanceIdSet": ids}
+
+    def _known(self, instance_id: str) -> Instance:
+        _check_id(instance_id)
+        instance = self.state.instances.get(instance_id)
+        if instance is None:
+            raise _bad("InvalidInstanceId.NotFound", f"The instance {instance_id} is not found.")
+        return instance
+
+    def _DescribeInstances(self, params: dict, region: str, _: Request) -> dict:
+        ids = params.get("InstanceIds")
+        if ids is not None and params.get("Filters"):
+            raise _bad("InvalidParameterCombination", "InstanceIds and Filters cannot be combined.")
+        for instance_id in ids or []:
+            _check_id(instance_id)
+        tags: dict[str, set[str]] = {}
+        for f in params.get("Filters") or []:
+            if not str(f.get("Name")).startswith("tag:"):
+                raise _bad("InvalidFilter", f"The filter {f.get('Name')!r} is not supported.")
+            tags[f["Name"].removeprefix("tag:")] = set(f.get("Values") or [])
+        found = [
+            i
+            for i in self.state.instances.values()
+            if i.region == region
+            and not i.extra.get("released")
+            and (ids is None or i.instance_id in ids)
+            and all(i.tags.get(key) in values for key, values in tags.items())
+        ]
+        offset, limit = int(params.get("Offset") or 0), int(params.get("Limit") or 20)
+        if limit > 100:
+            raise _bad("InvalidParameterValue.LimitExceeded", "Limit is at most 100.")
+        return {
+            "TotalCount": len(found),
+            "InstanceSet": [self._render(i) for i in found[offset : offset + limit]],
+        }
+
+    def _TerminateInstances(self, params: dict, region: str, request: Request) -> dict:
+        instances = [self._known(i) for i in params.get("InstanceIds") or []]
+        if not instances:
+            raise _bad("MissingParameter", "The request is missing `InstanceIds`.")
+        for instance in instances:
+            if instance.extra.get("released"):  # no longer listed, but still known
+                raise _bad(
+                    "UnsupportedOperation.InstanceStateTerminated",
+                    f"The instance {instance.instance_id} is terminated.",
+                )
+            if self._state(instance) == "TERMINATING":
+                raise _bad(
+                    "UnsupportedOperation.InstanceStateTerminating",
+                    f"The instance {instance.instance_id} is being terminated.",
+                )
+        for instance in instances:
+            if self._state(instance) == "SHUTDOWN":  # in the recycle bin: release it now
+                instance.extra["released"] = True
+                continue
+            instance.terminated = time.time()
+            instance.extra["latest_operation"] = "TerminateInstances"
+            instance.extra["request_id"] = request.request_id
+        return {}
+
+    def _state(self, instance: Instance) -> str:
+        if instance.terminated is not None:
+            recent = time.time() - instance.terminated < self.boot_seconds
+            return "TERMINATING" if recent else "SHUTDOWN"
+        if instance.reclaimed is not None:
+            return "TERMINATING"
+        return "PENDING" if instance.state(self.boot_seconds) == "pending" else "RUNNING"
+
+    def _render(self, i: Instance) -> dict[str, Any]:
+        """A DescribeInstances item, with the fields Tencent documents."""
+        params = i.extra["params"]
+        state = self._state(i)
+        number = int(i.instance_id[4:], 16)
+        offering = next(o for o in self.offerings if o.instance_type == i.instance_type)
+        return {
+            "Placement": {"Zone": i.zone, "ProjectId": 0},
+            "InstanceId": i.instance_id,
+            "InstanceType": i.instance_type,
+            "CPU": offering.cpu,
+            "Memory": offering.memory,
+            "RestrictState": "NORMAL",
+            "InstanceName": params.get("InstanceName") or "未命名",
+            "InstanceChargeType": "SPOTPAID" if i.spot else "POSTPAID_BY_HOUR",
+            "SystemDisk": {
+                "DiskType": (params.get("SystemDisk") or {}).get("DiskType") or "CLOUD_PREMIUM",
+                "DiskId": f"disk-{i.instance_id[4:]}",
+                "DiskSize": (params.get("SystemDisk") or {}).get("DiskSize") or 50,
+            },
+            "DataDisks": [],
+            "PrivateIpAddresses": [f"10.0.{number // 250 % 250}.{number % 250 + 2}"],
+            "PublicIpAddresses": None,
+            "VirtualPrivateCloud": {
+                "VpcId": i.extra["vpc"],
+                "SubnetId": i.extra["subnet"],
+                "AsVpcGateway": False,
+            },
+            "ImageId": i.image,
+            "RenewFlag": None,
+            "CreatedTime": datetime.fromtimestamp(i.created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "ExpiredTime": None,
+            "OsName": "TencentOS Server 3.1 (TK4)",
+            "SecurityGroupIds": params.get("SecurityGroupIds") or ["sg-default0"],
+            "LoginSettings": {"KeyIds": (params.get("LoginSettings") or {}).get("KeyIds")},
+            "InstanceState": state,
+            "Tags": [{"Key": k, "Value": v} for k, v in i.tags.items()],
+            "StopChargingMode": "NOT_APPLICABLE",
+            "Uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, i.instance_id)),
+            "LatestOperation": i.extra["latest_operation"],
+            "LatestOperationState": "OPERATING" if state in BUSY else "SUCCESS",
+            "LatestOperationRequestId": i.extra["request_id"],
+            "IsolatedSource": "MANMADE" if state == "SHUTDOWN" else "NOTISOLATED",
+            "DisableApiTermination": False,
+        }
+
+
+def _check_id(instance_id: str) -> None:
+    if not INSTANCE_ID.match(instance_id):
+        raise _bad("InvalidInstanceId.Malformed", f"Malformed instance id {instance_id!r}.")
+
+
+def _matches(wanted: dict[str, set[str]], o: Offering) -> bool:
+    fields = {"zone": o.zone, "instance-family": o.family, "instance-type": o.instance_type}
+    return all(not wanted.get(name) or value in wanted[name] for name, value in fields.items())
+
+
+def _user_data(encoded: str | None) -> str | None:
+    if not encoded:
+        return None
+    if len(encoded) > USER_DATA_LIMIT:
+        raise _bad("InvalidParameterValue.InvalidUserDataFormat", "UserData exceeds 16 KB.")
+    try:
+        return base64.b64decode(encoded, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise _bad(
+            "InvalidParameterValue.InvalidUserDataFormat", "UserData must be base64 encoded."
+        ) from None
+
+
+def _default(value: str | None, prefix: str) -> str | None:
+    """``DEFAULT`` (or nothing) stands for the region's default VPC and subnet."""
+    return f"{prefix}default0" if value in (None, "DEFAULT") else value
+
+
+if __name__ == "__main__":
+    serve(TencentEmulator)

@@ -1,0 +1,256 @@
+"""Live GPU types and prices: DescribeZoneInstanceConfigInfos, InquiryPriceRunInstances.
+
+One DescribeZoneInstanceConfigInfos call per region answers for every zone, type and billing
+mode at once (pay-as-you-go and spot), with each item's price (``Price.UnitPriceDiscount``,
+the price after the account's discount). Where an item carries no price, and an image is
+configured (the inquiry requires one), InquiryPriceRunInstances prices that configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from cloudbroker.catalog import _rules, _sources
+from cloudbroker.context import HookContext
+from cloudbroker.errors import CapacityError, ConfigError
+from cloudbroker.gpus import normalise_gpu
+from cloudbroker.launching import image_for
+from cloudbroker.models import (
+    BillingRule,
+    ComputePrice,
+    Gpu,
+    InstanceType,
+    Market,
+    PriceSheet,
+    RegionTerms,
+    Source,
+)
+from cloudbroker.money import Money
+from cloudbroker.provider import Description
+from cloudbroker_tencent.client import CvmApi
+from cloudbroker_tencent.families import family_gpu
+
+log = logging.getLogger(__name__)
+
+CHARGE_MARKETS = {"POSTPAID_BY_HOUR": Market.ON_DEMAND, "SPOTPAID": Market.SPOT}
+LISTING = "Tencent Cloud API: CVM DescribeZoneInstanceConfigInfos"
+LISTING_URL = "https://cloud.tencent.com/document/product/213/17378"
+INQUIRY = "Tencent Cloud API: CVM InquiryPriceRunInstances"
+INQUIRY_URL = "https://www.tencentcloud.com/document/api/213/33248"
+PARALLEL_REGIONS = 4
+# The China site's APIs price in CNY (the international site, cvm.intl..., is not supported).
+CURRENCY = "CNY"
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One type in one zone and billing mode, with whole GPUs, priced when the API says."""
+
+    instance_type: InstanceType
+    charge_type: str
+    price: Decimal | None
+    flags: tuple[str, ...] = ()
+
+    @property
+    def market(self) -> Market:
+        return CHARGE_MARKETS[self.charge_type]
+
+
+def today() -> date:
+    return datetime.now(UTC).date()
+
+
+def number(value: Any) -> Decimal | None:
+    """The API's numbers (floats, sometimes strings like "100.000000") as Decimal."""
+    if value is None or value == "":
+        return None
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return None
+
+
+def unit_price(price: dict[str, Any] | None) -> Decimal | None:
+    """The hourly price after discount (else the list price); None when absent or zero."""
+    price = price or {}
+    if price.get("ChargeUnit") not in (None, "", "HOUR"):
+        return None
+    for key in ("UnitPriceDiscount", "UnitPrice"):
+        value = number(price.get(key))
+        if value is not None and value > 0:
+            return value
+    return None
+
+
+def gpu_of(item: dict[str, Any]) -> Gpu | None:
+    """The item's whole GPUs, or None (no GPU, a vGPU slice, or a family we cannot name)."""
+    count = number(item.get("GpuCount"))
+    if count is None:
+        count = number(item.get("Gpu"))
+    if count is None or count < 1 or count != count.to_integral_value():
+        return None
+    family = family_gpu(item.get("InstanceType", ""), item.get("InstanceFamily"))
+    label = (item.get("Externals") or {}).get("GPUDesc") or (family.label if family else None)
+    if not label:
+        log.info("skipping %s: the GPU of its family is unknown", item.get("InstanceType"))
+        return None
+    memory = family.memory_gb if family else None
+    return Gpu(model=normalise_gpu(label, memory), label=label, count=int(count), memory_gb=memory)
+
+
+def offer_of(item: dict[str, Any], region: str, source: Source) -> Offer | None:
+    charge_type = item.get("InstanceChargeType", "")
+    gpu = gpu_of(item)
+    if charge_type not in CHARGE_MARKETS or gpu is None:
+        return None
+    instance_type = InstanceType(
+        provider="tencent",
+        name=item["InstanceType"],
+        gpu=gpu,
+        vcpus=item.get("Cpu"),
+        memory_gib=number(item.get("Memory")),
+        region=region,
+        zone=item.get("Zone"),
+        source=source,
+    )
+    price = item.get("Price") or {}
+    flags = []
+    if item.get("Status") == "SOLD_OUT":
+        flags.append("sold-out")
+    if (number(price.get("UnitPriceDiscountSecondStep")) or 0) > 0:
+        flags.append("stepped-price-first-96h")  # later hours are cheaper on this type
+    return Offer(instance_type, charge_type, unit_price(price), tuple(flags))
+
+
+def regions(ctx: HookContext, wanted: list[str] | None) -> list[str]:
+    """``wanted``, or every region DescribeRegions reports available."""
+    if wanted:
+        return list(wanted)
+    answer = CvmApi(ctx, "").call("DescribeRegions", {})
+    found = answer.get("RegionSet") or []
+    return [r["Region"] for r in found if r.get("RegionState") == "AVAILABLE"]
+
+
+def region_offers(ctx: HookContext, region: str) -> list[Offer]:
+    answer = CvmApi(ctx, region).call(
+        "DescribeZoneInstanceConfigInfos",
+        {"Filters": [{"Name": "instance-charge-type", "Values": list(CHARGE_MARKETS)}]},
+    )
+    source = Source(name=f"{LISTING} ({region})", url=LISTING_URL, as_of=today())
+    offers = (offer_of(item, region, source) for item in answer.get("InstanceTypeQuotaSet") or [])
+    return [offer for offer in offers if offer is not None]
+
+
+def offers(ctx: HookContext, wanted: list[str] | None) -> list[Offer]:
+    """Every GPU offer of the wanted regions, a few regions at a time."""
+    names = regions(ctx, wanted)
+    if not names:
+        return []
+    with ThreadPoolExecutor(min(PARALLEL_REGIONS, len(names))) as pool:
+        per_region = list(pool.map(lambda region: region_offers(ctx, region), names))
+    return [offer for found in per_region for offer in found]
+
+
+def inquire(ctx: HookContext, offer: Offer, image: str) -> Decimal | None:
+    """InquiryPriceRunInstances for this type, zone and billing mode (None when sold out)."""
+    t = offer.instance_type
+    params = {
+        "Placement": {"Zone": t.zone},
+        "ImageId": image,
+        "InstanceType": t.name,
+        "InstanceChargeType": offer.charge_type,
+        "InstanceCount": 1,
+    }
+    try:
+        answer = CvmApi(ctx, t.region).call("InquiryPriceRunInstances", params)
+    except CapacityError:
+        return None
+    return unit_price((answer.get("Price") or {}).get("InstancePrice"))
+
+
+def compute_prices(
+    ctx: HookContext,
+    found: list[Offer],
+    rules: dict[Market, BillingRule],
+    image: str | None,
+) -> list[ComputePrice]:
+    """Prices of the offers; the unpriced ones asked of InquiryPriceRunInstances if possible."""
+    prices = []
+    for offer in found:
+        rule = rules.get(offer.market)
+        if rule is None:
+            log.warning("no billing rule for %s in the packaged terms; skipped", offer.market)
+            continue
+        t = offer.instance_type
+        amount, source = offer.price, t.source
+        if amount is None and image:
+            amount = inquire(ctx, offer, image)
+            source = Source(name=f"{INQUIRY} ({t.region})", url=INQUIRY_URL, as_of=today())
+        prices.append(
+            ComputePrice(
+                instance_type=t.name,
+                region=t.region,
+                zone=t.zone,
+                market=offer.market,
+                price=None if amount is None else Money(amount=amount, currency=CURRENCY),
+                rule=rule,
+                source=source,
+                flags=offer.flags,
+            )
+        )
+    return prices
+
+
+@cache
+def billing_rules(package: str) -> dict[Market, BillingRule]:
+    """The packaged terms' billing rule per market: the API states none for live prices.
+
+    Read with the catalog loader's own parser: core's ``Catalog`` keeps rules only on its
+    price rows, and the packaged Tencent catalog has no spot row to take the spot rule from.
+    """
+    where = f"{package} terms.toml"
+    terms = tomllib.loads((files(package) / "data" / "terms.toml").read_text("utf-8"))
+    return _rules(terms, _sources(terms, where), where)
+
+
+def instance_types(ctx: HookContext, wanted: list[str] | None) -> list[InstanceType]:
+    """The GPU types of the regions, one per type and zone (whatever the billing modes)."""
+    unique: dict[tuple[str, str, str | None], InstanceType] = {}
+    for offer in offers(ctx, wanted):
+        t = offer.instance_type
+        unique.setdefault((t.name, t.region, t.zone), t)
+    return list(unique.values())
+
+
+def price_sheet(
+    ctx: HookContext,
+    wanted: list[str] | None,
+    description: Description,
+    terms: tuple[RegionTerms, ...],
+) -> PriceSheet:
+    """Live compute prices, with the catalog's billing rules and hidden-cost terms."""
+    found = offers(ctx, wanted)
+    rules = billing_rules(description.package)
+    compute: list[ComputePrice] = []
+    for region in sorted({offer.instance_type.region for offer in found}):
+        try:  # the inquiry, for items without a listed price, needs an image of the region
+            image = image_for(ctx.settings, description.name, region)
+        except ConfigError:
+            image = None
+        here = [offer for offer in found if offer.instance_type.region == region]
+        compute += compute_prices(ctx, here, rules, image)
+    return PriceSheet(
+        provider=description.name,
+        currency=description.currency,
+        as_of=today(),
+        compute=tuple(compute),
+        terms=terms,
+    )
