@@ -1,11 +1,24 @@
-"""Amazon Web Services hook implementations.
+"""Amazon Web Services hook implementations (thin: the work is in the sibling modules).
 
-No SDK import at module level: SDK calls are imported inside the hooks that need them.
+No SDK import at module level: boto3 is imported inside the calls that need it, so
+``cloudbroker --help`` and offline quotes never pay for it.
 """
 
 from __future__ import annotations
 
+from cloudbroker.context import HookContext
+from cloudbroker.hookspecs import hookimpl
+from cloudbroker.models import (
+    BucketRef,
+    Instance,
+    InstanceRef,
+    InstanceType,
+    LaunchRequest,
+    PriceSheet,
+    StorageRemote,
+)
 from cloudbroker.provider import CatalogProvider, Description
+from cloudbroker_aws import client, instances, offers, prices, storage
 
 DESCRIPTION = Description(
     name="aws",
@@ -19,4 +32,47 @@ DESCRIPTION = Description(
 )
 
 
-plugin = CatalogProvider(DESCRIPTION)
+class AwsProvider(CatalogProvider):
+    """Offline hooks from the catalog; live ones through boto3 when ``ctx.offline`` is False."""
+
+    @hookimpl
+    def list_instance_types(
+        self, ctx: HookContext, regions: list[str] | None
+    ) -> list[InstanceType]:
+        if ctx.offline:
+            return super().list_instance_types(ctx, regions)
+        found = []
+        for region in client.regions(ctx, regions):
+            found += offers.instance_types(ctx, region)
+        return found
+
+    @hookimpl
+    def price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
+        if ctx.offline:
+            return super().price(ctx, regions)
+        return prices.price_sheet(ctx, client.regions(ctx, regions), self.catalog)
+
+    @hookimpl
+    def list_instances(
+        self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
+    ) -> list[Instance]:
+        return instances.list_tagged(ctx, client.regions(ctx, regions), tags)
+
+    @hookimpl
+    def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:
+        return instances.launch(ctx, request)
+
+    @hookimpl
+    def terminate(self, ctx: HookContext, instance: InstanceRef) -> Instance:
+        return instances.terminate(ctx, instance)
+
+    @hookimpl
+    def instance_status(self, ctx: HookContext, instance: InstanceRef) -> Instance:
+        return instances.describe(ctx, instance)
+
+    @hookimpl
+    def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
+        return storage.remote(ctx, bucket)
+
+
+plugin = AwsProvider(DESCRIPTION)

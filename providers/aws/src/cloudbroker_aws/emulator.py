@@ -1,0 +1,328 @@
+"""A local AWS for tests and demos: moto's server behind a front that fills moto's gaps.
+
+``python -m cloudbroker_aws.emulator --port 0`` (needs ``moto[server]``) starts moto's
+ThreadedMotoServer in this process and, in front of it, an emulator on the core kit that
+speaks EC2 and the Price List API over HTTP:
+
+* it verifies every request's SigV4 signature (moto checks none) and answers a wrong secret
+  with AuthFailure / UnrecognizedClientException as AWS does;
+* it keeps RunInstances idempotent on ClientToken (moto ignores the token): a retry with the
+  token of an earlier launch gets that launch's answer and creates nothing;
+* it serves GetProducts and DescribeSpotPriceHistory from a :class:`PriceBook` (moto has no
+  Price List API and a constant spot price);
+* it injects the kit's faults in EC2's vocabulary (RequestLimitExceeded,
+  InsufficientInstanceCapacity, Unavailable, a response lost after the launch happened);
+* a spot reclaim (``POST /_emulator/reclaim``) terminates the instance inside moto with the
+  StateReason EC2 gives an interrupted spot instance. Only the end state is emulated: the
+  two-minute notice (instance metadata ``spot/instance-action``, EventBridge) is not visible
+  through the EC2 API, and moto keeps no spot request for RunInstances-launched spot.
+
+Every other EC2 action is forwarded to moto unchanged. S3 is not fronted: point S3 clients
+(and rclone) at moto's own URL, printed at start.
+"""
+
+from __future__ import annotations
+
+import copy
+import http.client
+import time
+from typing import Any, ClassVar
+from urllib.parse import parse_qs, urlsplit
+
+from cloudbroker.testing.emulator import ApiError, Emulator, Request, Response, serve
+from cloudbroker.testing.emulator import Instance as KitInstance
+from cloudbroker_aws import sigv4
+from cloudbroker_aws.pricing_emulator import PriceBook, get_products, spot_price_history
+
+MOTO_ACCOUNT = "123456789012"  # moto's default account
+AMZ_JSON = "application/x-amz-json-1.1"
+#: Types moto lacks: (a type moto has to copy, GPUs, vCPUs, memory MiB, GPU memory MiB).
+MISSING_TYPES = {
+    "p3.2xlarge": ("p3dn.24xlarge", 1, 8, 62464, 16384),
+    "p3.8xlarge": ("p3dn.24xlarge", 4, 32, 249856, 16384),
+    "p3.16xlarge": ("p3dn.24xlarge", 8, 64, 499712, 16384),
+}
+#: The JSON-protocol services' names for the EC2 fault codes above.
+JSON_CODES = {"RequestLimitExceeded": "ThrottlingException", "Unavailable": "ServiceUnavailable"}
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+
+def register_missing_instance_types() -> None:
+    """Teach moto the p3 types it lacks (V100 16 GB), offered where its p3dn is.
+
+    Must run in moto's process before its server answers; calling it twice is harmless.
+    """
+    from moto.ec2.models import instance_types as moto_types
+
+    for name, (template, gpus, vcpus, mib, gpu_mib) in MISSING_TYPES.items():
+        if name in moto_types.INSTANCE_TYPES:
+            continue
+        spec = copy.deepcopy(moto_types.INSTANCE_TYPES[template])
+        spec["InstanceType"] = name
+        spec["VCpuInfo"]["DefaultVCpus"] = vcpus
+        spec["MemoryInfo"]["SizeInMiB"] = mib
+        gpu = spec["GpuInfo"]["Gpus"][0]
+        gpu.update(Count=gpus, LogicalGpuCount=gpus, MemoryInfo={"SizeInMiB": gpu_mib})
+        spec["GpuInfo"]["TotalGpuMemoryInMiB"] = gpus * gpu_mib
+        moto_types.INSTANCE_TYPES[name] = spec
+        moto_types.InstanceTypeBackend.instance_types.append(moto_types.InstanceType(name))
+        for by_region in moto_types.INSTANCE_TYPE_OFFERINGS.values():
+            for offerings in by_region.values():
+                offerings.extend(
+                    {**o, "InstanceType": name}
+                    for o in list(offerings)
+                    if o["InstanceType"] == template
+                )
+
+
+def start_moto() -> Any:
+    """moto's server on 127.0.0.1, a free port, with the missing types registered first."""
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as exc:  # moto is a test tool, not a dependency of cloudbroker-aws
+        raise SystemExit("the AWS emulator needs moto: pip install 'moto[server]'") from exc
+    register_missing_instance_types()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    return server
+
+
+def _ec2_error_xml(code: str, message: str, request_id: str) -> bytes:
+    from xml.sax.saxutils import escape
+
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error>'
+        f"<Code>{escape(code)}</Code><Message>{escape(message)}</Message>"
+        f"</Error></Errors><RequestID>{request_id}</RequestID></Response>"
+    ).encode()
+
+
+class AwsEmulator(Emulator):
+    """EC2 + Price List in front of moto; see the module docstring."""
+
+    name = "aws"
+    boot_seconds = 0.0  # moto reports an instance running from its first DescribeInstances
+    page_size = 100  # GetProducts page size; tests lower it to exercise NextToken paging
+    fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {
+        "throttle": (503, "RequestLimitExceeded", "Request limit exceeded."),
+        "server-error": (503, "Unavailable", "The server is overloaded and can't handle it."),
+        "capacity": (
+            500,
+            "InsufficientInstanceCapacity",
+            "We currently do not have sufficient capacity in the Availability Zone you requested.",
+        ),
+    }
+
+    def __init__(
+        self,
+        *,
+        access_key: str,
+        secret_key: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        prices: PriceBook | None = None,
+    ) -> None:
+        super().__init__(access_key=access_key, secret_key=secret_key, host=host, port=port)
+        self.prices = prices if prices is not None else PriceBook.from_catalog()
+        self.moto = start_moto()
+        moto_host, moto_port = self.moto.get_host_and_port()
+        self.moto_url = f"http://{moto_host}:{moto_port}"
+
+    def stop(self) -> None:
+        super().stop()
+        self.moto.stop()
+
+    # -- the kit's four methods -----------------------------------------------------------
+
+    def authenticate(self, request: Request) -> None:
+        try:
+            scope = sigv4.verify(
+                method=request.method,
+                host_url=f"http://{request.header('host')}",
+                path=request.path,
+                raw_query=getattr(request, "raw_query", ""),
+                headers=request.headers,
+                body=request.body,
+                secrets={self.access_key: self.secret_key},
+            )
+        except sigv4.SignatureError as exc:
+            if request.header("x-amz-target"):
+                code = "InvalidSignatureException"
+                if exc.unknown_key:
+                    code = "UnrecognizedClientException"
+                raise ApiError(403, code, f"The request signature is invalid: {exc}") from None
+            message = f"AWS was not able to validate the provided access credentials ({exc})"
+            raise ApiError(401, "AuthFailure", message) from None
+        request.region = scope.region  # type: ignore[attr-defined]
+
+    def action(self, request: Request) -> str:
+        target = request.header("x-amz-target")
+        if target:
+            return target.rpartition(".")[2]
+        action = self._form(request).get("Action") or request.query.get("Action")
+        if not action:
+            raise ApiError(400, "MissingAction", "The request must contain the parameter Action")
+        return action
+
+    def handle(self, action: str, request: Request) -> Response:
+        region = request.region  # type: ignore[attr-defined]
+        if action == "GetProducts":
+            body = get_products(self.prices, request.json(), self.page_size)
+            return Response(200, body, content_type=AMZ_JSON)
+        if action == "DescribeSpotPriceHistory":
+            xml = spot_price_history(
+                self.prices, region, self._form(request), self._zone_names(region),
+                request.request_id,
+            )  # fmt: skip
+            return Response(200, xml.encode(), content_type="text/xml")
+        if action == "RunInstances":
+            return self._run_instances(region, request)
+        if action == "TerminateInstances":
+            return self._terminate_instances(request)
+        return self._forward(request)
+
+    def error(self, error: ApiError, request: Request) -> Response:
+        if request.header("x-amz-target"):
+            code = JSON_CODES.get(error.code, error.code)
+            body = {"__type": code, "message": error.message}
+            return Response(error.status, body, content_type=AMZ_JSON)
+        xml = _ec2_error_xml(error.code, error.message, request.request_id)
+        return Response(error.status, xml, content_type="text/xml")
+
+    # -- control ------------------------------------------------------------------------
+
+    def reclaim(self, instance_id: str) -> None:
+        """Interrupt a spot instance the way EC2 ends one (terminated, Server.Spot... reason)."""
+        from moto.ec2.models import ec2_backends
+        from moto.ec2.models.instances import StateReason
+
+        with self.state.lock:
+            mirrored = self.state.instances[instance_id]
+            if not mirrored.spot:
+                raise ValueError(f"{instance_id} is on-demand: EC2 only reclaims spot")
+            mirrored.reclaimed = time.time()
+        instance = ec2_backends[MOTO_ACCOUNT][mirrored.region].get_instance(instance_id)
+        instance.terminate()
+        instance.state_reason = StateReason(
+            "Server.SpotInstanceTermination: Spot instance termination",
+            "Server.SpotInstanceTermination",
+        )
+        instance._reason = "Server.SpotInstanceTermination: Spot instance termination"
+
+    def reset(self) -> None:
+        """Forget faults, the launch records and every resource moto holds."""
+        super().reset()
+        self._upstream("POST", "/moto-api/reset", b"", {})
+
+    # -- helpers ------------------------------------------------------------------------
+
+    @staticmethod
+    def _form(request: Request) -> dict[str, str]:
+        if "form-urlencoded" not in request.header("content-type"):
+            return {}
+        parsed = parse_qs(request.body.decode(), keep_blank_values=True)
+        return {k: v[-1] for k, v in parsed.items()}
+
+    @staticmethod
+    def _zone_names(region: str) -> dict[str, str]:
+        from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
+
+        return {z.zone_id: z.name for z in RegionsAndZonesBackend.zones.get(region, [])}
+
+    def _run_instances(self, region: str, request: Request) -> Response:
+        form = self._form(request)
+        token = form.get("ClientToken")
+        earlier = self.state.by_token(f"{region}/{token}") if token else None
+        if earlier is not None:
+            return earlier.extra["response"]
+        response = self._forward(request)
+        if response.status == 200:
+            for instance_id, zone in _launched(response.body):
+                self.state.instances[instance_id] = KitInstance(
+                    instance_id=instance_id,
+                    region=region,
+                    zone=zone,
+                    instance_type=form.get("InstanceType", ""),
+                    spot=form.get("InstanceMarketOptions.MarketType") == "spot",
+                    client_token=f"{region}/{token}" if token else None,
+                    tags=_instance_tags(form),
+                    image=form.get("ImageId"),
+                    extra={"response": response},
+                )
+        return response
+
+    def _terminate_instances(self, request: Request) -> Response:
+        response = self._forward(request)
+        if response.status == 200:
+            for name, value in self._form(request).items():
+                if name.startswith("InstanceId.") and value in self.state.instances:
+                    self.state.instances[value].terminated = time.time()
+        return response
+
+    def _forward(self, request: Request) -> Response:
+        headers = {k: v for k, v in request.headers.items() if k not in HOP_BY_HOP}
+        raw_query = getattr(request, "raw_query", "")
+        path = request.path + (f"?{raw_query}" if raw_query else "")
+        return self._upstream(request.method, path, request.body, headers)
+
+    def _upstream(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> Response:
+        split = urlsplit(self.moto_url)
+        connection = http.client.HTTPConnection(split.hostname, split.port, timeout=30)
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            answer = connection.getresponse()
+            payload = answer.read()
+        except OSError as exc:
+            raise ApiError(503, "Unavailable", f"moto did not answer: {exc}") from None
+        finally:
+            connection.close()
+        content_type = answer.getheader("Content-Type", "text/xml")
+        return Response(answer.status, payload, content_type=content_type)
+
+
+def _launched(xml: bytes) -> list[tuple[str, str | None]]:
+    """(instance id, zone name) of each instance in a RunInstances answer, any namespace."""
+    from xml.etree import ElementTree
+
+    def children(element: ElementTree.Element) -> dict[str, ElementTree.Element]:
+        return {child.tag.rpartition("}")[2]: child for child in element}
+
+    found = []
+    for element in ElementTree.fromstring(xml).iter():
+        if element.tag.rpartition("}")[2] != "item":
+            continue
+        parts = children(element)
+        if "instanceId" in parts and "placement" in parts:
+            zone = children(parts["placement"]).get("availabilityZone")
+            found.append((parts["instanceId"].text or "", None if zone is None else zone.text))
+    return found
+
+
+def _instance_tags(form: dict[str, str]) -> dict[str, str]:
+    """The tags a RunInstances request gives its instance (TagSpecification of type instance)."""
+    tags = {}
+    for name, value in form.items():
+        head, _, rest = name.partition(".")
+        if head != "TagSpecification" or not rest.endswith(".Key"):
+            continue
+        spec = rest.partition(".")[0]
+        if form.get(f"TagSpecification.{spec}.ResourceType") == "instance":
+            tags[value] = form.get(name[: -len("Key")] + "Value", "")
+    return tags
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the emulator; prints the front's URL (EC2, Price List) and moto's (S3)."""
+    serve(_Announced, argv)
+
+
+class _Announced(AwsEmulator):
+    """Prints where S3 is as soon as moto is up, for a person pointing the CLI at it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        print(f"S3 (moto, no signature check): {self.moto_url}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

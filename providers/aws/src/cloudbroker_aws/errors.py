@@ -1,0 +1,124 @@
+"""botocore exceptions -> cloudbroker's typed errors, decided by AWS error code.
+
+The code (``e.response["Error"]["Code"]``) is what AWS documents and keeps stable; HTTP status
+alone misleads on EC2, which answers InsufficientInstanceCapacity with a 500. The botocore
+import is deferred to the first translation so that importing this module stays free.
+"""
+
+from __future__ import annotations
+
+from cloudbroker.errors import (
+    AuthError,
+    CapacityError,
+    CloudBrokerError,
+    ConfigError,
+    NotFoundError,
+    ProviderUnavailable,
+    ThrottledError,
+)
+
+CREDENTIALS_HINT = (
+    "check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the profile named by setting "
+    "'profile' / AWS_PROFILE"
+)
+
+CAPACITY_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "InsufficientCapacity",
+        "InsufficientHostCapacity",
+        "InsufficientReservedInstanceCapacity",
+        "SpotMaxPriceTooLow",
+        "MaxSpotInstanceCountExceeded",
+        "InstanceLimitExceeded",
+        "VcpuLimitExceeded",
+        "Unsupported",  # the type is not offered in this zone
+    }
+)
+AUTH_CODES = frozenset(
+    {
+        "AuthFailure",
+        "UnauthorizedOperation",
+        "InvalidClientTokenId",
+        "SignatureDoesNotMatch",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "IncompleteSignature",
+        "MissingAuthenticationToken",
+        "AccessDenied",
+        "AccessDeniedException",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "RequestExpired",
+        "OptInRequired",
+        "Blocked",
+        "PendingVerification",
+    }
+)
+THROTTLE_CODES = frozenset(
+    {
+        "RequestLimitExceeded",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "EC2ThrottledException",
+        "SlowDown",
+        "PriorRequestNotComplete",
+    }
+)
+UNAVAILABLE_CODES = frozenset(
+    {"InternalError", "InternalFailure", "ServiceUnavailable", "Unavailable", "RequestTimeout"}
+)
+REQUEST_CODES_PREFIXES = ("InvalidParameter", "MissingParameter", "IdempotentParameterMismatch")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def translate_client_error(code: str, status: int, message: str, what: str) -> CloudBrokerError:
+    """The typed error for an AWS error ``code`` answered with HTTP ``status``."""
+    detail = f"{what}: {code}: {_one_line(message)}" if message else f"{what}: {code}"
+    if code in CAPACITY_CODES:
+        return CapacityError(detail)
+    if code in AUTH_CODES:
+        return AuthError(f"{detail} ({CREDENTIALS_HINT})")
+    if code in THROTTLE_CODES or status == 429:
+        return ThrottledError(detail)
+    if code.endswith("NotFound") or code in ("NoSuchBucket", "NotFoundException"):
+        return NotFoundError(detail)
+    if code in UNAVAILABLE_CODES or status >= 500:
+        return ProviderUnavailable(detail)
+    if code.startswith(REQUEST_CODES_PREFIXES) or code.endswith(".Malformed"):
+        return ConfigError(f"{detail} (check the [providers.aws] settings)")
+    return CloudBrokerError(detail)
+
+
+def translate(exc: Exception, what: str) -> CloudBrokerError:
+    """Map any exception raised by a boto3 call to one typed, one-line error."""
+    from botocore import exceptions as bx
+
+    if isinstance(exc, bx.ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return translate_client_error(
+            str(error.get("Code", "Unknown")), int(status or 0), error.get("Message", ""), what
+        )
+    if isinstance(exc, bx.ProfileNotFound):
+        return ConfigError(f"{what}: {_one_line(exc)} (settings 'profile' or AWS_PROFILE)")
+    if isinstance(
+        exc,
+        bx.NoCredentialsError
+        | bx.PartialCredentialsError
+        | bx.CredentialRetrievalError
+        | bx.TokenRetrievalError,
+    ):
+        return AuthError(f"{what}: {_one_line(exc)} ({CREDENTIALS_HINT})")
+    if isinstance(exc, bx.ConnectionError | bx.HTTPClientError):
+        return ProviderUnavailable(f"{what}: {_one_line(exc)}")
+    if isinstance(exc, bx.ParamValidationError | bx.NoRegionError):
+        return ConfigError(f"{what}: {_one_line(exc)}")
+    return CloudBrokerError(f"{what}: {type(exc).__name__}: {_one_line(exc)}")

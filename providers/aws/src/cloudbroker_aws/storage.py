@@ -1,0 +1,42 @@
+"""An S3 bucket as an rclone remote (provider AWS) with the session's credentials.
+
+Credentials are resolved the same way as for EC2 (keys, profile, SSO...) and handed over as
+secrets, which the core passes to rclone by environment only. The endpoint is set only when
+overridden (CLOUDBROKER_AWS_STORAGE_ENDPOINT, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL): for
+real S3 rclone derives it from the region.
+
+An ``http://`` override (a local S3-compatible server such as moto) also sets
+``use_unsigned_payload``: with provider AWS, rclone's SDK protects uploads with trailer
+checksums, which it only sends over TLS; over plain http it tries to seek the upload stream
+to hash it and every PutObject fails ("request stream is not seekable").
+"""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+
+from cloudbroker.context import HookContext
+from cloudbroker.errors import AuthError
+from cloudbroker.models import BucketRef, StorageRemote
+from cloudbroker_aws import client
+from cloudbroker_aws.errors import CREDENTIALS_HINT
+
+
+def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
+    options = {"provider": "AWS", "region": bucket.region or client.default_region(ctx)}
+    url = ctx.secret("CLOUDBROKER_AWS_STORAGE_ENDPOINT") or client.endpoint(ctx, "s3")
+    if url:
+        options["endpoint"] = url
+        if url.startswith("http://"):
+            options["use_unsigned_payload"] = "true"
+    found = client.call(lambda: client.session(ctx).get_credentials(), what="S3 credentials")
+    if found is None:
+        raise AuthError(f"no AWS credentials for S3 ({CREDENTIALS_HINT})", provider="aws")
+    frozen = found.get_frozen_credentials()
+    secrets = {
+        "access_key_id": SecretStr(frozen.access_key),
+        "secret_access_key": SecretStr(frozen.secret_key),
+    }
+    if frozen.token:
+        secrets["session_token"] = SecretStr(frozen.token)
+    return StorageRemote(options=options, secrets=secrets, bucket=bucket.bucket, path=bucket.path)
