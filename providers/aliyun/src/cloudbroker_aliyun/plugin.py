@@ -1,11 +1,26 @@
-"""Alibaba Cloud hook implementations.
+"""Alibaba Cloud hook implementations: thin wrappers over client, offers, instances, storage.
 
-No SDK import at module level: SDK calls are imported inside the hooks that need them.
+No SDK import at module level (``--help`` stays fast): the SDK is imported by
+:class:`cloudbroker_aliyun.client.Session` when a call is made. Offline (the default) the
+catalog hooks answer from the packaged or refreshed catalog; online they ask ECS.
 """
 
 from __future__ import annotations
 
+from cloudbroker.context import HookContext
+from cloudbroker.hookspecs import hookimpl
+from cloudbroker.models import (
+    BucketRef,
+    Instance,
+    InstanceRef,
+    InstanceType,
+    LaunchRequest,
+    PriceSheet,
+    StorageRemote,
+)
 from cloudbroker.provider import CatalogProvider, Description
+from cloudbroker_aliyun import instances, offers, storage
+from cloudbroker_aliyun.client import Session
 
 DESCRIPTION = Description(
     name="aliyun",
@@ -22,4 +37,38 @@ DESCRIPTION = Description(
 )
 
 
-plugin = CatalogProvider(DESCRIPTION)
+class AliyunProvider(CatalogProvider):
+    """ECS instances and OSS buckets; live prices and types when not offline."""
+
+    @hookimpl
+    def list_instance_types(
+        self, ctx: HookContext, regions: list[str] | None
+    ) -> list[InstanceType]:
+        if ctx.offline:
+            return super().list_instance_types(ctx, regions)
+        return offers.gpu_types(Session(ctx), regions)
+
+    @hookimpl
+    def price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
+        if ctx.offline:
+            return super().price(ctx, regions)
+        return offers.price_sheet(Session(ctx), regions, self.catalog)
+
+    @hookimpl
+    def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:
+        return instances.launch(Session(ctx), request)
+
+    @hookimpl
+    def terminate(self, ctx: HookContext, instance: InstanceRef) -> Instance:
+        return instances.terminate(Session(ctx), instance)
+
+    @hookimpl
+    def instance_status(self, ctx: HookContext, instance: InstanceRef) -> Instance:
+        return instances.status(Session(ctx), instance)
+
+    @hookimpl
+    def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
+        return storage.remote(ctx, bucket)
+
+
+plugin = AliyunProvider(DESCRIPTION)

@@ -1,0 +1,177 @@
+"""Refreshing a provider's offline catalog from its cloud's API (``cloudbroker catalog refresh``).
+
+Provider-neutral: the provider's own ``list_instance_types`` and ``price`` hooks answer online,
+and their answers are written in the :mod:`cloudbroker.catalog` format into
+:func:`cloudbroker.provider.user_catalog_dir`, which :class:`~cloudbroker.provider.CatalogProvider`
+prefers over the packaged catalog from then on. Billing rules and hidden-cost terms have no
+live source, so ``terms.toml`` is the packaged one with its ``as_of`` moved to the refresh date.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import os
+import re
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from datetime import date
+from importlib.metadata import entry_points
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from cloudbroker.catalog import COLUMNS
+from cloudbroker.errors import CloudBrokerError, UsageError
+from cloudbroker.models import ComputePrice, InstanceType, Market, PriceSheet, Source
+from cloudbroker.plugins import ENTRY_POINT_GROUP, PluginManager
+from cloudbroker.provider import CatalogProvider, user_catalog_dir
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class WrittenCatalog:
+    """What :func:`write_catalog` wrote, for the command's one-line report."""
+
+    directory: Path
+    instance_types: int
+    rows: int
+    as_of: date
+    unmatched_prices: int = 0
+
+
+def _row(offer: InstanceType, market: Market, price: ComputePrice | None, currency: str) -> dict:
+    source: Source = price.source if price else offer.source
+    money = price.price if price else None
+    return {
+        "instance_type": offer.name,
+        "gpu_model": offer.gpu.model,
+        "gpu_label": offer.gpu.label,
+        "gpu_count": offer.gpu.count,
+        "gpu_memory_gb": "" if offer.gpu.memory_gb is None else format(offer.gpu.memory_gb, "f"),
+        "vcpus": "" if offer.vcpus is None else offer.vcpus,
+        "memory_gib": "" if offer.memory_gib is None else format(offer.memory_gib, "f"),
+        "region": offer.region,
+        "zone": offer.zone or "",
+        "market": market.value,
+        "price": "" if money is None else format(money.amount, "f"),
+        "currency": money.currency if money else currency,
+        "source": source.name,
+        "source_url": source.url or "",
+        "as_of": source.as_of.isoformat(),
+        "flags": ";".join(price.flags) if price else "",
+    }
+
+
+def _rows(instance_types: list[InstanceType], sheet: PriceSheet) -> tuple[list[dict], int]:
+    """One row per price; a type without any price gets an on-demand row with no price."""
+    offers = {(t.name, t.region, t.zone): t for t in instance_types}
+    priced: set[tuple[str, str, str | None]] = set()
+    rows, unmatched = [], 0
+    for price in sheet.compute:
+        key = (price.instance_type, price.region, price.zone)
+        offer = offers.get(key) or offers.get((price.instance_type, price.region, None))
+        if offer is None:
+            unmatched += 1
+            log.warning("no instance type for price of %s in %s", price.instance_type, key[1:])
+            continue
+        priced.add((offer.name, offer.region, offer.zone))
+        rows.append(_row(offer, price.market, price, sheet.currency))
+    for key, offer in offers.items():
+        if key not in priced:
+            rows.append(_row(offer, Market.ON_DEMAND, None, sheet.currency))
+    return rows, unmatched
+
+
+def dated_terms(text: str, as_of: date) -> str:
+    """``terms.toml`` text with its top-level ``as_of`` set to ``as_of`` (comments kept)."""
+    table = re.search(r"^\s*\[", text, re.MULTILINE)
+    top, rest = (text[: table.start()], text[table.start() :]) if table else (text, "")
+    line = f"as_of = {as_of.isoformat()}"
+    top, found = re.subn(r"^as_of\s*=.*$", line, top, count=1, flags=re.MULTILINE)
+    if not found:
+        top = f"{line}\n{top}"
+    updated = top + rest
+    if tomllib.loads(updated).get("as_of") != as_of:
+        raise ValueError("could not set as_of in terms.toml")
+    return updated
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, so a reader never sees half a catalog file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_catalog(
+    catalog_dir: Path,
+    provider: str,
+    instance_types: list[InstanceType],
+    sheet: PriceSheet,
+    terms_source_dir: Path | Any,
+) -> WrittenCatalog:
+    """Write ``catalog.csv`` from live answers and ``terms.toml`` from ``terms_source_dir``.
+
+    ``terms_source_dir`` is a path or an :mod:`importlib.resources` directory (the provider's
+    packaged ``data/``); its ``terms.toml`` is copied with ``as_of`` set to ``sheet.as_of``.
+    """
+    if sheet.provider != provider:
+        raise ValueError(f"price sheet of {sheet.provider!r}, not {provider!r}")
+    rows, unmatched = _rows(instance_types, sheet)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    terms = dated_terms((terms_source_dir / "terms.toml").read_text(encoding="utf-8"), sheet.as_of)
+    catalog_dir.mkdir(parents=True, exist_ok=True)
+    _replace(catalog_dir / "catalog.csv", buffer.getvalue())
+    _replace(catalog_dir / "terms.toml", terms)
+    return WrittenCatalog(catalog_dir, len(instance_types), len(rows), sheet.as_of, unmatched)
+
+
+def packaged_data_dir(provider: str) -> Any:
+    """The ``data/`` directory of the package behind ``provider``'s entry point."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP, name=provider):
+        plugin = ep.load()
+        if isinstance(plugin, CatalogProvider):
+            return files(plugin.description.package) / "data"
+    raise UsageError(f"provider {provider!r} has no packaged catalog to refresh")
+
+
+def _answer(manager: PluginManager, provider: str, hook: str, **kwargs: Any) -> Any:
+    outcome = manager.fan_out(hook, providers=[provider], **kwargs)
+    for failure in outcome.failures:
+        raise CloudBrokerError(f"{hook} failed: {failure.reason}", provider=provider)
+    if provider not in outcome.results:
+        raise UsageError(f"provider {provider!r} does not implement {hook}")
+    return outcome.results[provider]
+
+
+def refresh(
+    manager: PluginManager,
+    provider: str,
+    regions: list[str] | None = None,
+    *,
+    terms_source_dir: Path | Any | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> WrittenCatalog:
+    """Ask ``provider`` (online) for its types and prices and write its user catalog."""
+    if manager.offline:
+        raise UsageError("a catalog refresh asks the cloud: load plugins with offline=False")
+    manager.require(provider)
+    if terms_source_dir is None:
+        terms_source_dir = packaged_data_dir(provider)
+    types = _answer(manager, provider, "list_instance_types", regions=regions, timeout=timeout)
+    sheet = _answer(manager, provider, "price", regions=regions, timeout=timeout)
+    return write_catalog(user_catalog_dir(provider), provider, types, sheet, terms_source_dir)

@@ -1,0 +1,624 @@
+"""A local Alibaba Cloud ECS emulator that the real SDK talks to over HTTP.
+
+It speaks the ECS RPC wire format (params in the query, JSON answers, errors as 4xx/5xx with
+``Code``, ``Message``, ``RequestId``), verifies both signatures the SDK produces (ACS3-HMAC-SHA256,
+and the legacy v2 HMAC-SHA1 with ``Config(signature_algorithm='v2')``) and keeps instance state,
+so the adapter is tested against the same bytes a real endpoint would see. Run it with::
+
+    python -m cloudbroker_aliyun.emulator --port 0
+
+and point cloudbroker at the URL it prints (``CLOUDBROKER_ALIYUN_ENDPOINT``). The offers below
+are fixture data: GPU specs as ECS labels them and prices copied from the reference catalog
+(``shared/reference/prices/aliyun.csv``, read 2026-11-29), not live prices.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl, quote
+
+from cloudbroker.testing.emulator import (
+    ApiError,
+    Emulator,
+    Instance,
+    Request,
+    Response,
+    serve,
+)
+
+API_VERSION = "2014-05-26"
+MAX_CLOCK_SKEW_SECONDS = 15 * 60
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    cpus: int
+    memory_gib: float
+    gpu_amount: int
+    gpu_spec: str
+    gpu_memory_gb: float
+
+
+TYPES: dict[str, TypeSpec] = {
+    "ecs.gn6i-c4g1.xlarge": TypeSpec(4, 15.0, 1, "NVIDIA T4", 16.0),
+    "ecs.gn6v-c8g1.2xlarge": TypeSpec(8, 32.0, 1, "NVIDIA V100", 16.0),
+    "ecs.gn6e-c12g1.3xlarge": TypeSpec(12, 92.0, 1, "NVIDIA V100", 32.0),
+    "ecs.gn7i-c8g1.2xlarge": TypeSpec(8, 30.0, 1, "NVIDIA A10", 24.0),
+    "ecs.gn7e-c16g1.4xlarge": TypeSpec(16, 125.0, 1, "NVIDIA A100 80G", 80.0),
+    "ecs.gn8is.2xlarge": TypeSpec(8, 64.0, 1, "NVIDIA L20", 48.0),
+    "ecs.g7.xlarge": TypeSpec(4, 16.0, 0, "", 0.0),
+}
+
+#: zone -> instance type -> (pay-as-you-go, spot) in CNY per hour.
+OFFERS: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
+    "cn-hangzhou": {
+        "cn-hangzhou-h": {
+            "ecs.gn6e-c12g1.3xlarge": ("19.82", "6.20"),
+            "ecs.gn6i-c4g1.xlarge": ("11.71", "3.69"),
+            "ecs.gn6v-c8g1.2xlarge": ("26.54", "8.29"),
+        },
+        "cn-hangzhou-j": {
+            "ecs.gn6i-c4g1.xlarge": ("11.71", "3.69"),
+            "ecs.gn7i-c8g1.2xlarge": ("9.62", "3.04"),
+            "ecs.gn8is.2xlarge": ("14.50", "2.68"),
+            "ecs.g7.xlarge": ("0.96", "0.20"),
+        },
+        "cn-hangzhou-k": {
+            "ecs.gn6i-c4g1.xlarge": ("11.71", "3.69"),
+            "ecs.gn6v-c8g1.2xlarge": ("26.54", "8.29"),
+            "ecs.gn7i-c8g1.2xlarge": ("9.62", "3.04"),
+        },
+    },
+    "ap-northeast-1": {
+        "ap-northeast-1b": {
+            "ecs.gn6i-c4g1.xlarge": ("13.25", "1.78"),
+            "ecs.gn7e-c16g1.4xlarge": ("37.25", "8.62"),
+            "ecs.gn7i-c8g1.2xlarge": ("18.04", "5.63"),
+        },
+    },
+}
+
+#: RunInstances parameters the emulator remembers to render the instance later.
+RECORDED_PARAMS = (
+    "VSwitchId",
+    "SecurityGroupId",
+    "KeyPairName",
+    "InstanceName",
+    "SpotStrategy",
+    "SpotPriceLimit",
+    "SystemDisk.Size",
+    "SystemDisk.Category",
+    "InternetMaxBandwidthOut",
+)
+
+#: What DescribePrice adds per GiB of system disk (fixture value, CNY per hour).
+DISK_PRICE_PER_GIB = 0.001
+DEFAULT_DISK_GIB = 40
+
+
+def _bad(status: int, code: str, message: str) -> ApiError:
+    return ApiError(status, code, message)
+
+
+def _flag(value: str | None) -> bool:
+    """ECS booleans arrive as ``true`` or, from the Python SDK, ``True``."""
+    return str(value).lower() == "true"
+
+
+def _indexed(params: dict[str, str], prefix: str) -> list[str]:
+    """Values of ``Prefix.1``, ``Prefix.2``, ... in order."""
+    found = []
+    for n in range(1, 101):
+        value = params.get(f"{prefix}.{n}")
+        if value is None:
+            break
+        found.append(value)
+    return found
+
+
+def _tags(params: dict[str, str]) -> dict[str, str]:
+    tags = {}
+    for n in range(1, 21):
+        key = params.get(f"Tag.{n}.Key")
+        if key is None:
+            break
+        tags[key] = params.get(f"Tag.{n}.Value", "")
+    return tags
+
+
+def _percent(value: str) -> str:
+    return quote(value, safe="~")
+
+
+class AliyunEcsEmulator(Emulator):
+    """ECS on 127.0.0.1: regions, GPU offers, default networks, instances, faults."""
+
+    name = "aliyun-ecs"
+    fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {
+        "throttle": (400, "Throttling.User", "Request was denied due to user flow control."),
+        "server-error": (
+            500,
+            "InternalError",
+            "The request processing has failed due to some unknown error.",
+        ),
+        "capacity": (
+            403,
+            "OperationDenied.NoStock",
+            "The requested resource is sold out in the specified zone; try other types of "
+            "resources or other regions and zones.",
+        ),
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._nonces: set[str] = set()
+        self._delete_tokens: set[str] = set()
+        self._handlers: dict[str, Callable[[dict[str, str]], dict[str, Any]]] = {
+            "DescribeRegions": self._describe_regions,
+            "DescribeAvailableResource": self._describe_available_resource,
+            "DescribeInstanceTypes": self._describe_instance_types,
+            "DescribePrice": self._describe_price,
+            "DescribeSpotPriceHistory": self._describe_spot_price_history,
+            "DescribeVSwitches": self._describe_vswitches,
+            "DescribeSecurityGroups": self._describe_security_groups,
+            "RunInstances": self._run_instances,
+            "DescribeInstances": self._describe_instances,
+            "DeleteInstances": self._delete_instances,
+        }
+
+    def reset(self) -> None:
+        super().reset()
+        with self.state.lock:
+            self._delete_tokens.clear()
+
+    # -- authentication --------------------------------------------------------------------
+
+    def authenticate(self, request: Request) -> None:
+        authorization = request.header("authorization")
+        if authorization.startswith("ACS3-HMAC-SHA256 "):
+            self._verify_acs3(request, authorization)
+        elif "Signature" in _params(request):
+            self._verify_v2(request)
+        else:
+            raise _bad(400, "IncompleteSignature", "The request signature is missing.")
+
+    def _check_key(self, access_key_id: str) -> None:
+        if access_key_id != self.access_key:
+            raise _bad(404, "InvalidAccessKeyId.NotFound", "Specified access key is not found.")
+
+    def _check_fresh(self, stamp: str, nonce: str) -> None:
+        try:
+            when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        except ValueError:
+            raise _bad(
+                400, "InvalidTimeStamp.Format", "Specified time stamp is not valid."
+            ) from None
+        if abs(time.time() - when.timestamp()) > MAX_CLOCK_SKEW_SECONDS:
+            raise _bad(400, "InvalidTimeStamp.Expired", "Specified time stamp is expired.")
+        with self.state.lock:
+            if not nonce or nonce in self._nonces:
+                raise _bad(400, "SignatureNonceUsed", "Specified signature nonce was used already.")
+            self._nonces.add(nonce)
+
+    def _verify_acs3(self, request: Request, authorization: str) -> None:
+        fields = dict(
+            part.strip().split("=", 1)
+            for part in authorization.split(" ", 1)[1].split(",")
+            if "=" in part
+        )
+        self._check_key(fields.get("Credential", ""))
+        signed = fields.get("SignedHeaders", "").split(";")
+        required = {"host", "x-acs-action", "x-acs-date", "x-acs-signature-nonce"}
+        if not required <= set(signed):
+            raise _bad(400, "IncompleteSignature", "The signature must cover host and x-acs-*.")
+        payload_hash = request.header("x-acs-content-sha256")
+        canonical = "\n".join(
+            [
+                request.method,
+                request.path or "/",
+                "&".join(f"{_percent(k)}={_percent(v)}" for k, v in sorted(request.query.items())),
+                "".join(f"{name}:{request.header(name).strip()}\n" for name in signed),
+                ";".join(signed),
+                payload_hash,
+            ]
+        )
+        string_to_sign = "ACS3-HMAC-SHA256\n" + hashlib.sha256(canonical.encode()).hexdigest()
+        expected = hmac.new(
+            self.secret_key.encode(), string_to_sign.encode(), hashlib.sha256
+        ).hexdigest()
+        body_ok = payload_hash == hashlib.sha256(request.body).hexdigest()
+        if not (body_ok and hmac.compare_digest(expected, fields.get("Signature", ""))):
+            raise _signature_mismatch(string_to_sign)
+        self._check_fresh(request.header("x-acs-date"), request.header("x-acs-signature-nonce"))
+
+    def _verify_v2(self, request: Request) -> None:
+        params = _params(request)
+        self._check_key(params.get("AccessKeyId", ""))
+        if params.get("SignatureMethod") != "HMAC-SHA1":
+            raise _bad(400, "InvalidParameter.SignatureMethod", "Only HMAC-SHA1 is supported.")
+        canonical = "&".join(
+            f"{_percent(k)}={_percent(v)}" for k, v in sorted(params.items()) if k != "Signature"
+        )
+        string_to_sign = f"{request.method}&%2F&{_percent(canonical)}"
+        digest = hmac.new(
+            f"{self.secret_key}&".encode(), string_to_sign.encode(), hashlib.sha1
+        ).digest()
+        if not hmac.compare_digest(base64.b64encode(digest).decode(), params["Signature"]):
+            raise _signature_mismatch(string_to_sign)
+        self._check_fresh(params.get("Timestamp", ""), params.get("SignatureNonce", ""))
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    def action(self, request: Request) -> str:
+        params = _params(request)
+        action = request.header("x-acs-action") or params.get("Action", "")
+        version = request.header("x-acs-version") or params.get("Version", "")
+        if version != API_VERSION:
+            raise _bad(
+                400, "InvalidVersion", f"Specified parameter Version {version!r} is not valid."
+            )
+        if action not in self._handlers:
+            raise _bad(404, "InvalidAction.NotFound", f"Specified api {action!r} is not found.")
+        return action
+
+    def handle(self, action: str, request: Request) -> Response:
+        body = self._handlers[action](_params(request))
+        return Response(200, {"RequestId": request.request_id, **body})
+
+    def error(self, error: ApiError, request: Request) -> Response:
+        return Response(
+            error.status,
+            {
+                "RequestId": request.request_id,
+                "HostId": request.header("host"),
+                "Code": error.code,
+                "Message": error.message,
+                "Recommend": f"https://api.aliyun.com/troubleshoot?q={error.code}",
+            },
+        )
+
+    # -- catalog actions -------------------------------------------------------------------
+
+    def _region(self, params: dict[str, str]) -> dict[str, dict[str, tuple[str, str]]]:
+        region = params.get("RegionId", "")
+        if region not in OFFERS:
+            raise _bad(400, "InvalidRegionId.NotFound", f"The RegionId {region!r} does not exist.")
+        return OFFERS[region]
+
+    def _describe_regions(self, params: dict[str, str]) -> dict[str, Any]:
+        regions = [
+            {"RegionId": r, "LocalName": r, "RegionEndpoint": f"ecs.{r}.aliyuncs.com"}
+            for r in OFFERS
+        ]
+        return {"Regions": {"Region": regions}}
+
+    def _describe_available_resource(self, params: dict[str, str]) -> dict[str, Any]:
+        zones = []
+        for zone, offers in self._region(params).items():
+            if params.get("ZoneId") not in (None, zone):
+                continue
+            supported = [
+                {"Value": t, "Status": "Available", "StatusCategory": "WithStock"}
+                for t in sorted(offers)
+                if params.get("InstanceType") in (None, t)
+            ]
+            if not supported:
+                continue
+            zones.append(
+                {
+                    "ZoneId": zone,
+                    "RegionId": params["RegionId"],
+                    "Status": "Available",
+                    "StatusCategory": "WithStock",
+                    "AvailableResources": {
+                        "AvailableResource": [
+                            {
+                                "Type": "InstanceType",
+                                "SupportedResources": {"SupportedResource": supported},
+                            }
+                        ]
+                    },
+                }
+            )
+        return {"AvailableZones": {"AvailableZone": zones}}
+
+    def _describe_instance_types(self, params: dict[str, str]) -> dict[str, Any]:
+        wanted = set(_indexed(params, "InstanceTypes"))
+        minimum_gpus = int(params.get("MinimumGPUAmount", 0))
+        names = [
+            n
+            for n, spec in sorted(TYPES.items())
+            if (not wanted or n in wanted) and spec.gpu_amount >= minimum_gpus
+        ]
+        start = int(params.get("NextToken") or 0)
+        size = int(params.get("MaxResults", 100))
+        page = names[start : start + size]
+        more = start + size < len(names)
+        return {
+            "InstanceTypes": {"InstanceType": [_type_view(n, TYPES[n]) for n in page]},
+            "NextToken": str(start + size) if more else "",
+        }
+
+    def _offer(self, params: dict[str, str], zone: str | None) -> list[tuple[str, str]]:
+        """(on-demand, spot) prices of the type in the zone, or in every zone offering it."""
+        instance_type = params.get("InstanceType", "")
+        zones = self._region(params)
+        if zone is not None and zone not in zones:
+            raise _bad(400, "InvalidZoneId.NotFound", f"The ZoneId {zone!r} does not exist.")
+        prices = [
+            offers[instance_type]
+            for name, offers in zones.items()
+            if zone in (None, name) and instance_type in offers
+        ]
+        if not prices:
+            raise _bad(
+                400,
+                "InvalidResourceType.NotSupported",
+                f"The instance type {instance_type!r} is not offered in this zone or region.",
+            )
+        return prices
+
+    def _describe_price(self, params: dict[str, str]) -> dict[str, Any]:
+        prices = self._offer(params, params.get("ZoneId"))
+        spot = params.get("SpotStrategy", "NoSpot") != "NoSpot"
+        instance = min(float(spot_price if spot else on_demand) for on_demand, spot_price in prices)
+        disk = round(int(params.get("SystemDisk.Size", DEFAULT_DISK_GIB)) * DISK_PRICE_PER_GIB, 4)
+        details = [
+            {
+                "Resource": resource,
+                "OriginalPrice": price,
+                "DiscountPrice": 0.0,
+                "TradePrice": price,
+            }
+            for resource, price in (("instanceType", instance), ("systemDisk", disk))
+        ]
+        total = round(instance + disk, 4)
+        return {
+            "PriceInfo": {
+                "Price": {
+                    "Currency": "CNY",
+                    "OriginalPrice": total,
+                    "DiscountPrice": 0.0,
+                    "TradePrice": total,
+                    "DetailInfos": {"DetailInfo": details},
+                },
+                "Rules": {"Rule": []},
+            }
+        }
+
+    def _describe_spot_price_history(self, params: dict[str, str]) -> dict[str, Any]:
+        points = []
+        zone = params.get("ZoneId")
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for name, offers in self._region(params).items():
+            if zone in (None, name) and params.get("InstanceType") in offers:
+                on_demand, spot = offers[params["InstanceType"]]
+                points.append(
+                    {
+                        "ZoneId": name,
+                        "InstanceType": params["InstanceType"],
+                        "IoOptimized": "optimized",
+                        "NetworkType": params.get("NetworkType", "vpc"),
+                        "Timestamp": stamp,
+                        "SpotPrice": float(spot),
+                        "OriginPrice": float(on_demand),
+                    }
+                )
+        return {"SpotPrices": {"SpotPriceType": points}, "NextOffset": 0, "Currency": "CNY"}
+
+    # -- networks: one default VPC per region and one default VSwitch per zone -------------
+
+    def _vswitches(self, region: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "VSwitchId": f"vsw-{zone}",
+                "VpcId": f"vpc-{region}",
+                "ZoneId": zone,
+                "IsDefault": True,
+                "Status": "Available",
+                "CidrBlock": f"172.16.{n}.0/24",
+            }
+            for n, zone in enumerate(OFFERS[region])
+        ]
+
+    def _describe_vswitches(self, params: dict[str, str]) -> dict[str, Any]:
+        self._region(params)
+        found = [
+            v
+            for v in self._vswitches(params["RegionId"])
+            if params.get("ZoneId") in (None, v["ZoneId"])
+            and params.get("VSwitchId") in (None, v["VSwitchId"])
+            and params.get("VpcId") in (None, v["VpcId"])
+            and ("IsDefault" not in params or _flag(params["IsDefault"]) == v["IsDefault"])
+        ]
+        return {"VSwitches": {"VSwitch": found}, "TotalCount": len(found), "PageNumber": 1}
+
+    def _describe_security_groups(self, params: dict[str, str]) -> dict[str, Any]:
+        self._region(params)
+        vpc = f"vpc-{params['RegionId']}"
+        groups = [
+            {
+                "SecurityGroupId": f"sg-{params['RegionId']}",
+                "SecurityGroupName": "default",
+                "VpcId": vpc,
+                "Description": "System created security group.",
+            }
+        ]
+        found = [g for g in groups if params.get("VpcId") in (None, g["VpcId"])]
+        return {"SecurityGroups": {"SecurityGroup": found}, "TotalCount": len(found)}
+
+    # -- instances -------------------------------------------------------------------------
+
+    def _run_instances(self, params: dict[str, str]) -> dict[str, Any]:
+        region = params.get("RegionId", "")
+        zones = self._region(params)
+        existing = self.state.by_token(params.get("ClientToken"))
+        if existing is not None:
+            return {"InstanceIdSets": {"InstanceIdSet": [existing.instance_id]}}
+        for name in ("InstanceType", "ImageId", "VSwitchId", "SecurityGroupId"):
+            if not params.get(name):
+                raise _bad(400, f"MissingParameter.{name}", f"{name} is mandatory.")
+        vswitch = next(
+            (v for v in self._vswitches(region) if v["VSwitchId"] == params["VSwitchId"]), None
+        )
+        if vswitch is None:
+            raise _bad(404, "InvalidVSwitchId.NotFound", "The specified VSwitchId does not exist.")
+        if params["SecurityGroupId"] != f"sg-{region}":
+            raise _bad(
+                404, "InvalidSecurityGroupId.NotFound", "The SecurityGroupId does not exist."
+            )
+        zone = params.get("ZoneId") or vswitch["ZoneId"]
+        if zone != vswitch["ZoneId"]:
+            raise _bad(400, "InvalidVSwitchId.ZoneMismatch", "The VSwitch is in another zone.")
+        if params["InstanceType"] not in zones.get(zone, {}):
+            raise _bad(
+                400,
+                "InvalidResourceType.NotSupported",
+                f"The instance type {params['InstanceType']} is not offered in {zone}.",
+            )
+        user_data = params.get("UserData")
+        if user_data is not None:
+            try:
+                base64.b64decode(user_data, validate=True)
+            except ValueError:
+                message = "UserData must be Base64 encoded."
+                raise _bad(400, "InvalidUserData.Base64FormatInvalid", message) from None
+        instance = Instance(
+            instance_id=self.state.new_id("i-bp1"),
+            region=region,
+            zone=zone,
+            instance_type=params["InstanceType"],
+            spot=params.get("SpotStrategy", "NoSpot") != "NoSpot",
+            client_token=params.get("ClientToken"),
+            tags=_tags(params),
+            image=params["ImageId"],
+            user_data=user_data,
+            extra={key: params[key] for key in RECORDED_PARAMS if key in params},
+        )
+        self.state.instances[instance.instance_id] = instance
+        return {"InstanceIdSets": {"InstanceIdSet": [instance.instance_id]}}
+
+    def _view(self, instance: Instance) -> dict[str, Any]:
+        state = instance.state(self.boot_seconds)
+        spec = TYPES[instance.instance_type]
+        number = int(instance.instance_id[-4:], 16)
+        bandwidth = int(instance.extra.get("InternetMaxBandwidthOut", 0))
+        public = [f"47.96.{number // 256}.{number % 256}"] if bandwidth > 0 else []
+        return {
+            "InstanceId": instance.instance_id,
+            "InstanceName": instance.extra.get("InstanceName", instance.instance_id),
+            "RegionId": instance.region,
+            "ZoneId": instance.zone,
+            "InstanceType": instance.instance_type,
+            "ImageId": instance.image,
+            # A reclaimed spot instance is stopped and locked until ECS releases it.
+            "Status": {"pending": "Pending", "running": "Running", "reclaiming": "Stopped"}[state],
+            "OperationLocks": {
+                "LockReason": [{"LockReason": "Recycling"}] if state == "reclaiming" else []
+            },
+            "InstanceChargeType": "PostPaid",
+            "SpotStrategy": instance.extra.get("SpotStrategy", "NoSpot"),
+            "SpotPriceLimit": float(instance.extra.get("SpotPriceLimit", 0)),
+            "CreationTime": datetime.fromtimestamp(instance.created, UTC).strftime(
+                "%Y-%m-%dT%H:%MZ"
+            ),
+            "KeyPairName": instance.extra.get("KeyPairName", ""),
+            "Cpu": spec.cpus,
+            "Memory": int(spec.memory_gib * 1024),
+            "GPUAmount": spec.gpu_amount,
+            "GPUSpec": spec.gpu_spec,
+            "Tags": {"Tag": [{"TagKey": k, "TagValue": v} for k, v in instance.tags.items()]},
+            "VpcAttributes": {
+                "VpcId": f"vpc-{instance.region}",
+                "VSwitchId": instance.extra["VSwitchId"],
+                "PrivateIpAddress": {"IpAddress": [f"172.16.{number // 256}.{number % 256}"]},
+            },
+            "PublicIpAddress": {"IpAddress": public},
+            "SecurityGroupIds": {"SecurityGroupId": [instance.extra["SecurityGroupId"]]},
+        }
+
+    def _describe_instances(self, params: dict[str, str]) -> dict[str, Any]:
+        region = params.get("RegionId", "")
+        self._region(params)
+        ids = json.loads(params["InstanceIds"]) if params.get("InstanceIds") else None
+        tags = _tags(params)
+        found = [
+            self._view(i)
+            for i in self.state.instances.values()
+            if i.region == region
+            and i.terminated is None
+            and (ids is None or i.instance_id in ids)
+            and all(i.tags.get(k) == v for k, v in tags.items())
+        ]
+        return {
+            "Instances": {"Instance": found},
+            "TotalCount": len(found),
+            "PageNumber": 1,
+            "PageSize": max(len(found), 10),
+        }
+
+    def _delete_instances(self, params: dict[str, str]) -> dict[str, Any]:
+        ids = _indexed(params, "InstanceId")
+        if not ids:
+            raise _bad(400, "MissingParameter.InstanceIds", "InstanceId.N is mandatory.")
+        token = params.get("ClientToken")
+        if token and token in self._delete_tokens:
+            return {}  # a repeated ClientToken gets the first answer, even once released
+        targets = []
+        for instance_id in ids:
+            instance = self.state.instances.get(instance_id)
+            if instance is None or instance.terminated is not None:
+                message = "The specified InstanceId does not exist."
+                raise _bad(404, "InvalidInstanceId.NotFound", message)
+            if not _flag(params.get("Force")) and instance.state(self.boot_seconds) != "reclaiming":
+                message = "Stop the instance first, or release it with Force=true."
+                raise _bad(403, "IncorrectInstanceStatus", message)
+            targets.append(instance)
+        for instance in targets:
+            instance.terminated = time.time()
+        if token:
+            self._delete_tokens.add(token)
+        return {}
+
+
+def _params(request: Request) -> dict[str, str]:
+    """The action's parameters: the query, plus a form body (the v2 signer may use one)."""
+    params = dict(request.query)
+    if request.header("content-type").startswith("application/x-www-form-urlencoded"):
+        params.update(parse_qsl(request.body.decode(), keep_blank_values=True))
+    return params
+
+
+def _signature_mismatch(string_to_sign: str) -> ApiError:
+    # ECS echoes the server's string-to-sign; it carries no secret.
+    return _bad(
+        400,
+        "SignatureDoesNotMatch",
+        f"Specified signature is not matched with our calculation. server string to sign "
+        f"is:{string_to_sign}",
+    )
+
+
+def _type_view(name: str, spec: TypeSpec) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "InstanceTypeId": name,
+        "InstanceTypeFamily": name.rsplit(".", 1)[0].split("-")[0],
+        "CpuCoreCount": spec.cpus,
+        "MemorySize": spec.memory_gib,
+        "GPUAmount": spec.gpu_amount,
+    }
+    if spec.gpu_amount:
+        view |= {"GPUSpec": spec.gpu_spec, "GPUMemorySize": spec.gpu_memory_gb}
+    return view
+
+
+if __name__ == "__main__":
+    serve(AliyunEcsEmulator)
