@@ -1,0 +1,249 @@
+"""The Huawei Cloud SDK calls this provider makes, and nothing else.
+
+Each call goes through :func:`cloudbroker.retry.call` (throttling and 5xx are retried with
+backoff, the SDK's own retries stay off) and comes back as a plain dict in the REST wire shape
+(``OS-EXT-STS:task_state``, ``os_extra_specs``, ...), so the mapping modules read the same
+fields the API documentation and the emulator use. SDK modules are imported here, inside the
+constructors, never at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from cloudbroker import retry
+from cloudbroker.context import HookContext
+from cloudbroker.errors import AuthError
+from cloudbroker_huawei import credentials, endpoints
+from cloudbroker_huawei.errors import translate
+
+T = TypeVar("T")
+CONNECT_TIMEOUT = 5.0
+HOUR = 4  # BSS usage_measure_id for hours
+RATINGS_PER_CALL = 100  # BSS accepts at most 100 products per inquiry
+SERVERS_PER_PAGE = 1000  # the most ListServersDetails returns at once
+
+
+def wire(value: Any) -> Any:
+    """An SDK model as the JSON the API sent (wire names, Nones dropped)."""
+    if hasattr(value, "attribute_map"):
+        return {
+            name: wire(getattr(value, attr))
+            for attr, name in value.attribute_map.items()
+            if getattr(value, attr, None) is not None
+        }
+    if isinstance(value, list):
+        return [wire(v) for v in value]
+    if isinstance(value, dict):
+        return {k: wire(v) for k, v in value.items()}
+    return value
+
+
+def _http_config(ctx: HookContext) -> Any:
+    from huaweicloudsdkcore.http.http_config import HttpConfig
+
+    config = HttpConfig.get_default_config()
+    config.timeout = (min(CONNECT_TIMEOUT, ctx.timeout), ctx.timeout)
+    config.retry_times = 0
+    return config
+
+
+def _quiet(client_class: type) -> None:
+    """Silence the SDK's own logger: with ``propagate=False`` and no handler, Python's
+    last-resort handler would print its connection errors on stderr, beside our one line.
+    Every failure is translated and raised instead."""
+    logger = logging.getLogger(f"HuaweiCloud-SDK-{client_class.__name__}")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+
+
+def _call(fn: Callable[[], T]) -> T:
+    return retry.call(fn, translate=translate)
+
+
+class Ecs:
+    """ECS v1 of one region and project."""
+
+    def __init__(self, ctx: HookContext, region: str) -> None:
+        from huaweicloudsdkcore.auth.credentials import BasicCredentials
+        from huaweicloudsdkecs.v2 import EcsClient
+
+        _quiet(EcsClient)
+        creds = credentials.resolve(ctx)
+        self.region = region
+        self.project_id = credentials.project_id(ctx, creds, region)
+        basic = BasicCredentials(creds.access_key, creds.secret_key, self.project_id)
+        if creds.security_token:
+            basic = basic.with_security_token(creds.security_token)
+        self._client = (
+            EcsClient.new_builder()
+            .with_http_config(_http_config(ctx))
+            .with_credentials(basic)
+            .with_endpoints([endpoints.ecs(ctx, region)])
+            .build()
+        )
+
+    def list_flavors(self) -> list[dict[str, Any]]:
+        from huaweicloudsdkecs.v2 import ListFlavorsRequest
+
+        response = _call(lambda: self._client.list_flavors(ListFlavorsRequest()))
+        return wire(response.flavors or [])
+
+    def create_server(self, server: Mapping[str, Any], client_token: str) -> dict[str, Any]:
+        """CreatePostPaidServers; ``server`` holds PostPaidServer's constructor arguments."""
+        from huaweicloudsdkecs.v2 import (
+            CreatePostPaidServersRequest,
+            CreatePostPaidServersRequestBody,
+        )
+
+        request = CreatePostPaidServersRequest(
+            x_client_token=client_token,
+            body=CreatePostPaidServersRequestBody(server=_post_paid_server(server)),
+        )
+        return wire(_call(lambda: self._client.create_post_paid_servers(request)))
+
+    def show_job(self, job_id: str) -> dict[str, Any]:
+        from huaweicloudsdkecs.v2 import ShowJobRequest
+
+        return wire(_call(lambda: self._client.show_job(ShowJobRequest(job_id=job_id))))
+
+    def show_server(self, server_id: str) -> dict[str, Any]:
+        from huaweicloudsdkecs.v2 import ShowServerRequest
+
+        response = _call(lambda: self._client.show_server(ShowServerRequest(server_id=server_id)))
+        return wire(response.server)
+
+    def servers(self, tag: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+        """ListServersDetails, every page, optionally filtered by one ``key=value`` tag.
+
+        ECS leaves deleted servers out of this list.
+        """
+        from huaweicloudsdkecs.v2 import ListServersDetailsRequest
+
+        found: list[dict[str, Any]] = []
+        marker = None
+        while True:
+            request = ListServersDetailsRequest(
+                tags=f"{tag[0]}={tag[1]}" if tag else None, limit=SERVERS_PER_PAGE, marker=marker
+            )
+            page = wire(_call(lambda r=request: self._client.list_servers_details(r)).servers or [])
+            found.extend(page)
+            if len(page) < SERVERS_PER_PAGE:
+                return found
+            marker = page[-1]["id"]
+
+    def set_metadata(self, server_id: str, metadata: dict[str, str]) -> None:
+        from huaweicloudsdkecs.v2 import (
+            UpdateServerMetadataRequest,
+            UpdateServerMetadataRequestBody,
+        )
+
+        request = UpdateServerMetadataRequest(
+            server_id=server_id, body=UpdateServerMetadataRequestBody(metadata=metadata)
+        )
+        _call(lambda: self._client.update_server_metadata(request))
+
+    def delete_server(self, server_id: str) -> str | None:
+        """DeleteServers with its public IP and disks; the deletion job's id."""
+        from huaweicloudsdkecs.v2 import (
+            DeleteServersRequest,
+            DeleteServersRequestBody,
+            ServerId,
+        )
+
+        request = DeleteServersRequest(
+            body=DeleteServersRequestBody(
+                servers=[ServerId(id=server_id)], delete_publicip=True, delete_volume=True
+            )
+        )
+        return _call(lambda: self._client.delete_servers(request)).job_id
+
+
+def _post_paid_server(server: Mapping[str, Any]) -> Any:
+    from huaweicloudsdkecs.v2 import (
+        PostPaidServer,
+        PostPaidServerExtendParam,
+        PostPaidServerNic,
+        PostPaidServerRootVolume,
+        PostPaidServerSecurityGroup,
+        PostPaidServerTag,
+    )
+
+    fields = dict(server)
+    fields["nics"] = [PostPaidServerNic(subnet_id=s) for s in fields.pop("subnet_ids")]
+    fields["security_groups"] = [
+        PostPaidServerSecurityGroup(id=g) for g in fields.pop("security_group_ids")
+    ] or None
+    fields["root_volume"] = PostPaidServerRootVolume(**fields["root_volume"])
+    fields["extendparam"] = PostPaidServerExtendParam(**fields["extendparam"])
+    fields["server_tags"] = [PostPaidServerTag(key=k, value=v) for k, v in fields["server_tags"]]
+    return PostPaidServer(**fields)
+
+
+class Bss:
+    """The BSS on-demand price inquiry (a global service, signed with the domain id)."""
+
+    def __init__(self, ctx: HookContext) -> None:
+        from huaweicloudsdkbss.v2 import BssClient
+        from huaweicloudsdkcore.auth.credentials import GlobalCredentials
+
+        _quiet(BssClient)
+        creds = credentials.resolve(ctx)
+        if not creds.domain_id:
+            raise AuthError(
+                "BSS price inquiry needs the account (domain) id: set HUAWEICLOUD_SDK_DOMAIN_ID",
+                provider=credentials.PROVIDER,
+            )
+        self._client = (
+            BssClient.new_builder()
+            .with_http_config(_http_config(ctx))
+            .with_credentials(
+                GlobalCredentials(creds.access_key, creds.secret_key, creds.domain_id)
+            )
+            .with_endpoints([endpoints.bss(ctx)])
+            .build()
+        )
+
+    def rate_hourly(
+        self, region: str, project_id: str, specs: Iterable[str]
+    ) -> dict[str, dict[str, Any]]:
+        """ListOnDemandResourceRatings for one hour of each ECS ``spec``: spec -> rating."""
+        specs = list(specs)
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(specs), RATINGS_PER_CALL):
+            chunk = specs[start : start + RATINGS_PER_CALL]
+            response = self._rate(region, project_id, chunk)
+            results = {r.get("id"): r for r in response.get("product_rating_results") or []}
+            for index, spec in enumerate(chunk):
+                if str(index) in results:
+                    found[spec] = {**results[str(index)], "currency": response.get("currency")}
+        return found
+
+    def _rate(self, region: str, project_id: str, specs: list[str]) -> dict[str, Any]:
+        from huaweicloudsdkbss.v2 import (
+            DemandProductInfo,
+            ListOnDemandResourceRatingsRequest,
+            RateOnDemandReq,
+        )
+
+        products = [
+            DemandProductInfo(
+                id=str(index),
+                cloud_service_type="hws.service.type.ec2",
+                resource_type="hws.resource.type.vm",
+                resource_spec=spec,
+                region=region,
+                usage_factor="Duration",
+                usage_value=Decimal(1),
+                usage_measure_id=HOUR,
+                subscription_num=1,
+            )
+            for index, spec in enumerate(specs)
+        ]
+        request = ListOnDemandResourceRatingsRequest(
+            body=RateOnDemandReq(project_id=project_id, inquiry_precision=1, product_infos=products)
+        )
+        return wire(_call(lambda: self._client.list_on_demand_resource_ratings(request)))
