@@ -163,7 +163,9 @@ def instance_status(ctx: HookContext, instance: InstanceRef) -> Instance:
 
     Routed. The broker polls this to detect failures: map the cloud's states onto
     :class:`~cloudbroker.models.InstanceState` and its spot-reclaim signals (interruption
-    notices, locks, "recycling") onto ``Instance.reclaim``.
+    notices, locks, "recycling") onto ``Instance.reclaim``. For an id the cloud does not know,
+    raise NotFoundError; a cloud that stops listing released instances may instead answer
+    ``terminated``, since it cannot tell the two apart.
 
     :param ctx: the provider's context.
     :param instance: the instance to look at.

@@ -271,3 +271,23 @@ def launch(session: Session, request: LaunchRequest) -> Instance:
         market=request.market,
         tags=dict(request.tags),
     )
+
+
+def tagged(session: Session, regions: list[str], tags: dict[str, str]) -> list[Instance]:
+    """Every instance in ``regions`` carrying all of ``tags`` (DescribeInstances, paged)."""
+    tag_params = {"Tag": [{"Key": k, "Value": v} for k, v in sorted(tags.items())]}
+    found = []
+    for region in regions:
+        page = 1
+        while True:
+            answer = session.call(
+                "DescribeInstances",
+                region,
+                {"RegionId": region, "PageNumber": page, "PageSize": 100, **tag_params},
+            )
+            views = answer.get("Instances", {}).get("Instance", [])
+            found += [to_instance(view) for view in views]
+            if not views or len(found) >= int(answer.get("TotalCount", 0)):
+                break
+            page += 1
+    return found

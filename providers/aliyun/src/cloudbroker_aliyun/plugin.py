@@ -55,6 +55,16 @@ class AliyunProvider(CatalogProvider):
         return offers.price_sheet(Session(ctx), regions, self.catalog)
 
     @hookimpl
+    def list_instances(
+        self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
+    ) -> list[Instance]:
+        session = Session(ctx)
+        configured = [ctx.setting("region")] if ctx.setting("region") else None
+        return instances.tagged(
+            session, offers.regions_to_query(session, regions or configured), tags
+        )
+
+    @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:
         return instances.launch(Session(ctx), request)
 
