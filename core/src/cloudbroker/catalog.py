@@ -119,6 +119,12 @@ class Catalog:
     rules: dict[Market, BillingRule]  # one per market in terms.toml, rows or not
     skipped: tuple[str, ...] = ()
 
+    def rule(self, market: Market) -> BillingRule:
+        """The billing rule of ``market``; a CatalogError names it when terms.toml has none."""
+        if market not in self.rules:
+            raise CatalogError(f"{self.provider} terms.toml has no [billing.{market}] rule")
+        return self.rules[market]
+
     @property
     def regions(self) -> tuple[str, ...]:
         return tuple(sorted({t.region for t in self.instance_types}))

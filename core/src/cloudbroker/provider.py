@@ -94,8 +94,21 @@ class CatalogProvider:
     def list_instance_types(
         self, ctx: HookContext, regions: list[str] | None
     ) -> list[InstanceType]:
-        return self.catalog.types_in(regions)
+        live = None if ctx.offline else self.live_instance_types(ctx, regions)
+        return self.catalog.types_in(regions) if live is None else live
 
     @hookimpl
     def price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
-        return self.catalog.price_sheet(regions)
+        live = None if ctx.offline else self.live_price(ctx, regions)
+        return self.catalog.price_sheet(regions) if live is None else live
+
+    # Online (ctx.offline False) the hooks above ask these first; a subclass overrides them
+    # to call its cloud's API. None, the default, means "no live source: use the catalog".
+
+    def live_instance_types(
+        self, ctx: HookContext, regions: list[str] | None
+    ) -> list[InstanceType] | None:
+        return None
+
+    def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet | None:
+        return None

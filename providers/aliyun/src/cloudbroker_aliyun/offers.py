@@ -22,7 +22,6 @@ from cloudbroker.catalog import Catalog
 from cloudbroker.errors import CapacityError, ConfigError, NotFoundError
 from cloudbroker.gpus import normalise_gpu
 from cloudbroker.models import (
-    BillingRule,
     ComputePrice,
     Gpu,
     InstanceType,
@@ -250,21 +249,9 @@ def _prices_of(
     return prices
 
 
-def billing_rules(catalog: Catalog) -> dict[Market, BillingRule]:
-    """The packaged catalog's billing rule per market (live prices keep the same rules)."""
-    rules = {price.market: price.rule for price in catalog.prices}
-    missing = [m.value for m in (Market.ON_DEMAND, Market.SPOT) if m not in rules]
-    if missing:
-        raise ConfigError(
-            f"the packaged catalog has no billing rule for {', '.join(missing)}",
-            provider=PROVIDER,
-        )
-    return rules
-
-
 def price_sheet(session: Session, regions: list[str] | None, catalog: Catalog) -> PriceSheet:
     """Live compute prices per zone for the GPU types of ``regions``, plus the catalog's terms."""
-    rules = billing_rules(catalog)
+    rules = {m: catalog.rule(m) for m in (Market.ON_DEMAND, Market.SPOT)}
     zones_by_type: dict[tuple[str, str], list[str]] = {}
     for offer in gpu_types(session, regions):
         zones_by_type.setdefault((offer.region, offer.name), []).append(offer.zone or "")

@@ -40,18 +40,12 @@ DESCRIPTION = Description(
 class AliyunProvider(CatalogProvider):
     """ECS instances and OSS buckets; live prices and types when not offline."""
 
-    @hookimpl
-    def list_instance_types(
+    def live_instance_types(
         self, ctx: HookContext, regions: list[str] | None
     ) -> list[InstanceType]:
-        if ctx.offline:
-            return super().list_instance_types(ctx, regions)
         return offers.gpu_types(Session(ctx), regions)
 
-    @hookimpl
-    def price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
-        if ctx.offline:
-            return super().price(ctx, regions)
+    def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
         return offers.price_sheet(Session(ctx), regions, self.catalog)
 
     @hookimpl

@@ -35,21 +35,15 @@ DESCRIPTION = Description(
 class AwsProvider(CatalogProvider):
     """Offline hooks from the catalog; live ones through boto3 when ``ctx.offline`` is False."""
 
-    @hookimpl
-    def list_instance_types(
+    def live_instance_types(
         self, ctx: HookContext, regions: list[str] | None
     ) -> list[InstanceType]:
-        if ctx.offline:
-            return super().list_instance_types(ctx, regions)
         found = []
         for region in client.regions(ctx, regions):
             found += offers.instance_types(ctx, region)
         return found
 
-    @hookimpl
-    def price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
-        if ctx.offline:
-            return super().price(ctx, regions)
+    def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
         return prices.price_sheet(ctx, client.regions(ctx, regions), self.catalog)
 
     @hookimpl

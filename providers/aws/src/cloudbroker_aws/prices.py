@@ -16,7 +16,6 @@ from typing import Any
 
 from cloudbroker.catalog import Catalog
 from cloudbroker.context import HookContext
-from cloudbroker.errors import PluginError
 from cloudbroker.models import BillingRule, ComputePrice, InstanceType, Market, PriceSheet, Source
 from cloudbroker.money import Money
 from cloudbroker_aws import client, offers
@@ -101,14 +100,6 @@ def spot(
     return newest
 
 
-def _rules(catalog: Catalog) -> dict[Market, BillingRule]:
-    rules = {p.market: p.rule for p in catalog.prices}
-    missing = [m.value for m in (Market.ON_DEMAND, Market.SPOT) if m not in rules]
-    if missing:
-        raise PluginError(f"the aws catalog has no billing rule for {', '.join(missing)}")
-    return rules
-
-
 def region_prices(
     ctx: HookContext, region: str, types: Iterable[InstanceType], rules: dict[Market, BillingRule]
 ) -> list[ComputePrice]:
@@ -155,7 +146,7 @@ def region_prices(
 
 def price_sheet(ctx: HookContext, regions: list[str], catalog: Catalog) -> PriceSheet:
     """Live compute prices for ``regions`` with the catalog's rules and hidden-cost terms."""
-    rules = _rules(catalog)
+    rules = {m: catalog.rule(m) for m in (Market.ON_DEMAND, Market.SPOT)}
     compute = []
     for region in regions:
         compute += region_prices(ctx, region, offers.instance_types(ctx, region), rules)

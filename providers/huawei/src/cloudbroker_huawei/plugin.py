@@ -67,12 +67,9 @@ class HuaweiProvider(CatalogProvider):
             }
         )
 
-    @hookimpl
-    def list_instance_types(
+    def live_instance_types(
         self, ctx: HookContext, regions: list[str] | None
     ) -> list[InstanceType]:
-        if ctx.offline:
-            return super().list_instance_types(ctx, regions)
         source = Source(name="Huawei Cloud ECS ListFlavors", url=FLAVORS_URL, as_of=date.today())
         found = []
         for region in _regions(ctx, regions):
@@ -82,11 +79,8 @@ class HuaweiProvider(CatalogProvider):
                     found.append(itype)
         return found
 
-    @hookimpl
-    def price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
-        if ctx.offline:
-            return super().price(ctx, regions)
-        types = self.list_instance_types(ctx, regions)
+    def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
+        types = self.live_instance_types(ctx, regions)
         rates, reason = self._hourly_rates(ctx, types)
         return PriceSheet(
             provider=DESCRIPTION.name,
@@ -120,7 +114,7 @@ class HuaweiProvider(CatalogProvider):
 
     def _on_demand_rule(self) -> BillingRule:
         """The pay-per-use billing rule the packaged catalog documents (with its source)."""
-        return next(p.rule for p in self.catalog.prices if p.market is Market.ON_DEMAND)
+        return self.catalog.rules[Market.ON_DEMAND]
 
     @hookimpl
     def list_instances(

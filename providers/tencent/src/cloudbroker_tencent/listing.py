@@ -9,16 +9,13 @@ configured (the inquiry requires one), InquiryPriceRunInstances prices that conf
 from __future__ import annotations
 
 import logging
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
-from functools import cache
-from importlib.resources import files
 from typing import Any
 
-from cloudbroker.catalog import _rules, _sources
+from cloudbroker.catalog import Catalog
 from cloudbroker.context import HookContext
 from cloudbroker.errors import CapacityError, ConfigError
 from cloudbroker.gpus import normalise_gpu
@@ -30,7 +27,6 @@ from cloudbroker.models import (
     InstanceType,
     Market,
     PriceSheet,
-    RegionTerms,
     Source,
 )
 from cloudbroker.money import Money
@@ -209,18 +205,6 @@ def compute_prices(
     return prices
 
 
-@cache
-def billing_rules(package: str) -> dict[Market, BillingRule]:
-    """The packaged terms' billing rule per market: the API states none for live prices.
-
-    Read with the catalog loader's own parser: core's ``Catalog`` keeps rules only on its
-    price rows, and the packaged Tencent catalog has no spot row to take the spot rule from.
-    """
-    where = f"{package} terms.toml"
-    terms = tomllib.loads((files(package) / "data" / "terms.toml").read_text("utf-8"))
-    return _rules(terms, _sources(terms, where), where)
-
-
 def instance_types(ctx: HookContext, wanted: list[str] | None) -> list[InstanceType]:
     """The GPU types of the regions, one per type and zone (whatever the billing modes)."""
     unique: dict[tuple[str, str, str | None], InstanceType] = {}
@@ -234,11 +218,12 @@ def price_sheet(
     ctx: HookContext,
     wanted: list[str] | None,
     description: Description,
-    terms: tuple[RegionTerms, ...],
+    catalog: Catalog,
 ) -> PriceSheet:
     """Live compute prices, with the catalog's billing rules and hidden-cost terms."""
     found = offers(ctx, wanted)
-    rules = billing_rules(description.package)
+    rules = catalog.rules
+    terms = catalog.terms
     compute: list[ComputePrice] = []
     for region in sorted({offer.instance_type.region for offer in found}):
         try:  # the inquiry, for items without a listed price, needs an image of the region

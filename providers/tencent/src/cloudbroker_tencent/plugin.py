@@ -41,19 +41,13 @@ DESCRIPTION = Description(
 class TencentProvider(CatalogProvider):
     """Offline: the packaged catalog. Online: CVM API 3.0 through the real SDK."""
 
-    @hookimpl
-    def list_instance_types(
+    def live_instance_types(
         self, ctx: HookContext, regions: list[str] | None
     ) -> list[InstanceType]:
-        if ctx.offline:
-            return super().list_instance_types(ctx, regions)
         return listing.instance_types(ctx, regions)
 
-    @hookimpl
-    def price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
-        if ctx.offline:
-            return super().price(ctx, regions)
-        return listing.price_sheet(ctx, regions, self.description, self.catalog.terms)
+    def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
+        return listing.price_sheet(ctx, regions, self.description, self.catalog)
 
     @hookimpl
     def list_instances(
