@@ -149,14 +149,14 @@ class Catalog:
         )
 
 
-def _sources(terms: dict[str, Any], where: str) -> dict[str, Source]:
+def parse_sources(terms: dict[str, Any], where: str) -> dict[str, Source]:
     try:
         return {key: Source(**value) for key, value in terms.get("sources", {}).items()}
     except (TypeError, ValueError) as exc:
         raise CatalogError(f"{where}: bad [sources] entry: {exc}") from None
 
 
-def _source(sources: dict[str, Source], key: Any, where: str) -> Source:
+def source_ref(sources: dict[str, Source], key: Any, where: str) -> Source:
     if key not in sources:
         raise CatalogError(f"{where}: unknown source {key!r} (define it under [sources])")
     return sources[key]
@@ -165,7 +165,7 @@ def _source(sources: dict[str, Source], key: Any, where: str) -> Source:
 def _rate(region: dict[str, Any], name: str, sources: dict[str, Source], where: str) -> Rate:
     return Rate(
         price=parse_money(region.get(name, ""), f"{where}.{name}"),
-        source=_source(sources, region.get(f"{name}_source"), f"{where}.{name}_source"),
+        source=source_ref(sources, region.get(f"{name}_source"), f"{where}.{name}_source"),
         note=region.get(f"{name}_note", ""),
     )
 
@@ -187,7 +187,7 @@ def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str
         egress=EgressTerms(
             internet_tiers=tiers,
             internet_free_gb=Decimal(str(region.get("internet_free_gb", "0"))),
-            internet_source=_source(sources, region.get("internet_source"), where),
+            internet_source=source_ref(sources, region.get("internet_source"), where),
             cross_region=_rate(region, "cross_region", sources, where),
             cross_zone=_rate(region, "cross_zone", sources, where),
         ),
@@ -197,7 +197,7 @@ def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str
             snapshot_free_gb=Decimal(str(region.get("snapshot_free_gb", "0"))),
         ),
         spot_notice_seconds=region.get("spot_notice_seconds"),
-        spot_notice_source=_source(sources, notice_source, where) if notice_source else None,
+        spot_notice_source=source_ref(sources, notice_source, where) if notice_source else None,
     )
 
 
@@ -210,7 +210,7 @@ def _rules(terms: dict[str, Any], sources: dict[str, Source], where: str) -> dic
                 minimum_seconds=rule["minimum_seconds"],
                 unit_seconds=rule.get("unit_seconds", 3600),
                 description=rule["description"],
-                source=_source(sources, rule.get("source"), f"{where} [billing.{market}]"),
+                source=source_ref(sources, rule.get("source"), f"{where} [billing.{market}]"),
             )
         except (KeyError, ValueError) as exc:
             raise CatalogError(f"{where} [billing.{market}]: {exc}") from None
@@ -231,7 +231,7 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
         terms = tomllib.loads(terms_file.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CatalogError(f"{where}: {exc}") from None
-    sources = _sources(terms, where)
+    sources = parse_sources(terms, where)
     rules = _rules(terms, sources, where)
     region_terms = tuple(
         _region_terms(region, sources, f"{where} [[regions]] {region.get('region')}")

@@ -174,6 +174,10 @@ class PluginManager:
         """Names of the providers that loaded, in a stable order."""
         return sorted(name for name, record in self.records.items() if record.loaded)
 
+    def plugin(self, provider: str) -> object | None:
+        """The registered plugin object of ``provider`` (None when it is not loaded)."""
+        return self._pm.get_plugin(provider)
+
     def implements(self, provider: str, hook: str) -> bool:
         record = self.records.get(provider)
         return bool(record and record.loaded and hook in record.hooks)

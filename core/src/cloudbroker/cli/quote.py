@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from cloudbroker import plugins
-from cloudbroker.cli import app
+from cloudbroker.cli import app, economics
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.errors import UsageError
 from cloudbroker.models import Market
@@ -232,6 +232,10 @@ def quote_command(
     top: int = typer.Option(10, "--top", help="How many offers to show."),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
     explain: int = typer.Option(None, "--explain", help="Every line of quote N with sources."),
+    utilization: str = typer.Option("1", "--utilization", help="Commitments: term use."),
+    interruptions: str = typer.Option(None, "--interruptions-per-day", help="Spot: override rate."),
+    restart_minutes: str = typer.Option(None, "--restart-minutes", help="Spot: resume time (10)."),
+    checkpoint_minutes: str = typer.Option(None, "--checkpoint-minutes", help="Spot: write time."),
 ) -> None:
     """Rank GPU offers across every installed provider, with every hidden cost itemised."""
     if not gpu and not model:
@@ -250,6 +254,8 @@ def quote_command(
     table = FxTable()
     for text in fx or ():
         table.add(parse_fx(text, date.today()))
+    risk = economics.spot_settings(interruptions, restart_minutes, checkpoint_minutes)
+    use = economics.utilization(utilization)
     data = parse_decimal(data_gb, "--data-gb")
     if data and not data_from:
         raise UsageError("--data-gb needs --data-from PROVIDER:REGION (where the data is now)")
@@ -271,18 +277,23 @@ def quote_command(
         top=max(top, explain or 0),
         configs=frozenset(c for c in configs if c[1] == count) if explicit_count else configs,
     )
-    result = quote(plugins.load(), job, table)
+    pm = plugins.load()
+    result = quote(pm, job, table)
     if json_output:
-        print_json(result.model_dump(mode="json"))
+        print_json(
+            result.model_dump(mode="json") | economics.as_json(pm, job, result, table, risk, use)
+        )
         return
     if explain is not None:
         if not 1 <= explain <= len(result.quotes):
             raise UsageError(f"--explain {explain}: there are {len(result.quotes)} ranked quotes")
         _explain(result.quotes[explain - 1], currency)
+        economics.explain(pm, result.quotes[explain - 1], job, result, table, risk)
         return
     console.print(_table(result))
     for note in _footer(result):
         console.print(note, soft_wrap=True)
+    economics.print_sections(pm, job, result, table, risk, use)
     shown = {(q.gpu.model, q.gpu.count) for q in result.quotes}
     for (gpu_model, n), how in sorted(sized.items()):
         if (gpu_model, n) in shown:

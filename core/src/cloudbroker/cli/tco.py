@@ -1,0 +1,328 @@
+"""``cloudbroker tco``: buy servers or rent GPUs? Cost per useful GPU-hour, per year, break-even."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+
+import typer
+from rich.table import Table
+
+from cloudbroker import commitments, plugins, tco
+from cloudbroker.cli import app
+from cloudbroker.cli.output import console, print_json
+from cloudbroker.errors import UsageError
+from cloudbroker.models import Market
+from cloudbroker.money import CURRENCIES, FxTable, Money, parse_decimal, parse_fx
+from cloudbroker.quote import Job, NoOfferError, quote
+
+BAR_WIDTH = 40
+
+
+def parse_amount(text: str, what: str, currency: str) -> Money:
+    """``800000 CNY`` or ``800000`` (in the report currency) -> Money; never negative."""
+    amount, _, unit = text.strip().partition(" ")
+    unit = (unit.strip() or currency).upper()
+    if unit not in CURRENCIES:
+        raise UsageError(f"{what}: unknown currency {unit!r}; accepted: {', '.join(CURRENCIES)}")
+    return Money.of(parse_decimal(amount, what), unit)
+
+
+@dataclass(frozen=True)
+class Given:
+    """One on-prem input as the user gave it or as sourced, for the inputs table and JSON."""
+
+    value: Money | Decimal | None
+    source: str
+    as_of: date | None = None
+
+    def text(self) -> str:
+        if isinstance(self.value, Money):
+            return f"{self.value.amount:,} {self.value.currency}"
+        return "unknown" if self.value is None else f"{self.value}"
+
+    def json(self) -> dict:
+        money = isinstance(self.value, Money)
+        amount = self.value.amount if isinstance(self.value, Money) else self.value
+        return {
+            "value": None if amount is None else format(amount, "f"),
+            "currency": self.value.currency if money else None,  # type: ignore[union-attr]
+            "source": self.source,
+            "as_of": self.as_of.isoformat() if self.as_of else None,
+        }
+
+
+def _onprem(
+    args: dict, model: str, fx: FxTable, currency: str
+) -> tuple[tco.OnPrem, dict[str, Given], str | None]:
+    """On-prem inputs (each override or its sourced default), what was used, the server."""
+    server = tco.default_server(model) if args["count"] == 8 else None
+    none = tco.Figure(None, "", f"no sourced {args['count']}-GPU {model} server; give the option")
+    given: dict[str, Given] = {}
+
+    def pick(key: str, option: str, default: tco.Figure, money: bool):
+        raw = args[key]
+        if raw is not None:
+            value = parse_amount(raw, option, currency) if money else parse_decimal(raw, option)
+            given[key] = Given(value, f"{option} (user)")
+        else:
+            value = default.money() if money else default.value
+            given[key] = Given(value, default.source, default.as_of)
+        return fx.convert(value, currency) if money and value is not None else value
+
+    onprem = tco.OnPrem(
+        server_price=pick("server_price", "--server-price", server.price if server else none, True),
+        power_kw=pick("power_kw", "--power-kw", server.power_kw if server else none, False),
+        pue=pick("pue", "--pue", tco.PUE, False),
+        electricity_per_kwh=pick("electricity", "--electricity", tco.ELECTRICITY, True),
+        colo_per_kw_month=pick("colo", "--colo-per-kw-month", tco.COLOCATION, True),
+        gpus=args["count"],
+        years=args["years"],
+    )
+    name = server.name if server and args["server_price"] is None else None
+    return onprem, given, name
+
+
+def _cloud(pm, job: Job, fx: FxTable, utilization: Decimal, years: Decimal) -> list[tco.Option]:
+    """The cheapest offer of each provider and market, and each published commitment."""
+    options = []
+    try:
+        result = quote(pm, job, fx)
+    except NoOfferError:
+        return options
+    seen = set()
+    for q in result.quotes:
+        if (q.provider, q.market) in seen or q.per_gpu_hour is None:
+            continue
+        seen.add((q.provider, q.market))
+        spot = q.market is Market.SPOT
+        notes = ("interruptions not priced: see `quote --market spot`",) if spot else ()
+        options.append(
+            tco.Option(
+                f"{q.provider} {q.market.value} {q.instance_type} {q.region}",
+                q.provider,
+                q.market.value,
+                per_gpu_hour=q.per_gpu_hour,
+                notes=notes + q.flags,
+            )
+        )
+    report = commitments.report(pm, job, fx, utilization)
+    for offer in report.offers:
+        notes = offer.flags
+        if offer.term_months > years * 12:
+            notes += (f"the {offer.term_months}-month term outlasts the horizon: still owed",)
+        months = offer.term_months
+        term = f"{months // 12} yr" if months % 12 == 0 else f"{months} mo"
+        options.append(
+            tco.Option(
+                f"{offer.provider} {offer.kind} {term} {offer.instance_type} {offer.region}",
+                offer.provider,
+                f"{offer.kind} {term}",
+                fixed_per_year=offer.hourly * tco.HOURS_PER_YEAR,
+                notes=notes,
+            )
+        )
+    return options
+
+
+def _pct(value: Decimal | None) -> str:
+    return "-" if value is None else f"{(value * 100).quantize(Decimal('0.1'))}%"
+
+
+def _money(value: Money | None, places: int = 2) -> str:
+    return "unknown" if value is None else f"{value.rounded(places).amount:,}"
+
+
+def _breakeven(row: tco.Row) -> str:
+    if row.option.provider is None:
+        return "-"
+    if row.option.fixed:
+        return "fixed cost"
+    if row.breakeven is None:
+        return "unknown"
+    if row.breakeven > 1:
+        return "never (cloud cheaper even at 100%)"
+    return f"on-prem above {_pct(row.breakeven)}"
+
+
+def _chart(rows: list[tco.Row], currency: str, utilization: Decimal) -> Table:
+    top = max((r.per_useful_gpu_hour.amount for r in rows if r.per_useful_gpu_hour), default=0)
+    table = Table(
+        title=f"Cost per useful GPU-hour at {_pct(utilization)} utilization, {currency}",
+        header_style="bold",
+    )
+    for name, justify in (
+        ("option", "left"),
+        ("per useful GPU-h", "right"),
+        ("per year", "right"),
+        ("break-even", "left"),
+        ("", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        value = row.per_useful_gpu_hour
+        bar = (
+            "" if value is None or not top else "█" * max(1, round(BAR_WIDTH * value.amount / top))
+        )
+        style = "bold" if row.option.provider is None else ""
+        table.add_row(
+            f"[{style}]{row.option.label}[/{style}]" if style else row.option.label,
+            _money(value),
+            _money(row.per_year, 0),
+            _breakeven(row),
+            f"[green]{bar}[/green]" if row.option.provider else f"[blue]{bar}[/blue]",
+        )
+    return table
+
+
+def _json(model, args, currency, server, given, cost, onprem, rows, fx_rates) -> dict:
+    def money(m: Money | None) -> str | None:
+        return None if m is None else format(m.amount, "f")
+
+    per_year = cost.per_year
+    return {
+        "gpu": model,
+        "count": args["count"],
+        "years": format(args["years"], "f"),
+        "utilization": format(args["utilization"], "f"),
+        "currency": currency,
+        "server": server,
+        "inputs": {key: item.json() for key, item in given.items()},
+        "onprem": {
+            "capex_per_year": money(cost.capex),
+            "energy_per_year": money(cost.energy),
+            "colocation_per_year": money(cost.colocation),
+            "per_year": money(per_year),
+            "per_gpu_hour_at_full_use": None
+            if per_year is None
+            else money(tco.per_useful_gpu_hour(per_year, onprem.gpus, Decimal(1))),
+        },
+        "options": [
+            {
+                "label": r.option.label,
+                "provider": r.option.provider,
+                "market": r.option.market,
+                "fixed": r.option.fixed,
+                "per_useful_gpu_hour": money(r.per_useful_gpu_hour),
+                "per_year": money(r.per_year),
+                "breakeven_utilization": None if r.breakeven is None else format(r.breakeven, "f"),
+                "notes": list(r.option.notes),
+            }
+            for r in rows
+        ],
+        "fx": [rate.model_dump(mode="json") for rate in fx_rates],
+    }
+
+
+@app.command("tco")
+def tco_command(
+    gpu: str = typer.Option(..., "--gpu", help="GPU model, e.g. A100 (= A100-40GB), H100."),
+    count: int = typer.Option(8, "--count", help="GPUs in the server / instance."),
+    years: str = typer.Option("3", "--years", help="Horizon = straight-line depreciation."),
+    utilization: str = typer.Option("1", "--utilization", help="Useful share of time, (0, 1]."),
+    server_price: str = typer.Option(None, "--server-price", help="AMOUNT [CURRENCY]."),
+    power_kw: str = typer.Option(None, "--power-kw", help="Server maximum power, kW."),
+    pue: str = typer.Option(None, "--pue", help="Facility power / IT power (>= 1)."),
+    electricity: str = typer.Option(None, "--electricity", help="Per kWh: AMOUNT [CURRENCY]."),
+    colo: str = typer.Option(None, "--colo-per-kw-month", help="AMOUNT [CURRENCY] per kW-month."),
+    currency: str = typer.Option("USD", "--currency", help="Currency of the report."),
+    fx: list[str] | None = typer.Option(None, "--fx", help="Override a rate: CNY=7.10 (per USD)."),
+    provider: list[str] | None = typer.Option(None, "--provider", help="Only these providers."),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """On-prem against every cloud option: cost per useful GPU-hour, per year, break-even."""
+    currency = currency.upper()
+    if currency not in CURRENCIES:
+        raise UsageError(f"unknown --currency {currency!r}; accepted: {', '.join(CURRENCIES)}")
+    use = tco.check_utilization(parse_decimal(utilization, "--utilization", positive=True))
+    args = {
+        "count": count,
+        "years": parse_decimal(years, "--years", positive=True),
+        "utilization": use,
+        "server_price": server_price,
+        "power_kw": power_kw,
+        "pue": pue,
+        "electricity": electricity,
+        "colo": colo,
+    }
+    table = FxTable()
+    for text in fx or ():
+        table.add(parse_fx(text, date.today()))
+    model = tco.resolve_model(gpu)
+    onprem, given, server = _onprem(args, model, table, currency)
+    pm = plugins.load()
+    job = Job(
+        gpu=model,
+        count=count,
+        hours=tco.HOURS_PER_YEAR * use,
+        markets=tuple(Market),
+        providers=tuple(provider or ()),
+        currency=currency,
+        top=10_000,
+    )
+    cloud = _cloud(pm, job, table, use, args["years"])
+    cost = tco.onprem_cost(onprem)
+    label = f"on-prem: {server or f'your {count}x {model} server'}"
+    own = tco.Option(label, None, "on-prem", fixed_per_year=cost.per_year)
+    rows = tco.compare([own, *cloud], cost.per_year, count, use)
+    rates = table.used(set(CURRENCIES), currency)
+    if json_output:
+        print_json(_json(model, args, currency, server, given, cost, onprem, rows, rates))
+        return
+    _print_inputs(given, args)
+    _print_onprem(cost, onprem, use)
+    console.print(_chart(rows, currency, use))
+    for row in rows:
+        for note in row.option.notes:
+            console.print(f"  {row.option.label}: {note}", soft_wrap=True)
+    for rate in rates:
+        console.print(
+            f"fx: 1 {rate.base} = {rate.rate} {rate.quote} ({rate.source}, "
+            f"{rate.as_of.isoformat()})",
+            soft_wrap=True,
+        )
+
+
+def _print_inputs(given: dict[str, Given], args: dict) -> None:
+    table = Table(title="Inputs (override any with its option)", header_style="bold")
+    for name in ("input", "value", "source"):
+        table.add_column(name)
+    names = {
+        "server_price": "server price",
+        "power_kw": "power (kW max)",
+        "pue": "PUE",
+        "electricity": "electricity per kWh",
+        "colo": "colocation per kW-month",
+    }
+    for key, label in names.items():
+        item = given[key]
+        when = f" ({item.as_of.isoformat()})" if item.as_of else ""
+        table.add_row(label, item.text(), item.source + when)
+    table.add_row(
+        "years",
+        f"{args['years']}",
+        "--years: horizon and straight-line depreciation "
+        "(hyperscalers use 5-6 years; China's tax minimum for electronics is 3)",
+    )
+    table.add_row("utilization", _pct(args["utilization"]), "--utilization")
+    console.print(table)
+
+
+def _print_onprem(cost: tco.OnPremCost, onprem: tco.OnPrem, use: Decimal) -> None:
+    console.print(
+        f"on-prem per year: capex {_money(cost.capex, 0)} (price / {onprem.years} years) + "
+        f"energy {_money(cost.energy, 0)} (kW x PUE x 8,760 h x price, max power all year) + "
+        f"colocation {_money(cost.colocation, 0)} (kW x price x 12) = {_money(cost.per_year, 0)}",
+        soft_wrap=True,
+    )
+    if cost.per_year is None:
+        console.print("on-prem is unknown: give --server-price and --power-kw", soft_wrap=True)
+        return
+    full = tco.per_useful_gpu_hour(cost.per_year, onprem.gpus, Decimal(1))
+    useful = tco.per_useful_gpu_hour(cost.per_year, onprem.gpus, use)
+    console.print(
+        f"on-prem per GPU-hour: {_money(full)} at 100% use, {_money(useful)} per "
+        f"useful GPU-hour at {_pct(use)}",
+        soft_wrap=True,
+    )
