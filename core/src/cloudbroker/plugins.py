@@ -182,13 +182,13 @@ class PluginManager:
         record = self.records.get(provider)
         return bool(record and record.loaded and hook in record.hooks)
 
-    def context(self, provider: str) -> HookContext:
+    def context(self, provider: str, offline: bool | None = None) -> HookContext:
         return HookContext(
             provider=provider,
             settings=self.settings.get(provider, {}),
             env=self.env,
             timeout=self.timeout,
-            offline=self.offline,
+            offline=self.offline if offline is None else offline,
         )
 
     def require(self, provider: str) -> None:
@@ -206,8 +206,10 @@ class PluginManager:
             self._callers[key] = self._pm.subset_hook_caller(hook, remove_plugins=others)
         return self._callers[key]
 
-    def _invoke(self, provider: str, hook: str, kwargs: dict[str, Any]) -> Any:
-        results = self._caller(provider, hook)(ctx=self.context(provider), **kwargs)
+    def _invoke(
+        self, provider: str, hook: str, kwargs: dict[str, Any], offline: bool | None = None
+    ) -> Any:
+        results = self._caller(provider, hook)(ctx=self.context(provider, offline), **kwargs)
         if isinstance(results, list):  # fan-out hooks are not firstresult
             results = results[0] if results else None
         try:
@@ -241,12 +243,14 @@ class PluginManager:
         *,
         providers: Iterable[str] | None = None,
         timeout: float | None = None,
+        offline: bool | None = None,
         **kwargs: Any,
     ) -> FanOut:
         """Ask every provider (or ``providers``) at once; slow or broken ones become failures.
 
         Each provider runs in its own daemon thread, so a call costs the slowest provider
-        rather than the sum, and a hung plugin cannot keep the process alive.
+        rather than the sum, and a hung plugin cannot keep the process alive. ``offline``
+        overrides the manager's mode for this call (e.g. catalog terms in an online run).
         """
         timeout = self.timeout if timeout is None else timeout
         names = [n for n in (providers or self.providers()) if self.implements(n, hook)]
@@ -255,7 +259,7 @@ class PluginManager:
         for name in names:
             thread = threading.Thread(
                 target=self._run_into,
-                args=(boxes[name], name, hook, kwargs),
+                args=(boxes[name], name, hook, kwargs, offline),
                 name=f"cloudbroker-{name}-{hook}",
                 daemon=True,
             )
@@ -274,9 +278,11 @@ class PluginManager:
                 outcome.results[name] = box["result"]
         return outcome
 
-    def _run_into(self, box: dict[str, Any], provider: str, hook: str, kwargs: dict) -> None:
+    def _run_into(
+        self, box: dict[str, Any], provider: str, hook: str, kwargs: dict, offline: bool | None
+    ) -> None:
         try:
-            box["result"] = self._invoke(provider, hook, kwargs)
+            box["result"] = self._invoke(provider, hook, kwargs, offline)
         except CloudBrokerError as exc:
             exc.provider = None
             box["error"] = str(exc)

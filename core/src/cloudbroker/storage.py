@@ -119,9 +119,13 @@ def transfer_kind(source: Side, destination: Side) -> TransferKind | None:
 
 
 def egress_terms(pm: PluginManager, side: Side) -> RegionTerms | str:
-    """The source region's transfer terms from its provider's price sheet, or why not."""
+    """The source region's transfer terms from its provider's price sheet, or why not.
+
+    Asked offline: transfer terms come from the catalog either way, and a sync must not wait
+    on a cloud's price API (or fail because it is down).
+    """
     regions = [side.region] if side.region else None
-    answer = pm.fan_out("price", providers=[side.ref.provider], regions=regions)
+    answer = pm.fan_out("price", providers=[side.ref.provider], regions=regions, offline=True)
     sheet = answer.results.get(side.ref.provider)
     if sheet is None:
         reason = answer.failures[0].reason if answer.failures else "no price hook"
@@ -176,12 +180,15 @@ def sync(
     delete: bool = False,
     dry_run: bool = False,
     progress: Callable[[SyncProgress], None] | None = None,
+    fail_fast: bool = False,
 ) -> SyncResult:
     """Copy ``src`` to ``dst`` (mirror it with ``delete``), verify, and price the egress.
 
     Never deletes at the destination unless ``delete``. ``dry_run`` lists what would move
     and prices it, touching nothing. ``progress`` receives rclone's stats about once a
-    second. Raises AuthError / NotFoundError / ProviderUnavailable naming the side at fault,
+    second. ``fail_fast`` probes the source too before copying (rclone otherwise retries an
+    unreachable source for minutes; a failover's final sync must give up quickly). Raises
+    AuthError / NotFoundError / ProviderUnavailable naming the side at fault,
     ConfigError if rclone is missing, VerificationError if ``rclone check`` disagrees.
     """
     started = time.monotonic()
@@ -190,7 +197,8 @@ def sync(
     destination = resolve_side(pm, "destination", dst, "cbdst")
     with session(pm, (source, destination)) as run, ThreadPoolExecutor(1) as pool:
         terms = pool.submit(egress_terms, pm, source)
-        run.preflight(destination)  # a refusing source fails the copy before it reads
+        # A refusing source fails the copy before it reads; an unreachable one needs a probe.
+        run.preflight(*((source, destination) if fail_fast else (destination,)))
         log = run.transfer(source, destination, delete=delete, dry_run=dry_run, progress=progress)
         matched, size_only, differences = (
             (0, 0, ()) if dry_run else run.check(source, destination, one_way=not delete)
@@ -228,7 +236,7 @@ class RcloneReplicator:
         self.pm = pm
 
     def replicate(self, src: BucketRef, dst: BucketRef) -> None:
-        sync(self.pm, src, dst)
+        sync(self.pm, src, dst, fail_fast=True)
 
     def newest(self, bucket: BucketRef) -> float | None:
         side = resolve_side(self.pm, "bucket", bucket, "cbbucket")
