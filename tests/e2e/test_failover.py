@@ -113,6 +113,8 @@ class World:
         )
 
     def place(self, *extra: str) -> str:
+        for cloud in ("aliyun", "tencent"):  # plan from what the emulated clouds sell
+            self.cli("catalog", "refresh", "--provider", cloud)
         script = self.tmp / "train.sh"
         script.write_text('#!/bin/bash\npython train.py --resume "$CLOUDBROKER_CHECKPOINT_URI"\n')
         done = self.cli(

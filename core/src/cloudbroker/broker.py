@@ -83,6 +83,7 @@ class PlaceRequest:
     checkpoint_every: float = 3600.0
     currency: str = "USD"
     startup_script: str | None = None
+    regions: tuple[str, ...] = ()  # only offers in these regions (either cloud's names)
 
 
 def _offer(q: Quote) -> dict[str, Any]:
@@ -177,6 +178,7 @@ class Broker:
             hours=request.hours,
             markets=(request.market,),
             providers=(provider,),
+            regions=request.regions,
             currency=request.currency,
             checkpoint_gb=request.checkpoint_gb,
             top=5,
@@ -202,8 +204,11 @@ class Broker:
         if request.primary and request.primary == request.standby:
             raise UsageError("--primary and --standby must be different clouds")
         providers = self.pm.providers()
-        types_out = self.pm.fan_out("list_instance_types", providers=providers, regions=None)
-        sheets_out = self.pm.fan_out("price", providers=providers, regions=None)
+        # Planned from the catalogs, as quotes are (run `catalog refresh` for live prices).
+        types_out = self.pm.fan_out(
+            "list_instance_types", providers=providers, regions=None, offline=True
+        )
+        sheets_out = self.pm.fan_out("price", providers=providers, regions=None, offline=True)
         sheets, types = sheets_out.results, types_out.results
         candidates = {p: self._quotes(request, p, sheets, types) for p in sheets if p in types}
         candidates = {p: qs for p, qs in candidates.items() if qs}

@@ -68,6 +68,9 @@ def place(
     ),
     startup_script: Path = typer.Option(None, "--startup-script", help="User data script."),
     currency: str = typer.Option("USD", "--currency"),
+    region: list[str] | None = typer.Option(
+        None, "--region", help="Only offers in these regions (repeat; either cloud's names)."
+    ),
     json_output: bool = typer.Option(False, "--json"),
     state: str = STATE,
 ) -> None:
@@ -101,6 +104,7 @@ def place(
         checkpoint_every=parse_duration(checkpoint_every, "--checkpoint-every"),
         currency=currency.upper(),
         startup_script=script,
+        regions=tuple(region or ()),
     )
     placement_id, spec = _broker(state).place(request)
     if json_output:
