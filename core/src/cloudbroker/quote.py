@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
+from functools import cached_property
 
 from cloudbroker.costs import SECONDS_PER_HOUR, billed_seconds, egress_cost, storage_cost
 from cloudbroker.errors import CloudBrokerError, UsageError
@@ -162,12 +163,15 @@ class QuoteEngine:
         self.types = {
             (t.provider, t.name, t.region, t.zone): t for ts in types.values() for t in ts
         }
-        # Regional prices (capacity blocks) have no zone: any zone's specs describe the type.
-        self.regional = {(p, n, r): t for (p, n, r, _), t in reversed(self.types.items())}
         self._region_costs: dict[tuple[str, str], _RegionCosts] = {}
         self._billed: dict[int, tuple[Decimal, Decimal, Decimal]] = {}
         self._rates: dict[str, Decimal] = {}
         self._currencies: set[str] = set()
+
+    @cached_property
+    def regional(self) -> dict[tuple[str, str, str], InstanceType]:
+        """Regional prices (capacity blocks) have no zone: any zone's specs describe the type."""
+        return {(p, n, r): t for (p, n, r, _), t in reversed(self.types.items())}
 
     # conversions and caches
 
