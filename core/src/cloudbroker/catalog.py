@@ -156,6 +156,15 @@ def parse_sources(terms: dict[str, Any], where: str) -> dict[str, Source]:
         raise CatalogError(f"{where}: bad [sources] entry: {exc}") from None
 
 
+def parse_sourced_toml(text: str, where: str) -> tuple[dict[str, Any], dict[str, Source]]:
+    """A provider data file (TOML) and its ``[sources]`` table; CatalogError if either is bad."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{where}: {exc}") from None
+    return data, parse_sources(data, where)
+
+
 def source_ref(sources: dict[str, Source], key: Any, where: str) -> Source:
     if key not in sources:
         raise CatalogError(f"{where}: unknown source {key!r} (define it under [sources])")

@@ -17,13 +17,11 @@ rate older than that price is flagged by its source data, never silently rescale
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
 
-from cloudbroker.catalog import CatalogError, parse_money, parse_sources, source_ref
+from cloudbroker.catalog import CatalogError, parse_money, parse_sourced_toml, source_ref
 from cloudbroker.costs import HOURS_PER_MONTH
 from cloudbroker.errors import UsageError
 from cloudbroker.models import ComputePrice, InstanceType, Market, Source
@@ -103,11 +101,7 @@ def _months(text: str, where: str) -> tuple[int, int]:
 def parse_commitments(provider: str, text: str) -> CommitmentTerms:
     """Parse a provider's ``commitments.toml``."""
     where = f"{provider} {FILE}"
-    try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{where}: {exc}") from None
-    sources = parse_sources(data, where)
+    data, sources = parse_sourced_toml(text, where)
     rates = []
     for i, raw in enumerate(data.get("rates", [])):
         at = f"{where} rates[{i}]"

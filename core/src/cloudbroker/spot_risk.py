@@ -25,12 +25,11 @@ money stays Decimal at the call site.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Literal
 
-from cloudbroker.catalog import CatalogError, parse_sources, source_ref
+from cloudbroker.catalog import CatalogError, parse_sourced_toml, source_ref
 from cloudbroker.costs import HOURS_PER_MONTH
 from cloudbroker.models import Source
 from cloudbroker.money import Money
@@ -244,11 +243,7 @@ class InterruptionTable:
 def parse_interruptions(provider: str, text: str) -> InterruptionTable:
     """Parse a provider's ``spot_interruptions.toml`` (see the AWS file for the format)."""
     where = f"{provider} {FILE}"
-    try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{where}: {exc}") from None
-    sources = parse_sources(data, where)
+    data, sources = parse_sourced_toml(text, where)
     bands = []
     for i, raw in enumerate(data.get("bands", [])):
         try:
