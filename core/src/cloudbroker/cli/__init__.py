@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import typer
@@ -43,6 +44,10 @@ def fail(message: str, code: int = 2) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: map every expected error to one line on stderr and an exit code."""
     from cloudbroker.cli import commands  # noqa: F401  (registers the commands)
+
+    # Library and plugin warnings (a skipped catalog row, prices left unknown) as one line
+    # each; SDK loggers stay quiet so that an error is still the single `error:` line.
+    logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
 
     try:
         app(args=argv, standalone_mode=False)
