@@ -20,6 +20,7 @@ from cloudbroker.models import (
     InstanceState,
     ProviderInfo,
 )
+from cloudbroker.testing.contract import DEFAULT_SDK_MODULES
 
 BUILT_IN = ["aliyun", "aws", "huawei", "tencent"]
 
@@ -185,15 +186,7 @@ def test_routed_call_keeps_typed_errors_and_names_the_provider():
     assert str(info.value) == "c: no stock in zone x"
 
 
-SDK_MODULES = (
-    "boto3",
-    "botocore",
-    "alibabacloud_",
-    "Tea",
-    "darabonba",
-    "tencentcloud",
-    "huaweicloudsdk",
-)
+SDK_MODULES = DEFAULT_SDK_MODULES
 
 
 @pytest.mark.parametrize(
