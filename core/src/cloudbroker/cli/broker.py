@@ -50,7 +50,7 @@ STATE = typer.Option(
 )
 
 
-@app.command("place")
+@app.command("place", rich_help_panel="Placements and failover")
 def place(
     gpu: str = typer.Option(..., "--gpu"),
     count: int = typer.Option(1, "--count", help="GPUs per instance."),
@@ -136,7 +136,7 @@ def place(
     console.print(f"next: cloudbroker up {placement_id}")
 
 
-@app.command("up")
+@app.command("up", rich_help_panel="Placements and failover")
 def up(placement_id: str, state: str = STATE) -> None:
     """Launch the placement's primary (and hot standby) and wait until running."""
     rows = _broker(state).up(placement_id)
@@ -150,7 +150,7 @@ def _when(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-@app.command("status")
+@app.command("status", rich_help_panel="Placements and failover")
 def status(
     placement_id: str, json_output: bool = typer.Option(False, "--json"), state: str = STATE
 ) -> None:
@@ -194,7 +194,7 @@ def status(
         console.print(f"  {_when(event['at'])} {event['kind']} {detail or ''}", markup=False)
 
 
-@app.command("down")
+@app.command("down", rich_help_panel="Placements and failover")
 def down(placement_id: str, state: str = STATE) -> None:
     """Terminate every instance the placement launched."""
     failed = _broker(state).down(placement_id)
@@ -207,7 +207,7 @@ def down(placement_id: str, state: str = STATE) -> None:
     console.print(f"{placement_id} is down")
 
 
-@app.command("failover")
+@app.command("failover", rich_help_panel="Placements and failover")
 def failover(placement_id: str, state: str = STATE) -> None:
     """Fail over to the standby now (or complete an interrupted failover)."""
     broker = _broker(state)
@@ -225,7 +225,7 @@ def failover(placement_id: str, state: str = STATE) -> None:
     )
 
 
-@app.command("watch")
+@app.command("watch", rich_help_panel="Placements and failover")
 def watch(
     placement_id: str,
     interval: str = typer.Option("30s", "--interval", help="Health-check interval."),
@@ -253,7 +253,7 @@ def watch(
     )
 
 
-@app.command("list")
+@app.command("list", rich_help_panel="Placements and failover")
 def list_placements(json_output: bool = typer.Option(False, "--json"), state: str = STATE) -> None:
     """Every placement in the state store."""
     store = Store(state)
@@ -276,7 +276,7 @@ def list_placements(json_output: bool = typer.Option(False, "--json"), state: st
     console.print(table)
 
 
-@app.command("gc")
+@app.command("gc", rich_help_panel="Placements and failover")
 def gc(
     yes: bool = typer.Option(False, "--yes", help="Terminate the orphans without asking."),
     json_output: bool = typer.Option(False, "--json"),

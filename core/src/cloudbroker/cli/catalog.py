@@ -11,7 +11,7 @@ from cloudbroker.cli import app
 catalog_app = typer.Typer(
     help="Offline catalogs: refresh one from its cloud's API.", no_args_is_help=True
 )
-app.add_typer(catalog_app, name="catalog")
+app.add_typer(catalog_app, name="catalog", rich_help_panel="Setup")
 
 
 @catalog_app.command("refresh")

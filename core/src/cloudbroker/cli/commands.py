@@ -1,12 +1,10 @@
-"""Imports every command module so that each registers itself on the app."""
+"""Imports every command module so that each registers itself on the app.
 
-from cloudbroker.cli import (
-    broker,  # noqa: F401
-    catalog,  # noqa: F401
-    config,  # noqa: F401
-    providers,  # noqa: F401
-    quote,  # noqa: F401
-    size,  # noqa: F401
-    sync,  # noqa: F401
-    tco,  # noqa: F401
-)
+The order is the order of the help's panels: plan, placements, storage, setup.
+"""
+
+# isort: skip_file
+from cloudbroker.cli import quote, size, tco  # noqa: F401
+from cloudbroker.cli import broker  # noqa: F401
+from cloudbroker.cli import sync  # noqa: F401
+from cloudbroker.cli import providers, catalog, config  # noqa: F401

@@ -9,7 +9,7 @@ from cloudbroker.cli.output import print_json
 from cloudbroker.config import config_path, load_config, redacted
 
 config_app = typer.Typer(help="Show the config file (per-provider launch settings).")
-app.add_typer(config_app, name="config")
+app.add_typer(config_app, name="config", rich_help_panel="Setup")
 
 
 @config_app.command("show")

@@ -10,7 +10,7 @@ from cloudbroker.cli import app
 from cloudbroker.cli.output import console, print_json
 
 
-@app.command("providers")
+@app.command("providers", rich_help_panel="Setup")
 def providers_command(
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:

@@ -206,7 +206,7 @@ def _configs(
     return found
 
 
-@app.command("quote")
+@app.command("quote", rich_help_panel="Plan")
 def quote_command(
     gpu: str = typer.Option(None, "--gpu", help="GPU model or family, e.g. A100, A100-80GB, T4."),
     count: int = typer.Option(None, "--count", help="GPUs per instance (default 1)."),

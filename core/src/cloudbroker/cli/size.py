@@ -31,7 +31,7 @@ def parse_headroom(text: str) -> float:
     return float(percent) / 100
 
 
-@app.command("size")
+@app.command("size", rich_help_panel="Plan")
 def size_command(
     model: str | None = typer.Option(
         None, "--model", help=f"Preset: {', '.join(m.name for m in sizing.PRESETS.values())}."

@@ -97,7 +97,7 @@ def render(result: SyncResult) -> None:
         console.print(f"verified: {result.matched} file(s) match ({detail})", markup=False)
 
 
-@app.command("sync")
+@app.command("sync", rich_help_panel="Storage")
 def sync_command(
     src: str = typer.Argument(..., metavar="SRC", help="PROVIDER:BUCKET/PATH to copy from."),
     dst: str = typer.Argument(..., metavar="DST", help="PROVIDER:BUCKET/PATH to copy to."),

@@ -215,7 +215,7 @@ def _json(model, args, currency, server, given, cost, onprem, rows, fx_rates) ->
     }
 
 
-@app.command("tco")
+@app.command("tco", rich_help_panel="Plan")
 def tco_command(
     gpu: str = typer.Option(..., "--gpu", help="GPU model, e.g. A100 (= A100-40GB), H100."),
     count: int = typer.Option(8, "--count", help="GPUs in the server / instance."),
