@@ -9,8 +9,9 @@ from decimal import Decimal
 import pytest
 from support.broker_fakes import FakeReplicator, fake_world
 
-from cloudbroker.broker import Broker, PlaceRequest, parse_bucket
+from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.errors import UsageError
+from cloudbroker.models import parse_bucket
 from cloudbroker.state import Store
 
 REQUEST = dict(gpu="A100", count=8, hours=Decimal(72), checkpoint_gb=Decimal(50))

@@ -127,8 +127,11 @@ def test_amounts_are_converted_to_the_job_currency():
 
 def test_bad_commitment_files_name_the_problem():
     with pytest.raises(CatalogError, match="unknown source"):
-        commitments.parse_commitments("x", '[[rates]]\ninstance_type="a"\nregion="r"\n'
-                                      'kind="k"\nterm_months=12\nhourly="1 USD"\nsource="s"\n')
+        commitments.parse_commitments(
+            "x",
+            '[[rates]]\ninstance_type="a"\nregion="r"\n'
+            'kind="k"\nterm_months=12\nhourly="1 USD"\nsource="s"\n',
+        )
     with pytest.raises(CatalogError, match="hourly"):
         commitments.parse_commitments("x", '[sources.s]\nname="s"\nas_of=2026-01-01\n'
                                       '[[rates]]\ninstance_type="a"\nregion="r"\nkind="k"\n'
@@ -149,9 +152,18 @@ def quote(*args: str) -> subprocess.CompletedProcess[str]:
 def test_quote_any_shows_when_a_commitment_beats_on_demand(clean_env):
     done = quote()
     assert done.returncode == 0, done.stderr
-    expected = ("Commitments at 100% utilization", "36 mo reserved", "87.5%", "52.7%",
-                "-41.3% of 32.77 USD", "June 2025", "tencent: subscription duration discount",
-                "none is published for GT4.41XLARGE948", "aliyun:", "huawei:")
+    expected = (
+        "Commitments at 100% utilization",
+        "36 mo reserved",
+        "87.5%",
+        "52.7%",
+        "-41.3% of 32.77 USD",
+        "June 2025",
+        "tencent: subscription duration discount",
+        "none is published for GT4.41XLARGE948",
+        "aliyun:",
+        "huawei:",
+    )
     for text in expected:
         assert text in done.stdout, text
 
@@ -165,8 +177,14 @@ def test_quote_any_json_has_the_commitments_at_the_users_utilization(clean_env):
     three = offers[("p4d.24xlarge", 36)]
     assert Decimal(three["per_used_hour"]) == Decimal("23.14")  # 11.57 / 0.5
     catalog = packaged_catalog("aws", "cloudbroker_aws").prices
-    today = min(p.price.amount for p in catalog if p.instance_type == "p4d.24xlarge"
-                and p.region == "us-east-1" and p.market is Market.ON_DEMAND and p.price)
+    today = min(
+        p.price.amount
+        for p in catalog
+        if p.instance_type == "p4d.24xlarge"
+        and p.region == "us-east-1"
+        and p.market is Market.ON_DEMAND
+        and p.price
+    )
     assert Decimal(three["on_demand_hourly"]) == today  # compared with the catalog, not rescaled
     assert Decimal(three["saving_vs_on_demand"]) == 1 - Decimal("23.14") / today
     assert Decimal(three["breakeven_utilization"]) == Decimal("11.57") / today

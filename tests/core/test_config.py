@@ -23,8 +23,13 @@ def test_config_show_redacts_secrets(clean_env, tmp_path):
     path = tmp_path / "c.toml"
     path.write_text(CONFIG)
     env = {**clean_env, "CLOUDBROKER_CONFIG": str(path)}
-    done = subprocess.run([sys.executable, "-m", "cloudbroker", "config", "show"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "cloudbroker", "config", "show"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert str(path) in done.stdout
     assert "very-secret-value" not in done.stdout
@@ -40,5 +45,4 @@ def test_missing_setting_is_named(tmp_path):
 
 
 def test_redacted_keeps_structure():
-    assert redacted({"a": {"secret_key": "s", "n": [1]}}) == {"a": {"secret_key": "***",
-                                                                    "n": [1]}}
+    assert redacted({"a": {"secret_key": "s", "n": [1]}}) == {"a": {"secret_key": "***", "n": [1]}}

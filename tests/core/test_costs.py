@@ -16,8 +16,9 @@ SRC = Source(name="test", as_of=date(2026, 11, 29))
 
 
 def rule(increment: int, minimum: int) -> BillingRule:
-    return BillingRule(increment_seconds=increment, minimum_seconds=minimum, description="t",
-                       source=SRC)
+    return BillingRule(
+        increment_seconds=increment, minimum_seconds=minimum, description="t", source=SRC
+    )
 
 
 def test_aws_per_second_with_60s_minimum():
@@ -48,7 +49,9 @@ AWS_TIERS = (
 
 def terms(free: str = "100") -> EgressTerms:
     return EgressTerms(
-        internet_tiers=AWS_TIERS, internet_free_gb=Decimal(free), internet_source=SRC,
+        internet_tiers=AWS_TIERS,
+        internet_free_gb=Decimal(free),
+        internet_source=SRC,
         cross_region=Rate(price=Money.of("0.02", "USD"), source=SRC),
         cross_zone=Rate(price=Money.of("0.01", "USD"), source=SRC),
     )
@@ -56,8 +59,9 @@ def terms(free: str = "100") -> EgressTerms:
 
 def test_internet_egress_is_cumulative_after_free_quota():
     cost = egress_cost(terms(), Decimal(20000 + 100), "internet")
-    assert cost == Money.of(Decimal(10240) * Decimal("0.09") + Decimal(9760) * Decimal("0.085"),
-                            "USD")
+    assert cost == Money.of(
+        Decimal(10240) * Decimal("0.09") + Decimal(9760) * Decimal("0.085"), "USD"
+    )
 
 
 def test_transfer_kinds():
@@ -68,9 +72,12 @@ def test_transfer_kinds():
 
 
 def test_unknown_rates_are_unknown_not_free():
-    unknown = EgressTerms(internet_tiers=None, internet_source=SRC,
-                          cross_region=Rate(price=None, source=SRC),
-                          cross_zone=Rate(price=None, source=SRC))
+    unknown = EgressTerms(
+        internet_tiers=None,
+        internet_source=SRC,
+        cross_region=Rate(price=None, source=SRC),
+        cross_zone=Rate(price=None, source=SRC),
+    )
     assert egress_cost(unknown, Decimal(1), "internet") is None
     assert egress_cost(unknown, Decimal(1), "cross-region") is None
     assert storage_cost(Rate(price=None, source=SRC), Decimal(1), Decimal(1)) is None
@@ -82,8 +89,10 @@ GB = st.decimals(min_value=0, max_value=600_000, places=3, allow_nan=False)
 @given(GB, GB)
 def test_egress_is_non_decreasing_in_bytes(a, b):
     low, high = sorted((a, b))
-    assert egress_cost(terms(), low, "internet").amount <= \
-        egress_cost(terms(), high, "internet").amount
+    assert (
+        egress_cost(terms(), low, "internet").amount
+        <= egress_cost(terms(), high, "internet").amount
+    )
 
 
 @given(GB, GB)
@@ -97,5 +106,6 @@ def test_storage_is_prorated_per_month():
     rate = Rate(price=Money.of("0.023", "USD"), source=SRC)
     assert storage_cost(rate, Decimal(100), Decimal(730)) == Money.of("2.3", "USD")
     snap = Rate(price=Money.of("0.05", "USD"), source=SRC)
-    assert storage_cost(snap, Decimal(100), Decimal(730), free_gb=Decimal(80)) == \
-        Money.of("1.0", "USD")
+    assert storage_cost(snap, Decimal(100), Decimal(730), free_gb=Decimal(80)) == Money.of(
+        "1.0", "USD"
+    )

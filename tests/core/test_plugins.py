@@ -204,8 +204,14 @@ def test_commands_import_no_cloud_sdk(clean_env, argv):
         "    pass\n"
         "print('MODULES=' + ','.join(sorted(sys.modules)), file=sys.stderr)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          env=clean_env, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env=clean_env,
+        timeout=60,
+        check=True,
+    )
     assert json.loads(done.stdout)  # the command really ran and answered
     modules = done.stderr.rsplit("MODULES=", 1)[1].strip().split(",")
     leaked = [m for m in modules if m.startswith(SDK_MODULES)]

@@ -30,8 +30,7 @@ from cloudbroker.quote import Job, Location, QuoteEngine, match_gpus
 
 SRC = Source(name="test", as_of=date(2026, 11, 29))
 PER_SECOND = BillingRule(increment_seconds=1, minimum_seconds=60, description="per s", source=SRC)
-DAILY = BillingRule(increment_seconds=86400, minimum_seconds=86400, description="days",
-                    source=SRC)
+DAILY = BillingRule(increment_seconds=86400, minimum_seconds=86400, description="days", source=SRC)
 
 
 def region_terms(currency: str, internet: str | None, cross_region: str | None) -> RegionTerms:
@@ -41,60 +40,104 @@ def region_terms(currency: str, internet: str | None, cross_region: str | None) 
     return RegionTerms(
         region="*",
         egress=EgressTerms(
-            internet_tiers=None if internet is None
+            internet_tiers=None
+            if internet is None
             else (Tier(up_to_gb=None, price_per_gb=Money.of(internet, currency)),),
-            internet_source=SRC, cross_region=rate(cross_region), cross_zone=rate("0"),
+            internet_source=SRC,
+            cross_region=rate(cross_region),
+            cross_zone=rate("0"),
         ),
         storage=StorageTerms(object_storage_gb_month=rate("0.1"), snapshot_gb_month=rate(None)),
     )
 
 
-def itype(provider: str, name: str, model: str, count: int, region: str,
-          zone: str | None = "z1", memory: int = 40) -> InstanceType:
-    return InstanceType(provider=provider, name=name, region=region, zone=zone, source=SRC,
-                        gpu=Gpu(model=model, label=model, count=count,
-                                memory_gb=Decimal(memory)))
+def itype(
+    provider: str,
+    name: str,
+    model: str,
+    count: int,
+    region: str,
+    zone: str | None = "z1",
+    memory: int = 40,
+) -> InstanceType:
+    return InstanceType(
+        provider=provider,
+        name=name,
+        region=region,
+        zone=zone,
+        source=SRC,
+        gpu=Gpu(model=model, label=model, count=count, memory_gb=Decimal(memory)),
+    )
 
 
-def cprice(name: str, region: str, amount: str | None, currency: str, market=Market.ON_DEMAND,
-           rule=PER_SECOND, zone: str | None = "z1") -> ComputePrice:
-    return ComputePrice(instance_type=name, region=region, zone=zone, market=market,
-                        price=None if amount is None else Money.of(amount, currency), rule=rule,
-                        source=SRC)
+def cprice(
+    name: str,
+    region: str,
+    amount: str | None,
+    currency: str,
+    market=Market.ON_DEMAND,
+    rule=PER_SECOND,
+    zone: str | None = "z1",
+) -> ComputePrice:
+    return ComputePrice(
+        instance_type=name,
+        region=region,
+        zone=zone,
+        market=market,
+        price=None if amount is None else Money.of(amount, currency),
+        rule=rule,
+        source=SRC,
+    )
 
 
 @pytest.fixture
 def world():
     types = {
-        "usd": [itype("usd", "big", "A100-40GB", 8, "r1"),
-                itype("usd", "big80", "A100-80GB", 8, "r1", memory=80),
-                itype("usd", "small", "T4", 1, "r1")],
+        "usd": [
+            itype("usd", "big", "A100-40GB", 8, "r1"),
+            itype("usd", "big80", "A100-80GB", 8, "r1", memory=80),
+            itype("usd", "small", "T4", 1, "r1"),
+        ],
         "cny": [itype("cny", "gt4", "A100-40GB", 8, "bj")],
         "nop": [itype("nop", "p3", "A100-80GB", 8, "x", memory=80)],
     }
     sheets = {
-        "usd": PriceSheet(provider="usd", currency="USD", as_of=date(2026, 11, 29), compute=(
-            cprice("big", "r1", "20", "USD"),
-            cprice("big", "r1", "30", "USD", market=Market.CAPACITY_BLOCK, rule=DAILY, zone=None),
-            cprice("big80", "r1", "25", "USD"),
-            cprice("small", "r1", "0.5", "USD"),
-        ), terms=(region_terms("USD", "0.09", "0.02"),)),
-        "cny": PriceSheet(provider="cny", currency="CNY", as_of=date(2026, 11, 29), compute=(
-            cprice("gt4", "bj", "130", "CNY"),
-        ), terms=(region_terms("CNY", "0.8", None),)),
-        "nop": PriceSheet(provider="nop", currency="CNY", as_of=date(2026, 11, 29), compute=(
-            cprice("p3", "x", None, "CNY"),
-        ), terms=(region_terms("CNY", None, None),)),
+        "usd": PriceSheet(
+            provider="usd",
+            currency="USD",
+            as_of=date(2026, 11, 29),
+            compute=(
+                cprice("big", "r1", "20", "USD"),
+                cprice(
+                    "big", "r1", "30", "USD", market=Market.CAPACITY_BLOCK, rule=DAILY, zone=None
+                ),
+                cprice("big80", "r1", "25", "USD"),
+                cprice("small", "r1", "0.5", "USD"),
+            ),
+            terms=(region_terms("USD", "0.09", "0.02"),),
+        ),
+        "cny": PriceSheet(
+            provider="cny",
+            currency="CNY",
+            as_of=date(2026, 11, 29),
+            compute=(cprice("gt4", "bj", "130", "CNY"),),
+            terms=(region_terms("CNY", "0.8", None),),
+        ),
+        "nop": PriceSheet(
+            provider="nop",
+            currency="CNY",
+            as_of=date(2026, 11, 29),
+            compute=(cprice("p3", "x", None, "CNY"),),
+            terms=(region_terms("CNY", None, None),),
+        ),
     }
     return types, sheets
 
 
 def run(world, **job):
     types, sheets = world
-    models = match_gpus(job.pop("gpu", "A100"), {t.gpu.model for ts in types.values()
-                                                 for t in ts})
-    engine = QuoteEngine(Job(gpu="x", gpu_models=models, **job), sheets, types,
-                         FxTable())
+    models = match_gpus(job.pop("gpu", "A100"), {t.gpu.model for ts in types.values() for t in ts})
+    engine = QuoteEngine(Job(gpu="x", gpu_models=models, **job), sheets, types, FxTable())
     return engine.run()
 
 
@@ -125,8 +168,9 @@ def test_unknown_price_is_listed_but_never_ranked(world):
 
 
 def test_minimum_rental_uplift_is_its_own_line(world):
-    quotes, _, _ = run(world, count=8, hours=Decimal(36), markets=(Market.CAPACITY_BLOCK,),
-                       providers=("usd",))
+    quotes, _, _ = run(
+        world, count=8, hours=Decimal(36), markets=(Market.CAPACITY_BLOCK,), providers=("usd",)
+    )
     [block] = quotes
     assert block.billed_hours == 48
     lines = {ln.kind: ln.amount for ln in block.lines}
@@ -158,8 +202,13 @@ def test_unknown_hidden_rate_marks_the_total_as_a_lower_bound(world):
 
 
 def cli(*args: str, env=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cloudbroker", "quote", *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cloudbroker", "quote", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_quote_a100_x8_lists_offers_from_several_clouds(clean_env):
@@ -170,9 +219,28 @@ def test_quote_a100_x8_lists_offers_from_several_clouds(clean_env):
 
 
 def test_quote_json_is_complete_and_amounts_are_strings(clean_env):
-    done = cli("--gpu", "A100", "--count", "8", "--hours", "36", "--market", "any", "--json",
-               "--data-gb", "500", "--data-from", "aliyun:cn-beijing", "--checkpoint-gb", "50",
-               "--snapshot-days", "7", "--currency", "CNY", env=clean_env)
+    done = cli(
+        "--gpu",
+        "A100",
+        "--count",
+        "8",
+        "--hours",
+        "36",
+        "--market",
+        "any",
+        "--json",
+        "--data-gb",
+        "500",
+        "--data-from",
+        "aliyun:cn-beijing",
+        "--checkpoint-gb",
+        "50",
+        "--snapshot-days",
+        "7",
+        "--currency",
+        "CNY",
+        env=clean_env,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     first = data["quotes"][0]
@@ -180,20 +248,42 @@ def test_quote_json_is_complete_and_amounts_are_strings(clean_env):
     kinds = {ln["kind"] for ln in first["lines"]}
     assert {"compute", "egress", "storage", "snapshot"} <= kinds
     assert Decimal(first["total"]["amount"]) == sum(
-        Decimal(ln["converted"]["amount"]) for ln in first["lines"] if ln["converted"])
+        Decimal(ln["converted"]["amount"]) for ln in first["lines"] if ln["converted"]
+    )
 
 
 def test_explain_shows_rules_and_sources(clean_env):
-    done = cli("--gpu", "H100", "--count", "8", "--hours", "36", "--market", "capacity-block",
-               "--explain", "1", env=clean_env)
+    done = cli(
+        "--gpu",
+        "H100",
+        "--count",
+        "8",
+        "--hours",
+        "36",
+        "--market",
+        "capacity-block",
+        "--explain",
+        "1",
+        env=clean_env,
+    )
     assert done.returncode == 0, done.stderr
     assert "billed 48 h for a 36 h job" in done.stdout
     assert "source:" in done.stdout
 
 
 def test_fx_override_is_used(clean_env):
-    done = cli("--gpu", "A100", "--count", "8", "--provider", "tencent", "--fx", "CNY=7",
-               "--json", env=clean_env)
+    done = cli(
+        "--gpu",
+        "A100",
+        "--count",
+        "8",
+        "--provider",
+        "tencent",
+        "--fx",
+        "CNY=7",
+        "--json",
+        env=clean_env,
+    )
     data = json.loads(done.stdout)
     assert data["fx"][0]["rate"] == "7" and data["fx"][0]["source"] == "--fx (user)"
 
@@ -230,8 +320,9 @@ def test_no_match_says_what_is_closest(clean_env):
 
 
 def test_market_any_compares_the_cheapest_of_each_market_with_minimums_paid(clean_env):
-    done = cli("--gpu", "H100", "--count", "8", "--hours", "36", "--market", "any", "--json",
-               env=clean_env)
+    done = cli(
+        "--gpu", "H100", "--count", "8", "--hours", "36", "--market", "any", "--json", env=clean_env
+    )
     data = json.loads(done.stdout)
     best = {q["market"]: q for q in data["cheapest_by_market"]}
     assert {"on-demand", "spot", "capacity-block"} <= set(best)
@@ -244,11 +335,28 @@ def test_market_any_compares_the_cheapest_of_each_market_with_minimums_paid(clea
 def test_quote_from_a_model_quotes_only_configurations_it_fits_on(clean_env):
     from cloudbroker import sizing
 
-    done = cli("--model", "llama-2-7b", "--mode", "lora", "--batch", "4", "--seq", "2048",
-               "--recompute", "full", "--hours", "10", "--top", "30", "--json", env=clean_env)
+    done = cli(
+        "--model",
+        "llama-2-7b",
+        "--mode",
+        "lora",
+        "--batch",
+        "4",
+        "--seq",
+        "2048",
+        "--recompute",
+        "full",
+        "--hours",
+        "10",
+        "--top",
+        "30",
+        "--json",
+        env=clean_env,
+    )
     assert done.returncode == 0, done.stderr
-    work = sizing.make_workload(sizing.find_preset("llama-2-7b"), mode="lora", batch=4,
-                                seq=2048, recompute="full")
+    work = sizing.make_workload(
+        sizing.find_preset("llama-2-7b"), mode="lora", batch=4, seq=2048, recompute="full"
+    )
     fits = {(f.gpu_model, f.count) for f in sizing.requirements(work)}
     quotes = json.loads(done.stdout)["quotes"]
     assert quotes

@@ -19,7 +19,6 @@ import pytest
 from pydantic import SecretStr
 
 from cloudbroker import rclone
-from cloudbroker.broker import parse_bucket
 from cloudbroker.errors import (
     AuthError,
     ConfigError,
@@ -38,6 +37,7 @@ from cloudbroker.models import (
     StorageRemote,
     StorageTerms,
     Tier,
+    parse_bucket,
 )
 from cloudbroker.money import Money
 from cloudbroker.rclone_session import TransferLog, parse_check

@@ -170,8 +170,21 @@ def test_tco_json_matches_the_library(clean_env):
 
 
 def test_overrides_and_currency(clean_env):
-    done = run("--gpu", "A100", "--server-price", "800000 CNY", "--electricity", "0.6 CNY",
-               "--pue", "1.3", "--colo-per-kw-month", "0", "--currency", "CNY", "--json")
+    done = run(
+        "--gpu",
+        "A100",
+        "--server-price",
+        "800000 CNY",
+        "--electricity",
+        "0.6 CNY",
+        "--pue",
+        "1.3",
+        "--colo-per-kw-month",
+        "0",
+        "--currency",
+        "CNY",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["currency"] == "CNY" and data["inputs"]["server_price"]["source"] == (

@@ -52,17 +52,6 @@ class Replicator(Protocol):
         ...
 
 
-def parse_bucket(text: str, what: str) -> BucketRef:
-    """``PROVIDER:BUCKET/PATH`` -> BucketRef; UsageError naming the option otherwise."""
-    provider, sep, rest = text.partition(":")
-    bucket, _, path = rest.partition("/")
-    if not sep or not provider or len(bucket) < 3:
-        raise UsageError(
-            f"malformed {what} {text!r}; expected PROVIDER:BUCKET/PATH, e.g. aliyun:ckpt-bj/run1"
-        )
-    return BucketRef(provider=provider, bucket=bucket, path=path.strip("/"))
-
-
 def bucket_text(bucket: dict[str, Any]) -> str:
     return f"{bucket['provider']}:{bucket['bucket']}/{bucket['path']}".rstrip("/")
 

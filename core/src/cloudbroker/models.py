@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from cloudbroker.errors import UsageError
 from cloudbroker.money import DecimalStr, Money
 
 
@@ -230,6 +231,17 @@ class BucketRef(Model):
     bucket: str = Field(min_length=3)
     path: str = ""
     region: str | None = None
+
+
+def parse_bucket(text: str, what: str) -> BucketRef:
+    """``PROVIDER:BUCKET/PATH`` -> BucketRef; UsageError naming the option otherwise."""
+    provider, sep, rest = text.partition(":")
+    bucket, _, path = rest.partition("/")
+    if not sep or not provider or len(bucket) < 3:
+        raise UsageError(
+            f"malformed {what} {text!r}; expected PROVIDER:BUCKET/PATH, e.g. aliyun:ckpt-bj/run1"
+        )
+    return BucketRef(provider=provider, bucket=bucket, path=path.strip("/"))
 
 
 class StorageRemote(Model):

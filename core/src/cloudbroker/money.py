@@ -68,10 +68,6 @@ class Money(BaseModel):
         return f"{self.rounded().amount:,} {self.currency}"
 
 
-def zero(currency: str) -> Money:
-    return Money.of(0, currency)
-
-
 class FxRate(BaseModel):
     """Units of ``quote`` currency per one unit of ``base``, fixed on ``as_of``, with source."""
 

@@ -128,10 +128,6 @@ class Store:
                     db.execute(statement)
                 db.execute(f"PRAGMA user_version={number}")
 
-    @property
-    def schema_version(self) -> int:
-        return self._db.execute("PRAGMA user_version").fetchone()[0]
-
     # -- placements ----------------------------------------------------------------------
 
     def add_placement(self, placement_id: str, spec: dict[str, Any]) -> None:

@@ -11,11 +11,11 @@ import typer
 from rich.table import Table
 
 from cloudbroker import plugins
-from cloudbroker.broker import Broker, PlaceRequest, parse_bucket
+from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.cli import app
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.errors import UsageError
-from cloudbroker.models import Market
+from cloudbroker.models import Market, parse_bucket
 from cloudbroker.money import CURRENCIES, parse_decimal
 from cloudbroker.state import Store
 

@@ -8,9 +8,9 @@ from contextlib import contextmanager
 import typer
 
 from cloudbroker import plugins
-from cloudbroker.broker import parse_bucket
 from cloudbroker.cli import app
 from cloudbroker.cli.output import console, err_console, print_json
+from cloudbroker.models import parse_bucket
 from cloudbroker.storage import SyncProgress, SyncResult, VerificationError, sync
 
 #: Objects (or differences) listed before the rest is summed up in one line.

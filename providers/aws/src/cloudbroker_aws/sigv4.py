@@ -37,14 +37,6 @@ class Scope:
     service: str
 
 
-def parse_scope(authorization: str) -> Scope:
-    """The credential scope of an Authorization header (without checking the signature)."""
-    match = AUTHORIZATION.match(authorization)
-    if not match:
-        raise SignatureError("missing or malformed AWS4-HMAC-SHA256 Authorization header")
-    return Scope(match["key"], match["region"], match["service"])
-
-
 def verify(
     *,
     method: str,
