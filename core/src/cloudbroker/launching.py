@@ -7,11 +7,13 @@ complete request and a missing setting fails with one line before any API call.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 from cloudbroker.config import require
+from cloudbroker.errors import UsageError
 from cloudbroker.models import LaunchRequest, Market, NetworkSettings
 from cloudbroker.money import Money
 
@@ -23,6 +25,18 @@ def idempotency_key(*parts: object) -> str:
     """A client token derived from the request, stable across retries (<= 64 ASCII chars)."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()
     return f"cb-{digest[:40]}"
+
+
+def encoded_user_data(text: str, *, limit: int, provider: str) -> str:
+    """Base64 user data, refused before any API call when above the cloud's ``limit``."""
+    encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
+    if len(encoded) > limit:
+        raise UsageError(
+            f"the startup script is {len(encoded)} bytes in Base64; {provider} accepts at most "
+            f"{limit}",
+            provider=provider,
+        )
+    return encoded
 
 
 def image_for(settings: Mapping[str, Any], provider: str, region: str) -> str:

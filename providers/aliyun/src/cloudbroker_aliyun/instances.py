@@ -9,14 +9,13 @@ InvalidInstanceId.NotFound, which is left for ids ECS has never heard of.
 
 from __future__ import annotations
 
-import base64
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from cloudbroker.errors import ConfigError, ProviderUnavailable
-from cloudbroker.launching import idempotency_key
+from cloudbroker.launching import encoded_user_data, idempotency_key
 from cloudbroker.models import (
     Instance,
     InstanceRef,
@@ -205,14 +204,7 @@ def _spot(request: LaunchRequest) -> dict[str, Any]:
 def _user_data(text: str | None) -> dict[str, str]:
     if text is None:
         return {}
-    encoded = base64.b64encode(text.encode()).decode()
-    if len(encoded) > MAX_USER_DATA_BYTES:
-        raise ConfigError(
-            f"user data is {len(encoded)} bytes Base64-encoded; ECS accepts at most "
-            f"{MAX_USER_DATA_BYTES}",
-            provider=PROVIDER,
-        )
-    return {"UserData": encoded}
+    return {"UserData": encoded_user_data(text, limit=MAX_USER_DATA_BYTES, provider=PROVIDER)}
 
 
 def run_params(

@@ -10,13 +10,13 @@ SHUTDOWN whose ``LatestOperation`` is not ``TerminateInstances``, i.e. nobody as
 
 from __future__ import annotations
 
-import base64
 from datetime import datetime
 from typing import Any
 
 from cloudbroker.config import require
 from cloudbroker.context import HookContext
 from cloudbroker.errors import CapacityError, NotFoundError, ProviderUnavailable, UsageError
+from cloudbroker.launching import encoded_user_data
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
 from cloudbroker_tencent import listing
 from cloudbroker_tencent.client import CvmApi
@@ -58,14 +58,7 @@ def _network(request: LaunchRequest) -> dict[str, str]:
 
 
 def _user_data(script: str) -> str:
-    encoded = base64.b64encode(script.encode("utf-8")).decode("ascii")
-    if len(encoded) > USER_DATA_LIMIT:
-        raise UsageError(
-            f"user data is {len(encoded)} bytes in base64; Tencent accepts at most "
-            f"{USER_DATA_LIMIT}",
-            provider="tencent",
-        )
-    return encoded
+    return encoded_user_data(script, limit=USER_DATA_LIMIT, provider="tencent")
 
 
 def run_params(request: LaunchRequest) -> dict[str, Any]:
