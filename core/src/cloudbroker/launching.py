@@ -32,8 +32,8 @@ def encoded_user_data(text: str, *, limit: int, provider: str) -> str:
     encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
     if len(encoded) > limit:
         raise UsageError(
-            f"the startup script is {len(encoded)} bytes in Base64; {provider} accepts at most "
-            f"{limit}",
+            f"the user data (startup script) is {len(encoded)} bytes in Base64; {provider} accepts "
+            f"at most {limit}",
             provider=provider,
         )
     return encoded
