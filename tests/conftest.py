@@ -8,6 +8,8 @@ import pytest
 
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 os.environ.setdefault("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
+# pytest exports COLUMNS=80 to its workers; a test that cares about width sets it itself.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture

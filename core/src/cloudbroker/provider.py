@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import date
-from functools import cached_property
 from pathlib import Path
 
 from cloudbroker.catalog import Catalog, load_catalog, packaged
@@ -77,13 +76,25 @@ class CatalogProvider:
 
     def __init__(self, description: Description) -> None:
         self.description = description
+        self._loaded: tuple[object, Catalog] | None = None
 
-    @cached_property
+    @property
     def catalog(self) -> Catalog:
+        """The refreshed catalog when there is one, else the packaged one.
+
+        Cached, but keyed by the refreshed files' path and mtime, so a long-lived process (an
+        embedder, the in-process test runner) sees a ``catalog refresh`` or another data dir.
+        """
         refreshed = user_catalog_dir(self.description.name)
-        if (refreshed / "catalog.csv").is_file() and (refreshed / "terms.toml").is_file():
-            return load_catalog(self.description.name, refreshed)
-        return packaged(self.description.name, self.description.package)
+        files = (refreshed / "catalog.csv", refreshed / "terms.toml")
+        stamp = tuple((str(f), f.stat().st_mtime_ns) for f in files if f.is_file())
+        if self._loaded is None or self._loaded[0] != stamp:
+            if len(stamp) == len(files):
+                catalog = load_catalog(self.description.name, refreshed)
+            else:
+                catalog = packaged(self.description.name, self.description.package)
+            self._loaded = (stamp, catalog)
+        return self._loaded[1]
 
     @hookimpl
     def provider_info(self, ctx: HookContext) -> ProviderInfo:

@@ -41,13 +41,37 @@ def fail(message: str, code: int = 2) -> None:
     raise SystemExit(code)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the ``sys.stderr`` of the moment, so in-process runs capture it too."""
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
+def _log_warnings_to_stderr() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(h, _StderrHandler) for h in root.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("warning: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: map every expected error to one line on stderr and an exit code."""
     from cloudbroker.cli import commands  # noqa: F401  (registers the commands)
+    from cloudbroker.cli.output import console, output_width
+
+    console.width = output_width()  # measured per run: an embedder's terminal may change
 
     # Library and plugin warnings (a skipped catalog row, prices left unknown) as one line
     # each; SDK loggers stay quiet so that an error is still the single `error:` line.
-    logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
+    _log_warnings_to_stderr()
 
     try:
         app(args=argv, standalone_mode=False)

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from typing import Any
 
 from rich.console import Console
 
-# Wide tables stay readable when piped or captured (no terminal to measure): 200 columns.
-console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
+DEFAULT_WIDTH = 200  # neither a terminal nor COLUMNS says how wide (piped): wide tables stay whole
+
+
+def output_width() -> int:
+    """The width tables must fit: the terminal's, else ``COLUMNS`` (piped), else 200."""
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else DEFAULT_WIDTH
+
+
+console = Console(highlight=False, emoji=False, width=output_width())
 err_console = Console(stderr=True, highlight=False)
 
 
