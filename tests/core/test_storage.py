@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import stat
 import sys
+import time
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from cloudbroker import rclone
+from cloudbroker import rclone, rclone_session
 from cloudbroker.errors import (
     AuthError,
     ConfigError,
@@ -27,6 +28,7 @@ from cloudbroker.errors import (
     UsageError,
 )
 from cloudbroker.hookspecs import hookimpl
+from cloudbroker.listing import Entry, named, parse_listing, shown
 from cloudbroker.models import (
     BucketRef,
     EgressTerms,
@@ -40,8 +42,16 @@ from cloudbroker.models import (
     parse_bucket,
 )
 from cloudbroker.money import Money
-from cloudbroker.rclone_session import TransferLog, parse_check
-from cloudbroker.storage import SyncProgress, VerificationError, sync
+from cloudbroker.rclone import DeadlineExceeded
+from cloudbroker.rclone_session import TransferLog
+from cloudbroker.storage import (
+    DeletePlan,
+    DeleteRefused,
+    RcloneReplicator,
+    SyncProgress,
+    VerificationError,
+    sync,
+)
 
 SOURCE_SECRET = "src-secret-Zq81/x+y"
 DEST_SECRET = "dst-secret-Kp20/a+b"
@@ -49,37 +59,51 @@ SECRETS = {"aliyun": ("LTAIsource", SOURCE_SECRET), "tencent": ("AKIDdest", DEST
 GIB = 2**30
 
 FAKE_RCLONE = """#!{python}
-import json, os, sys
+import json, os, subprocess, sys, time
 args = sys.argv[1:]
 seen = {{k: v for k, v in os.environ.items() if k.startswith(("RCLONE", "AWS_CA_BUNDLE"))}}
 with open(os.environ["RCLONE_CONFIG"]) as config:
     call = {{"argv": args, "env": seen, "config": config.read()}}
-with open(os.environ["FAKE_RCLONE_CALLS"], "a") as calls:
+calls_file = os.environ["FAKE_RCLONE_CALLS"]
+with open(calls_file, "a") as calls:
     calls.write(json.dumps(call) + "\\n")
 
 def log(**record):
     print(json.dumps(record), file=sys.stderr, flush=True)
 
+def listing(name, default):
+    return json.loads(os.environ[name]) if name in os.environ else default
+
+moved = int(os.environ.get("FAKE_BYTES", "5"))
+source = listing("FAKE_SOURCE", [{{"Path": "a.bin", "Size": moved, "Hashes": {{"md5": "aa"}}}}])
+copied = calls_file + ".copied"
 command = args[0]
+hang_remote = os.environ.get("FAKE_HANG_REMOTE", "")
+if command == os.environ.get("FAKE_HANG") and any(a.startswith(hang_remote) for a in args):
+    # hang, with a child in the same process group
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(calls_file + ".child", "w") as out:
+        out.write(str(child.pid))
+    time.sleep(120)
 failing = os.environ.get("FAKE_FAIL_REMOTE", "")
 if command == "lsjson" and failing and any(a.startswith(failing + ":") for a in args):
     log(level="notice", msg="Failed to lsjson: " + os.environ["FAKE_ERROR"])
     sys.exit(1)
-if command in ("copy", "sync") and failing == "cbsrc":
-    log(level="error", msg="error reading source root directory: " + os.environ["FAKE_ERROR"])
-    sys.exit(1)
+if command == "lsjson" and "-R" in args:
+    if any(a.startswith("cbsrc:") for a in args):
+        print(json.dumps(source))
+    elif os.path.exists(copied):
+        print(json.dumps(listing("FAKE_AFTER", source)))
+    else:
+        print(json.dumps(listing("FAKE_BEFORE", [])))
 if command in ("copy", "sync"):
-    moved = int(os.environ.get("FAKE_BYTES", "5"))
+    for line in os.environ.get("FAKE_LOG", "").splitlines():
+        print(line, file=sys.stderr, flush=True)
     log(level="info", msg="Copied (new)", object="a.bin", size=moved)
     log(level="info", msg="Transferred", stats={{"bytes": moved, "totalBytes": moved,
         "transfers": 1, "totalTransfers": 1, "speed": 5.0, "eta": None, "elapsedTime": 0.1}})
-if command == "check":
-    combined = os.environ.get("FAKE_COMBINED", "= a.bin\\n")
-    with open(args[args.index("--combined") + 1], "w") as out:
-        out.write(combined)
-    if "* " in combined:
-        log(level="error", msg="1 differences found")
-        sys.exit(1)
+    if "--dry-run" not in args:
+        open(copied, "w").close()
 """
 
 
@@ -165,17 +189,35 @@ SRC = BucketRef(provider="aliyun", bucket="ckpt-bj", path="run1")
 DST = BucketRef(provider="tencent", bucket="ckpt-gz", path="run1")
 
 
+def entries(*items: tuple[str, int, str | None]) -> str:
+    """An ``rclone lsjson`` listing: (path, size, md5 or None) each."""
+    return json.dumps(
+        [{"Path": p, "Size": n, "Hashes": {"md5": h} if h else {}} for p, n, h in items]
+    )
+
+
+def commands(calls: list[dict]) -> list[str]:
+    """Each call as its command, ``lsjson`` split into the probe and the listing."""
+    named = {"--stat": "probe", "-R": "list"}
+    return [next((named[a] for a in c["argv"] if a in named), c["argv"][0]) for c in calls]
+
+
 def test_secrets_reach_rclone_only_through_its_environment(make_pm, fake_rclone):
     pm = make_pm(RCLONE_CONFIG_USERS_TYPE="s3", RCLONE_LOG_FILE="/tmp/elsewhere.log")
     result = sync(pm, SRC, DST)
 
     calls = fake_rclone()
-    assert [c["argv"][0] for c in calls] == ["lsjson", "copy", "check"]
-    assert calls[0]["argv"][:3] == ["lsjson", "--stat", "cbdst:ckpt-gz/run1/.cloudbroker-probe/"]
+    assert sorted(commands(calls)[:4]) == ["list", "list", "probe", "probe"]  # all at once
+    assert commands(calls)[4:] == ["copy", "list"]
+    probes = sorted(c["argv"][:3] for c in calls if "--stat" in c["argv"])
+    assert probes == [
+        ["lsjson", "--stat", "cbdst:ckpt-gz/run1/.cloudbroker-probe/"],
+        ["lsjson", "--stat", "cbsrc:ckpt-bj/run1/.cloudbroker-probe/"],
+    ]
     copy = next(c for c in calls if c["argv"][0] == "copy")
     assert copy["argv"] == [
-        "copy", "cbsrc:ckpt-bj/run1/", "cbdst:ckpt-gz/run1/", "--checksum",
-        "--stats", "1s", "-v", "--use-json-log",
+        "copy", "cbsrc:ckpt-bj/run1/", "cbdst:ckpt-gz/run1/", "--checksum", "--retries", "1",
+        "--stats", "1s", "-v", "--contimeout", "10s", "--timeout", "30s", "--use-json-log",
     ]  # fmt: skip
     for call in calls:
         argv = " ".join(call["argv"])
@@ -197,15 +239,26 @@ def test_secrets_reach_rclone_only_through_its_environment(make_pm, fake_rclone)
     assert SOURCE_SECRET not in dumped and DEST_SECRET not in dumped
 
 
+def test_every_rclone_run_has_connect_and_idle_timeouts(make_pm, fake_rclone):
+    sync(make_pm(), SRC, DST)
+    RcloneReplicator(make_pm()).newest(DST)
+    for call in fake_rclone():
+        argv = call["argv"]
+        assert argv[argv.index("--contimeout") + 1] == "10s", argv
+        assert argv[argv.index("--timeout") + 1] == "30s", argv
+    listings = [c["argv"] for c in fake_rclone() if "-R" in c["argv"] and "--hash" in c["argv"]]
+    assert listings and all("--fast-list" in a and "--files-only" in a for a in listings)
+
+
 def test_copy_never_deletes_unless_asked(make_pm, fake_rclone):
     sync(make_pm(), SRC, DST)
     sync(make_pm(), SRC, DST, delete=True)
     sync(make_pm(), SRC, DST, dry_run=True)
     transfers = [c["argv"] for c in fake_rclone() if c["argv"][0] in ("copy", "sync")]
-    checks = [c["argv"] for c in fake_rclone() if c["argv"][0] == "check"]
     assert [t[0] for t in transfers] == ["copy", "sync", "copy"]
     assert "--dry-run" in transfers[2] and "--dry-run" not in transfers[0] + transfers[1]
-    assert ["--one-way" in c for c in checks] == [True, False]  # a dry run is not checked
+    assert "--max-delete" not in transfers[0] + transfers[2]
+    assert transfers[1][transfers[1].index("--max-delete") + 1] == "0"  # nothing to delete
 
 
 def test_the_summary_counts_what_moved_and_prices_it_by_the_source(make_pm):
@@ -226,13 +279,193 @@ def test_within_one_cloud_regions_decide_the_rate(make_pm):
     assert unknown.egress is None and unknown.egress_note.startswith("unknown")
 
 
-def test_a_difference_found_by_check_is_an_error_with_the_result(make_pm):
+# -- verification: both sides listed on their own, compared here --------------------------------
+
+SOURCE_5 = entries(
+    ("step-100.pt", 10, "aa"),
+    ("/step-200.pt", 10, "bb"),
+    ("ckpt//step-300.pt", 10, "cc"),
+    ("．/step-400.pt", 10, "dd"),
+    ("a/．．/step-500.pt", 10, "ee"),
+)
+SKIPPED = json.dumps(  # what rclone 1.75.2 logs for runX/ckpt//step-300.pt, and exits 0
+    {"level": "error", "msg": 'Entry doesn\'t belong in directory "ckpt/" (too short) - ignoring',
+     "object": "ckpt/", "objectType": "*fs.Dir"}
+)  # fmt: skip
+
+
+def test_objects_rclone_skipped_are_named_and_nothing_is_verified(make_pm):
+    """Issue 23, case 4: rclone copies 2 of 5 objects, exits 0; ``rclone check`` saw 2 match."""
+    pm = make_pm(
+        FAKE_SOURCE=SOURCE_5,
+        FAKE_AFTER=entries(("step-100.pt", 10, "aa"), ("/step-200.pt", 10, "bb")),
+        FAKE_LOG=SKIPPED,
+    )
     with pytest.raises(VerificationError) as raised:
-        sync(make_pm(FAKE_COMBINED="= a.bin\n* b.bin\n- c.bin\n"), SRC, DST)
+        sync(pm, SRC, DST)
+    message = str(raised.value)
+    assert message.startswith(
+        "sync aliyun:ckpt-bj/run1 -> tencent:ckpt-gz/run1 not verified: 3 missing on the "
+        "destination (a/../step-500.pt, ckpt//step-300.pt, ./step-400.pt); rclone logged 1 "
+        'error(s) (first: ckpt/: Entry doesn\'t belong in directory "ckpt/"'
+    )
+    assert "\n" not in message
     result = raised.value.result
-    assert result.verified is False and result.matched == 1
-    assert result.differences == ("differs: b.bin", "missing on destination: c.bin")
-    assert "2 difference(s)" in str(raised.value) and "\n" not in str(raised.value)
+    assert (result.verified, result.matched) == (False, 2)
+    assert result.differences == (
+        "missing on destination: a/../step-500.pt",
+        "missing on destination: ckpt//step-300.pt",
+        "missing on destination: ./step-400.pt",
+    )
+
+
+def test_an_error_rclone_logged_fails_the_sync_even_when_the_listings_agree(make_pm):
+    with pytest.raises(VerificationError, match=r"not verified: rclone logged 1 error\(s\)"):
+        sync(make_pm(FAKE_LOG=SKIPPED), SRC, DST)
+
+
+def test_sizes_and_hashes_decide_and_a_mirror_wants_nothing_else(make_pm):
+    source = entries(("a.bin", 5, "aa"), ("b.bin", 5, "bb"), ("c.bin", 5, None))
+    after = entries(("a.bin", 5, "aa"), ("b.bin", 5, "XX"), ("c.bin", 5, "cc"), ("old", 1, None))
+    pm = make_pm(FAKE_SOURCE=source, FAKE_AFTER=after)
+    with pytest.raises(VerificationError) as raised:
+        sync(pm, SRC, DST, delete=True)
+    result = raised.value.result
+    assert (result.matched, result.size_only) == (2, 1)  # c.bin: no hash on one side
+    assert result.differences == ("differs: b.bin", "only on destination: old")
+    assert "1 different at the destination (b.bin), 1 only on the destination (old)" in str(
+        raised.value
+    )
+
+
+def test_names_in_a_message_stop_after_a_handful():
+    assert named([f"f{i}" for i in range(3)]) == "f0, f1, f2"
+    assert named([f"f{i}" for i in range(12)]) == "f0, f1, f2, f3, f4 and 7 more"
+
+
+def test_listings_keep_files_and_their_hashes_and_show_real_names():
+    text = (
+        '[{"Path":"．．/esc.pt","Size":100,"IsDir":false,"Hashes":{"md5":"AED5"}},'
+        '{"Path":"sub","Size":-1,"IsDir":true},{"Path":"e.bin","Size":0,"Hashes":{"md5":""}}]'
+    )
+    listing = parse_listing(text)
+    assert listing == {"．．/esc.pt": Entry(100, {"md5": "aed5"}), "e.bin": Entry(0, {})}
+    assert shown("．．/esc.pt") == "../esc.pt" and shown("a/‛．/b") == "a/．/b"
+    with pytest.raises(ValueError):
+        parse_listing('{"Path": "x"}')
+
+
+# -- --delete: counted and guarded before anything is deleted ------------------------------------
+
+
+def test_a_mirror_from_an_empty_source_is_refused_before_anything_changes(make_pm, fake_rclone):
+    """Issue 23, case 5: a mistyped source folder lists as empty."""
+    pm = make_pm(FAKE_SOURCE="[]", FAKE_BEFORE=entries(("a.bin", 5, "aa"), ("b.bin", 5, "bb")))
+    with pytest.raises(DeleteRefused) as raised:
+        sync(pm, SRC, DST, delete=True)
+    assert str(raised.value) == (
+        "source aliyun:ckpt-bj/run1 holds no objects (mistyped or empty?): mirroring it would "
+        "delete every object at tencent:ckpt-gz/run1 (2); nothing was changed"
+    )
+    assert raised.value.exit_code == 2
+    assert "sync" not in commands(fake_rclone())  # never started
+    dry = sync(
+        make_pm(FAKE_SOURCE="[]"), SRC, DST, delete=True, dry_run=True
+    )  # shows, is not refused
+    assert dry.dry_run
+    emptied = sync(make_pm(FAKE_SOURCE="[]", FAKE_AFTER="[]"), SRC, DST, delete=True,
+                   allow_empty_source=True)  # fmt: skip
+    assert emptied.verified
+
+
+@pytest.mark.parametrize(
+    ("destination", "deleting", "refused"),
+    [(4, 1, False), (4, 2, False), (5, 3, True), (1, 1, True), (100, 10, False), (100, 11, True)],
+)
+def test_deleting_more_than_10_objects_or_half_the_destination_needs_confirming(
+    make_pm, fake_rclone, destination, deleting, refused
+):
+    kept = [(f"k{i:03}", 1, "aa") for i in range(destination - deleting)]
+    stale = [(f"old{i:03}", 1, "aa") for i in range(deleting)]
+    source = entries(*kept) if kept else entries(("new", 1, "aa"))
+    pm = make_pm(FAKE_SOURCE=source, FAKE_BEFORE=entries(*kept, *stale))
+    shown_plans: list[DeletePlan] = []
+    if refused:
+        with pytest.raises(DeleteRefused, match=f"would delete {deleting} of the {destination}"):
+            sync(pm, SRC, DST, delete=True, before_delete=shown_plans.append)
+        assert "sync" not in commands(fake_rclone()) and not shown_plans
+        pm = make_pm(FAKE_SOURCE=source, FAKE_BEFORE=entries(*kept, *stale))
+    sync(pm, SRC, DST, delete=True, confirm_deletes=refused, before_delete=shown_plans.append)
+    (plan,) = shown_plans
+    assert [d.path for d in plan.deletes] == [p for p, _, _ in stale]
+    assert plan.destination_objects == destination
+    mirror = next(c["argv"] for c in fake_rclone() if c["argv"][0] == "sync")
+    assert mirror[mirror.index("--max-delete") + 1] == str(deleting)  # no more than shown
+
+
+# -- every wait has a bound ----------------------------------------------------------------------
+
+
+def test_a_hanging_rclone_is_killed_with_its_children_at_the_deadline(make_pm, fake_rclone):
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded) as raised:
+        sync(make_pm(FAKE_HANG="copy"), SRC, DST, deadline_seconds=1.5)
+    assert time.monotonic() - started < 10
+    assert str(raised.value) == (
+        "copy aliyun:ckpt-bj/run1 -> tencent:ckpt-gz/run1 not finished within the 1.5 s "
+        "deadline; the objects copied so far are kept and the next sync copies the rest"
+    )
+    child = int(Path(f"{fake_rclone.file}.child").read_text())
+    assert not alive(child)
+
+
+def test_a_silent_side_is_named_with_its_bound(make_pm, monkeypatch):
+    monkeypatch.setattr(rclone_session, "PROBE_SECONDS", 0.5)
+    started = time.monotonic()
+    with pytest.raises(
+        DeadlineExceeded, match=r"^source aliyun:ckpt-bj/run1: no answer within 0.5 s$"
+    ):
+        sync(make_pm(FAKE_HANG="lsjson", FAKE_HANG_REMOTE="cbsrc:"), SRC, DST)
+    assert time.monotonic() - started < 5  # the source's listing was stopped with its probe
+
+
+def test_the_copy_bound_grows_with_the_bytes_to_copy(make_pm, monkeypatch):
+    """A floor plus the bytes still to copy at 1 MiB/s: 1 s + 2 MiB is 3 s (a matching
+    object already at the destination does not count)."""
+    monkeypatch.setattr(rclone_session, "COPY_FLOOR", 1)
+    source = entries(("a.bin", 2 * 2**20, "aa"), ("b.bin", 50 * 2**20, "bb"))
+    pm = make_pm(
+        FAKE_HANG="copy", FAKE_SOURCE=source, FAKE_BEFORE=entries(("b.bin", 50 * 2**20, "bb"))
+    )
+    started = time.monotonic()
+    with pytest.raises(
+        DeadlineExceeded, match=r"not finished within 3 s \(1 s \+ 2\.0 MiB at 1\.0 MiB/s\)"
+    ):
+        sync(pm, SRC, DST)
+    assert 3 <= time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan"), float("inf"), 1e308])
+def test_a_deadline_out_of_bounds_is_a_usage_error(make_pm, fake_rclone, seconds):
+    with pytest.raises(UsageError, match="deadline must be more than 0 and at most"):
+        sync(make_pm(), SRC, DST, deadline_seconds=seconds)
+    with pytest.raises(UsageError):
+        RcloneReplicator(make_pm()).replicate(SRC, DST, deadline_seconds=seconds)
+    assert not fake_rclone.file.exists()
+
+
+def test_the_replicator_passes_its_deadline_on(make_pm, fake_rclone):
+    with pytest.raises(DeadlineExceeded, match="within the 1 s deadline"):
+        RcloneReplicator(make_pm(FAKE_HANG="copy")).replicate(SRC, DST, deadline_seconds=1)
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, killed but not yet reaped, counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
 
 
 DENIED = (
@@ -252,7 +485,7 @@ DENIED = (
          "source aliyun:ckpt-bj/run1: storage unreachable"),
     ],
 )  # fmt: skip
-def test_a_side_that_refuses_is_named_and_nothing_is_verified(
+def test_a_side_that_refuses_is_named_before_anything_is_read(
     make_pm, fake_rclone, remote, error, kind, expected
 ):
     pm = make_pm(FAKE_FAIL_REMOTE=remote, FAKE_ERROR=error)
@@ -261,10 +494,9 @@ def test_a_side_that_refuses_is_named_and_nothing_is_verified(
     message = str(raised.value)
     assert expected in message and "\n" not in message
     assert "RequestID" not in message and SOURCE_SECRET not in message
-    commands = [c["argv"][0] for c in fake_rclone()]
-    assert "check" not in commands
-    if remote == "cbdst":  # the destination is probed first: nothing is even read
-        assert commands == ["lsjson"]
+    # Probes and listings ran at once (those still running were stopped): nothing was copied.
+    ran = set(commands(fake_rclone()))
+    assert "probe" in ran and ran <= {"probe", "list"}
 
 
 @pytest.mark.parametrize(
@@ -368,16 +600,25 @@ RECORDED = [  # rclone 1.75.2 --use-json-log -v output, trimmed
     '"size":3,"object":"old.bin"}',
     '{"level":"info","msg":"Copied (new)","size":65536,"object":"f1.bin"}',
     '{"level":"info","msg":"Copied (replaced existing)","size":10,"object":"f2.bin"}',
+    '{"level":"info","msg":"Multi-thread Copied (new)","size":314572800,"object":"big1.pt"}',
+    '{"level":"info","msg":"Multi-thread Copied (replaced existing)","size":314572800,'
+    '"object":"big2.pt"}',
+    '{"level":"info","msg":"Copied (server-side copy)","size":1,"object":"s.bin"}',
+    '{"level":"info","msg":"Copied (Rcat, new)","size":2,"object":"r.bin"}',
+    '{"level":"info","msg":"Copied (new) to: renamed.bin","size":3,"object":"t.bin"}',
+    '{"level":"info","msg":"Updated modification time in destination","object":"m.bin"}',
     '{"level":"info","msg":"Deleted","object":"old.bin","objectType":"*s3.Object"}',
     '{"level":"error","msg":"Failed to copy: boom","object":"f3.bin"}',
     '{"level":"info","msg":"Transferred","stats":{"bytes":1310720,"totalBytes":2621440,'
     '"transfers":20,"totalTransfers":40,"speed":5242880.5,"eta":1,"elapsedTime":0.25,'
     '"errors":0}}',
+    '{"level":"notice","msg":"Failed to read metadata: object not found","object":"x"}',
     '{"level":"notice","msg":"3 hashes could not be checked"}',
 ]
 
 
-def test_the_transfer_log_collects_changes_progress_and_errors():
+def test_the_transfer_log_counts_every_form_of_copy_and_every_error():
+    """Issue 23, case 6: a multi-thread copy (above 256 MiB) is a copy too."""
     seen = []
     log = TransferLog(seen.append)
     for line in RECORDED:
@@ -387,24 +628,17 @@ def test_the_transfer_log_collects_changes_progress_and_errors():
         ("delete", "old.bin", 3),
         ("copy", "f1.bin", 65536),
         ("copy", "f2.bin", 10),
+        ("copy", "big1.pt", 314572800),
+        ("copy", "big2.pt", 314572800),
+        ("copy", "s.bin", 1),
+        ("copy", "r.bin", 2),
+        ("copy", "t.bin", 3),
         ("delete", "old.bin", None),
     ]
     assert seen == [SyncProgress(1310720, 2621440, 20, 40, 5242880.5, 1.0, 0.25)]
-    assert log.last_error() == "Failed to copy: boom"
-    assert log.notices == ["3 hashes could not be checked"]
-
-
-def test_check_output_lists_every_kind_of_difference():
-    combined = "= a\n- b c.bin\n+ d\n* e\n! f\n"
-    assert parse_check(combined) == (
-        1,
-        (
-            "missing on destination: b c.bin",
-            "only on destination: d",
-            "differs: e",
-            "could not be checked: f",
-        ),
-    )
+    assert log.errors == ["f3.bin: Failed to copy: boom"]  # ERROR level only: fails a sync
+    assert log.problems == ["Failed to read metadata: object not found"]
+    assert log.last_error() == "Failed to read metadata: object not found"
 
 
 def test_plain_text_lines_are_kept_as_text_records():

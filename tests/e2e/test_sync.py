@@ -22,12 +22,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.s3 import S3Server, cloud_env, put_files
+from support.s3 import S3Server, SilentEndpoint, cloud_env, put_files, refusing_endpoint
 
+from cloudbroker import rclone
 from cloudbroker.errors import NotFoundError, ProviderUnavailable
 from cloudbroker.models import BucketRef
 from cloudbroker.plugins import PluginManager
-from cloudbroker.storage import RcloneReplicator, SyncProgress, sync
+from cloudbroker.rclone import DeadlineExceeded
+from cloudbroker.storage import (
+    DeletePlan,
+    DeleteRefused,
+    RcloneReplicator,
+    SyncProgress,
+    VerificationError,
+    sync,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -157,9 +166,14 @@ def test_copy_keeps_extra_objects_and_delete_mirrors(clouds, make_pm):
     assert set(etags(tencent, dst_bucket, "run1/")) == {*written, "old.bin"}
     assert progress[-1].bytes == progress[-1].total_bytes == 3 * 1024
 
-    mirrored = sync(make_pm(), src, dst, delete=True)
+    plans: list[tuple[DeletePlan, dict]] = []
+    shown = lambda plan: plans.append((plan, etags(tencent, dst_bucket, "run1/")))  # noqa: E731
+    mirrored = sync(make_pm(), src, dst, delete=True, before_delete=shown)
     assert (mirrored.mode, mirrored.files, mirrored.deleted) == ("sync", 0, 1)
     assert etags(tencent, dst_bucket, "run1/") == written
+    ((plan, then),) = plans  # shown before anything was deleted
+    assert [d.path for d in plan.deletes] == ["old.bin"] and plan.destination_objects == 4
+    assert "old.bin" in then
 
 
 def test_a_missing_bucket_is_not_found_and_never_created(clouds, make_pm):
@@ -185,15 +199,150 @@ def test_the_replicator_copies_and_reports_the_newest_object(clouds, make_pm):
     assert newest is not None and abs(newest - time.time()) < 120
 
 
+# -- issue 23: no success reported while objects are missing -------------------------------
+
+AWKWARD = ["runX/step-100.pt", "runX//step-200.pt", "runX/ckpt//step-300.pt",
+           "runX/./step-400.pt", "runX/a/../step-500.pt"]  # fmt: skip
+
+
+def test_objects_rclone_skips_are_named_and_never_verified(clouds, make_pm):
+    """Case 4: rclone 1.75.2 copies 2 of these 5 (one ERROR line, exit 0), check sees 2 match."""
+    src_bucket, dst_bucket = clouds["aliyun"].bucket(), clouds["tencent"].bucket()
+    for key in AWKWARD:
+        clouds["aliyun"].client().put_object(Bucket=src_bucket, Key=key, Body=b"x" * 100)
+    src, dst = refs(src_bucket, dst_bucket, "runX")
+
+    with pytest.raises(VerificationError) as raised:
+        sync(make_pm(), src, dst)
+    message = str(raised.value)
+    assert "3 missing on the destination (a/../step-500.pt, ckpt//step-300.pt, ./step-400.pt)" in (
+        message
+    )
+    assert "rclone logged 1 error(s)" in message and "\n" not in message
+    assert raised.value.result.verified is False and raised.value.result.matched == 2
+    # The broker's replicator (the failover's final sync) goes the same way.
+    with pytest.raises(VerificationError, match="3 missing on the destination"):
+        RcloneReplicator(make_pm()).replicate(src, dst, deadline_seconds=60)
+
+
+def test_multi_thread_copies_are_counted(clouds, make_pm, monkeypatch):
+    """Case 6: objects above rclone's multi-thread cutoff (256 MiB; lowered here to 1 MiB, so
+    3 MiB objects take the same path as 300 MB ones) log "Multi-thread Copied (new)"."""
+    src_bucket, dst_bucket = clouds["aliyun"].bucket(), clouds["tencent"].bucket()
+    s3 = clouds["aliyun"].client()
+    for name in ("big1.pt", "big2.pt"):
+        s3.put_object(Bucket=src_bucket, Key=f"run1/{name}", Body=os.urandom(3 * 2**20))
+    s3.put_object(Bucket=src_bucket, Key="run1/small.txt", Body=b"x" * 1024)
+    messages: list[str] = []
+    real_run = rclone.run
+
+    def spy(binary, args, env, on_record, **kwargs):
+        def record(entry):
+            messages.append(str(entry.get("msg")))
+            on_record(entry)
+
+        return real_run(binary, args, env, record, **kwargs)
+
+    monkeypatch.setattr(rclone, "run", spy)
+    result = sync(make_pm(RCLONE_MULTI_THREAD_CUTOFF="1M"), *refs(src_bucket, dst_bucket))
+    assert messages.count("Multi-thread Copied (new)") == 2
+    assert (result.files, result.bytes, result.verified) == (3, 6 * 2**20 + 1024, True)
+    assert sorted(c.path for c in result.changes) == ["big1.pt", "big2.pt", "small.txt"]
+
+
+def test_a_mirror_from_a_mistyped_source_deletes_nothing(clouds, make_pm, user_env):
+    """Case 5: ``runl`` for ``run1``: an empty listing, that would have emptied the mirror."""
+    src_bucket, dst_bucket = clouds["aliyun"].bucket(), clouds["tencent"].bucket()
+    put_files(clouds["aliyun"], src_bucket, "run1", 12, 100)
+    kept = put_files(clouds["tencent"], dst_bucket, "run1", 12, 100)
+    mistyped, dst = refs(src_bucket, dst_bucket, "runl")
+    dst = dst.model_copy(update={"path": "run1"})
+
+    with pytest.raises(DeleteRefused, match="holds no objects"):
+        sync(make_pm(), mistyped, dst, delete=True)
+    done = cli(user_env, f"aliyun:{src_bucket}/runl", f"tencent:{dst_bucket}/run1", "--delete")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"error: source aliyun:{src_bucket}/runl holds no objects (mistyped or empty?): "
+        f"mirroring it would delete every object at tencent:{dst_bucket}/run1 (12); nothing "
+        "was changed; --allow-empty-source mirrors it anyway\n"
+    )
+    # A real source with other names would replace all 12: shown, refused without --yes.
+    other = cli(user_env, f"aliyun:{src_bucket}/run1", f"tencent:{dst_bucket}/run1", "--delete")
+    assert other.returncode == 0, other.stderr  # same names: nothing to delete
+    s3 = clouds["aliyun"].client()
+    s3.put_object(Bucket=src_bucket, Key="run2/other.bin", Body=b"o")
+    wrong = cli(user_env, f"aliyun:{src_bucket}/run2", f"tencent:{dst_bucket}/run1", "--delete")
+    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1
+    assert "mirroring would delete 12 of the 12 object(s)" in wrong.stderr
+    assert "--yes deletes them" in wrong.stderr
+    assert "--delete would delete 12 of 12 object(s)" in wrong.stdout
+    assert "delete f000.bin  100 B" in wrong.stdout
+    assert etags(clouds["tencent"], dst_bucket, "run1/").keys() == kept.keys()
+
+
+@pytest.fixture
+def silent():
+    endpoint = SilentEndpoint()
+    yield endpoint.endpoint
+    endpoint.stop()
+
+
+@pytest.mark.parametrize("side", ["aliyun", "tencent"])
+def test_a_silent_endpoint_ends_the_sync_at_its_deadline(clouds, make_pm, silent, side):
+    """Case 7: a storage endpoint that accepts connections and never answers."""
+    src_bucket, dst_bucket = clouds["aliyun"].bucket(), clouds["tencent"].bucket()
+    put_files(clouds["aliyun"], src_bucket, "run1", 2, 100)
+    pm = make_pm(**{f"CLOUDBROKER_{side.upper()}_STORAGE_ENDPOINT": silent})
+    role = {"aliyun": f"source aliyun:{src_bucket}", "tencent": f"destination tencent:{dst_bucket}"}
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded) as raised:
+        RcloneReplicator(pm).replicate(*refs(src_bucket, dst_bucket), deadline_seconds=3)
+    assert time.monotonic() - started < 10
+    assert str(raised.value) == f"{role[side]}/run1: no answer within the 3 s deadline"
+
+
+def test_a_silent_endpoint_is_given_up_on_by_default_and_on_the_command_line(
+    clouds, make_pm, user_env, silent
+):
+    src_bucket, dst_bucket = clouds["aliyun"].bucket(), clouds["tencent"].bucket()
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded, match=r"^source aliyun:\S+: no answer within 20 s$"):
+        sync(make_pm(CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT=silent), *refs(src_bucket, dst_bucket))
+    assert time.monotonic() - started < 30  # the probe's 20 s, not rclone's minutes
+    env = {**user_env, "CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT": silent}
+    started = time.monotonic()
+    done = cli(env, f"aliyun:{src_bucket}/run1", f"tencent:{dst_bucket}/run1", "--deadline", "2s")
+    assert time.monotonic() - started < 15
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"error: source aliyun:{src_bucket}/run1: no answer within the 2 s deadline\n"
+    )
+
+
+def test_a_refusing_port_fails_fast(clouds, make_pm):
+    src_bucket, dst_bucket = clouds["aliyun"].bucket(), clouds["tencent"].bucket()
+    put_files(clouds["aliyun"], src_bucket, "run1", 1, 10)
+    pm = make_pm(CLOUDBROKER_TENCENT_STORAGE_ENDPOINT=refusing_endpoint())
+    started = time.monotonic()
+    with pytest.raises(ProviderUnavailable, match="connection refused") as raised:
+        sync(pm, *refs(src_bucket, dst_bucket))
+    assert time.monotonic() - started < 10
+    assert str(raised.value).startswith(
+        f"destination tencent:{dst_bucket}/run1: storage unreachable"
+    )
+
+
 # -- the command line ------------------------------------------------------------------------
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``cloudbroker sync`` piped, 200 columns wide: the checks read its lines whole."""
     return subprocess.run(
         [sys.executable, "-m", "cloudbroker", "sync", *args],
         capture_output=True,
         text=True,
-        env=env,
+        env={**env, "COLUMNS": "200"},
         timeout=120,
     )
 

@@ -3,7 +3,9 @@
 Each server is started with IAM authentication on, so a wrong key or secret is refused with a
 real 403 (moto checks nothing by default: ``INITIAL_NO_AUTH_ACTION_COUNT`` is set to 0 after
 the server's user and access key are created through moto's IAM backend). Shared by the sync
-and failover end-to-end tests and the sync benchmark.
+and failover end-to-end tests and the sync benchmark. Two broken endpoints go with them: one
+that accepts connections and never answers (:class:`SilentEndpoint`), and a port where
+nothing listens (:func:`refusing_endpoint`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import uuid
 
 SERVER = r"""
@@ -118,3 +122,33 @@ def put_files(server: S3Server, bucket: str, prefix: str, count: int, size: int)
         s3.put_object(Bucket=bucket, Key=f"{prefix}/f{index:03}.bin", Body=body)
         written[f"f{index:03}.bin"] = hashlib.md5(body).hexdigest()
     return written
+
+
+class SilentEndpoint:
+    """A storage endpoint on 127.0.0.1 that accepts every connection and never answers."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.endpoint = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
+        self.held: list[socket.socket] = []  # kept open, never read from or written to
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:  # closed by stop()
+                return
+            self.held.append(connection)
+
+    def stop(self) -> None:
+        self.socket.close()
+        for connection in self.held:
+            connection.close()
+
+
+def refusing_endpoint() -> str:
+    """The URL of a port on 127.0.0.1 where nothing listens (connections are refused)."""
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"

@@ -3,7 +3,8 @@
 Remotes never touch argv or a config file: each is a set of ``RCLONE_CONFIG_<NAME>_*``
 variables in the child's environment, and ``RCLONE_CONFIG`` points at an empty file so a
 user's own ``rclone.conf`` cannot add or shadow a remote. Messages taken from rclone's log
-go through :func:`redact` before they reach an error or a log of ours.
+go through :func:`redact` before they reach an error or a log of ours. Every run can be
+bounded in time: past its deadline rclone's whole process group is killed.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -48,6 +52,8 @@ CONTROLLED = (
     "RCLONE_INTERACTIVE",
 )
 _EXE = "rclone.exe" if os.name == "nt" else "rclone"
+#: How often a bounded run checks its deadline and its cancel flag (seconds).
+WATCH_INTERVAL = 0.05
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -180,6 +186,21 @@ def parse_line(line: str) -> dict[str, Any]:
     return {"level": "text", "msg": line}
 
 
+class DeadlineExceeded(ProviderUnavailable):
+    """An rclone run did not finish within its time bound and was killed."""
+
+
+def _kill(process: subprocess.Popen[str]) -> None:
+    """Kill rclone and anything it started (its own process group on POSIX)."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            process.kill()
+    except ProcessLookupError:
+        pass
+
+
 def run(
     rclone: Rclone,
     args: list[str],
@@ -187,13 +208,17 @@ def run(
     on_record: Callable[[dict[str, Any]], None],
     *,
     stdout: Path | None = None,
+    deadline: float | None = None,
+    cancel: threading.Event | None = None,
 ) -> int:
     """Run rclone, feeding each log record to ``on_record`` as it arrives; the exit code.
 
     rclone logs on stderr, read line by line so progress arrives live; stdout goes to the
-    file ``stdout`` (or nowhere). A negative code is the signal that killed rclone. The
-    child never outlives this call, whatever interrupts it.
+    file ``stdout`` (or nowhere). A negative code is the signal that killed rclone (``cancel``
+    set kills it too). Past ``deadline`` seconds its process group is killed and
+    DeadlineExceeded is raised. The child never outlives this call, whatever interrupts it.
     """
+    expired, finished, reaping = threading.Event(), threading.Event(), threading.Lock()
     with open(stdout or os.devnull, "wb") as out:
         process = subprocess.Popen(
             [rclone.path, *args],
@@ -204,17 +229,41 @@ def run(
             text=True,
             encoding="utf-8",
             errors="replace",
+            start_new_session=True,  # its own process group, out of reach of the terminal's ^C
         )
+        ends = None if deadline is None else time.monotonic() + deadline
+
+        def watch() -> None:
+            """Kill rclone at the deadline or on ``cancel``; never once it has been reaped
+            (its pid could be reused), hence the lock shared with the reaping below."""
+            while not finished.wait(WATCH_INTERVAL):
+                late = ends is not None and time.monotonic() >= ends
+                if late or (cancel is not None and cancel.is_set()):
+                    with reaping:
+                        if not finished.is_set():
+                            if late:
+                                expired.set()
+                            _kill(process)
+                    return
+
+        if ends is not None or cancel is not None:
+            threading.Thread(target=watch, daemon=True).start()
+        interrupted = True
         try:
             assert process.stderr is not None
             for line in process.stderr:
                 if line.strip():
                     on_record(parse_line(line))
-            return process.wait()
+            interrupted = False
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+            with reaping:
+                finished.set()
+                if interrupted:  # the child never outlives this call
+                    _kill(process)
+                code = process.wait()  # stderr closed: rclone is exiting
+    if expired.is_set() and code != 0:
+        raise DeadlineExceeded(f"rclone {args[0]} was stopped at its {deadline:g} s deadline")
+    return code
 
 
 # -- rclone's error messages ---------------------------------------------------------------

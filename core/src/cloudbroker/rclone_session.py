@@ -1,8 +1,15 @@
-"""One sync's rclone session: the two sides, their probes, the transfer and the check.
+"""One sync's rclone session: the two sides, their probes and listings, and the transfer.
 
-A :class:`Session` owns a scratch folder (an empty ``rclone.conf``, the check's output) and
-the child environment holding the remotes; it runs rclone and turns what rclone logs into
-results (:class:`TransferLog`) or into typed errors that name the side at fault.
+A :class:`Session` owns a scratch folder (an empty ``rclone.conf``, the listings) and the
+child environment holding the remotes; it runs rclone and turns what rclone logs into results
+(:class:`TransferLog`, :data:`~cloudbroker.listing.Listing`) or into typed errors that name
+the side at fault.
+
+Every run is bounded in time. rclone gets a connect timeout and an I/O idle timeout (a
+request that receives nothing for that long fails), and each run a deadline past which its
+process group is killed: a probe :data:`PROBE_SECONDS`, a listing :data:`LIST_SECONDS`, the
+transfer :data:`COPY_FLOOR` plus its bytes at :data:`MIN_RATE`. A caller's deadline for the
+whole sync replaces these (a probe keeps its shorter bound).
 """
 
 from __future__ import annotations
@@ -10,8 +17,10 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,12 +31,26 @@ from pydantic import BaseModel, ConfigDict
 
 from cloudbroker import rclone
 from cloudbroker.errors import AuthError, CloudBrokerError, NotFoundError, ProviderUnavailable
+from cloudbroker.listing import Listing, human_bytes, parse_listing
 from cloudbroker.models import BucketRef, StorageRemote
 from cloudbroker.plugins import PluginManager
 
 STATS_INTERVAL = "1s"
-#: Probes fail fast on an unreachable endpoint (rclone's default retries take minutes).
+#: rclone's ``--contimeout``: a connection not made within this many seconds fails.
+CONNECT_TIMEOUT = 10
+#: rclone's ``--timeout``: a request that receives nothing for this many seconds fails.
+IO_TIMEOUT = 30
+#: A probe is one small listing: an endpoint that does not answer it within this is down.
+PROBE_SECONDS = 20
+#: A folder's listing (one request per 1,000 objects) may take this long.
+LIST_SECONDS = 300
+#: The transfer may take this long plus its bytes at :data:`MIN_RATE` (slower is stalled).
+COPY_FLOOR = 120
+MIN_RATE = 2**20
+#: Probes and listings give up quickly on an unreachable endpoint: rclone's default 10 tries
+#: of a request back off for minutes against a refusing port.
 PROBE_RETRIES = "2"
+LIST_RETRIES = "3"
 PROBE_FOLDER = ".cloudbroker-probe"
 
 
@@ -140,16 +163,24 @@ def side_error(side: Side, message: str) -> CloudBrokerError:
 
 # -- reading rclone's log ------------------------------------------------------------------
 
+_COPIED = re.compile(r"^(?:Multi-thread )?Copied \(")
+
 
 @dataclass
 class TransferLog:
-    """What one rclone run reported: its last stats, the changes, and its errors."""
+    """What one rclone run reported: its last stats, the changes, and its errors.
+
+    ``errors`` holds every record logged at ERROR level: rclone logs an object it skips (a
+    key it cannot map to a path) at ERROR and still exits 0, so any error fails the sync.
+    ``problems`` holds the other failure messages (plain text, ``Failed to ...`` notices)
+    that explain a non-zero exit.
+    """
 
     progress: Callable[[SyncProgress], None] | None = None
     stats: dict[str, Any] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
     def __call__(self, record: dict[str, Any]) -> None:
         stats = record.get("stats")
@@ -165,17 +196,18 @@ class TransferLog:
         skipped = record.get("skipped")
         if isinstance(name, str) and skipped in ("copy", "delete"):  # --dry-run
             self.changes.append(Change(action=skipped, path=name, size=size))
-        elif isinstance(name, str) and message.startswith("Copied"):
+        elif isinstance(name, str) and _COPIED.match(message):  # every form of "copied"
             self.changes.append(Change(action="copy", path=name, size=size))
         elif isinstance(name, str) and message == "Deleted":
             self.changes.append(Change(action="delete", path=name, size=size))
-        elif level in ("error", "critical", "text") or message.startswith("Failed to"):
-            self.errors.append(message)
-        elif level == "notice":
-            self.notices.append(message)
+        elif level in ("error", "critical", "alert", "emergency"):
+            self.errors.append(f"{name}: {message}" if isinstance(name, str) else message)
+        elif level == "text" or message.startswith("Failed to"):
+            self.problems.append(message)
 
     def last_error(self) -> str:
-        return str(self.stats.get("lastError") or "") or (self.errors[-1] if self.errors else "")
+        logged = self.errors + self.problems
+        return str(self.stats.get("lastError") or "") or (logged[-1] if logged else "")
 
     @property
     def copied(self) -> list[Change]:
@@ -186,53 +218,84 @@ class TransferLog:
         return [c for c in self.changes if c.action == "delete"]
 
 
-_CHECK_MARKS = {
-    "-": "missing on destination",
-    "+": "only on destination",
-    "*": "differs",
-    "!": "could not be checked",
-}
-_SIZE_ONLY = re.compile(r"(\d+) hashes could not be checked")
-
-
-def parse_check(combined: str) -> tuple[int, tuple[str, ...]]:
-    """``rclone check --combined`` output -> (matching files, differences as lines)."""
-    matched, differences = 0, []
-    for line in combined.splitlines():
-        mark, _, path = line.partition(" ")
-        if mark == "=":
-            matched += 1
-        elif mark in _CHECK_MARKS:
-            differences.append(f"{_CHECK_MARKS[mark]}: {path}")
-    return matched, tuple(differences)
-
-
 # -- one sync's rclone ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bound:
+    """How long one rclone run may take, and how an error names that bound."""
+
+    seconds: float
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @dataclass
 class Session:
-    """The rclone binary, a private empty config and the child environment for one call."""
+    """The rclone binary, a private empty config and the child environment for one call;
+    ``deadline`` (seconds from ``started``) bounds the whole call when the caller set one."""
 
     binary: rclone.Rclone
     scratch: Path
     env: dict[str, str]
     secrets: tuple[str, ...]
+    deadline: float | None = None
+    started: float = field(default_factory=time.monotonic)
 
-    def run(self, args: list[str], log: TransferLog, *, stdout: Path | None = None) -> int:
-        return rclone.run(self.binary, [*args, "--use-json-log"], self.env, log, stdout=stdout)
+    def bound(self, seconds: float, how: str = "", *, cap: bool = False) -> Bound:
+        """``seconds`` (derived ``how``), or instead what is left of the caller's deadline
+        (with ``cap``, the shorter of the two)."""
+        if self.deadline is not None:
+            left = max(self.deadline - (time.monotonic() - self.started), 0.001)
+            if not (cap and seconds < left):
+                return Bound(left, f"the {self.deadline:g} s deadline")
+        shown = f"{seconds:,.0f} s" if seconds >= 10 else f"{seconds:.2g} s"
+        return Bound(seconds, shown + (f" ({how})" if how else ""))
+
+    def run(
+        self,
+        args: list[str],
+        log: TransferLog,
+        *,
+        bound: Bound,
+        late: str,
+        stdout: Path | None = None,
+        cancel: threading.Event | None = None,
+    ) -> int:
+        """rclone ``args`` with our timeouts, killed past ``bound`` (DeadlineExceeded saying
+        ``late``) or once ``cancel`` is set."""
+        timeouts = ["--contimeout", f"{CONNECT_TIMEOUT}s", "--timeout", f"{IO_TIMEOUT}s"]
+        try:
+            return rclone.run(
+                self.binary,
+                [*args, *timeouts, "--use-json-log"],
+                self.env,
+                log,
+                stdout=stdout,
+                deadline=bound.seconds,
+                cancel=cancel,
+            )
+        except rclone.DeadlineExceeded:
+            raise rclone.DeadlineExceeded(rclone.redact(late, self.secrets)) from None
 
     def _redacted(self, error: CloudBrokerError) -> CloudBrokerError:
         message = str(error.args[0]) if error.args else str(error)
         cleaned = rclone.redact(message, self.secrets)
         return error if cleaned == message else type(error)(cleaned)
 
-    def probe(self, side: Side) -> CloudBrokerError | None:
-        """One listing on the side's bucket; the typed error if that fails, else None."""
+    def probe(self, side: Side, cancel: threading.Event | None = None) -> CloudBrokerError | None:
+        """One small listing on the side's bucket; the typed error if that fails, else None."""
         log = TransferLog()
         args = ["lsjson", "--stat", side.probe_target, "--low-level-retries", PROBE_RETRIES]
-        if self.run(args, log) == 0:
-            return None
+        bound = self.bound(PROBE_SECONDS, cap=True)
+        late = f"{side.label}: no answer within {bound}"
+        try:
+            if self.run(args, log, bound=bound, late=late, cancel=cancel) == 0:
+                return None
+        except rclone.DeadlineExceeded as exc:
+            return exc
         return self._redacted(side_error(side, log.last_error() or "rclone lsjson failed"))
 
     def preflight(self, *sides: Side) -> None:
@@ -242,6 +305,47 @@ class Session:
         for error in errors:
             if error is not None:
                 raise error
+
+    def listing(self, side: Side, name: str, cancel: threading.Event | None = None) -> Listing:
+        """Every object under the side's folder with its size and hashes, listed on its own."""
+        output = self.scratch / f"{name}.json"
+        log = TransferLog()
+        args = [
+            "lsjson", "-R", "--files-only", "--fast-list", "--hash", "--no-modtime",
+            "--no-mimetype", side.target, "--low-level-retries", LIST_RETRIES,
+        ]  # fmt: skip
+        bound = self.bound(LIST_SECONDS)
+        late = f"{side.label}: listing not finished within {bound}"
+        if self.run(args, log, bound=bound, late=late, stdout=output, cancel=cancel) != 0:
+            raise self._redacted(side_error(side, log.last_error() or "rclone lsjson failed"))
+        if log.errors:
+            reason = rclone.summarize(log.errors[0])
+            raise self._redacted(
+                ProviderUnavailable(f"{side.label}: listing incomplete ({reason})")
+            )
+        try:
+            return parse_listing(output.read_text(encoding="utf-8"))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ProviderUnavailable(f"{side.label}: unreadable rclone listing ({exc})") from None
+
+    def survey(self, *sides: Side) -> list[Listing]:
+        """Probe and list the sides, all at once. The first probe to fail stops the listings
+        and names its side: a listing may take minutes, a side that does not answer must not."""
+        stop = threading.Event()
+        with ThreadPoolExecutor(2 * len(sides)) as pool:
+            probes = [pool.submit(self.probe, side, stop) for side in sides]
+            listings = [
+                pool.submit(self.listing, side, f"before-{side.remote_name}", stop)
+                for side in sides
+            ]
+            try:
+                for probe in as_completed(probes):
+                    error = probe.result()
+                    if error is not None:
+                        raise error
+                return [listing.result() for listing in listings]
+            finally:
+                stop.set()  # whatever is still running (an error, ^C) stops with us
 
     def failure(self, what: str, log: TransferLog, code: int, sides: tuple[Side, ...]) -> NoReturn:
         """Raise the typed error for a failed rclone run, naming the side when it is known."""
@@ -264,48 +368,48 @@ class Session:
         delete: bool,
         dry_run: bool,
         progress: Callable[[SyncProgress], None] | None,
+        size: int,
+        max_delete: int | None = None,
     ) -> TransferLog:
+        """``rclone copy`` (``sync`` with ``delete``) of about ``size`` bytes, deleting at most
+        ``max_delete`` objects. rclone's whole-run retries are off (each request is still
+        retried): the next sync is the retry, and an error is never retried out of sight."""
         args = [
             "sync" if delete else "copy",
             source.target,
             destination.target,
             "--checksum",
+            "--retries",
+            "1",
             "--stats",
             STATS_INTERVAL,
             "-v",
         ]
+        if delete and max_delete is not None:
+            args += ["--max-delete", str(max_delete)]
         if dry_run:
             args.append("--dry-run")
+        how = f"{COPY_FLOOR} s + {human_bytes(size)} at {human_bytes(MIN_RATE)}/s"
+        bound = self.bound(COPY_FLOOR + size / MIN_RATE, how)
+        route = f"{bucket_label(source.ref)} -> {bucket_label(destination.ref)}"
+        late = (
+            f"copy {route} not finished within {bound}; the objects copied so far are kept "
+            "and the next sync copies the rest"
+        )
         log = TransferLog(progress)
-        code = self.run(args, log)
+        code = self.run(args, log, bound=bound, late=late)
         if code != 0:
             self.failure("copy", log, code, (source, destination))
         return log
 
-    def check(
-        self, source: Side, destination: Side, *, one_way: bool
-    ) -> tuple[int, int, tuple[str, ...]]:
-        """(matching files, files compared by size only, differences) from ``rclone check``."""
-        combined = self.scratch / "check.txt"
-        args = ["check", source.target, destination.target, "--combined", str(combined)]
-        if one_way:
-            args.append("--one-way")
-        log = TransferLog()
-        code = self.run(args, log)
-        matched, differences = parse_check(
-            combined.read_text(encoding="utf-8") if combined.exists() else ""
-        )
-        if code != 0 and not differences:
-            self.failure("verification", log, code, (source, destination))
-        size_only = next((int(m[1]) for n in log.notices if (m := _SIZE_ONLY.search(n))), 0)
-        return matched, size_only, differences
-
     def newest(self, side: Side) -> float | None:
         """Modification time of the newest object under the side's folder (epoch seconds)."""
-        listing = self.scratch / "listing.json"
+        listing = self.scratch / "newest.json"
         log = TransferLog()
         args = ["lsjson", "-R", "--files-only", "--no-mimetype", side.target]
-        if self.run(args, log, stdout=listing) != 0:
+        bound = self.bound(LIST_SECONDS)
+        late = f"{side.label}: listing not finished within {bound}"
+        if self.run(args, log, bound=bound, late=late, stdout=listing) != 0:
             raise self._redacted(side_error(side, log.last_error() or "rclone lsjson failed"))
         entries = json.loads(listing.read_text(encoding="utf-8") or "[]")
         times = [_epoch(e["ModTime"]) for e in entries if e.get("ModTime")]
@@ -319,8 +423,11 @@ def _epoch(stamp: str) -> float:
 
 
 @contextmanager
-def session(pm: PluginManager, sides: tuple[Side, ...]) -> Iterator[Session]:
-    """A :class:`Session` whose scratch folder (empty config, check output) is removed after."""
+def session(
+    pm: PluginManager, sides: tuple[Side, ...], deadline: float | None = None
+) -> Iterator[Session]:
+    """A :class:`Session` whose scratch folder (empty config, listings) is removed after;
+    ``deadline`` seconds from now bound every run in it."""
     binary = rclone.find_rclone(pm.env)
     with tempfile.TemporaryDirectory(prefix="cloudbroker-rclone-") as scratch:
         config = Path(scratch) / "rclone.conf"
@@ -332,4 +439,4 @@ def session(pm: PluginManager, sides: tuple[Side, ...]) -> Iterator[Session]:
             version=binary.version,
         )
         secrets = rclone.secret_values(s.remote for s in sides)
-        yield Session(binary, Path(scratch), env, secrets)
+        yield Session(binary, Path(scratch), env, secrets, deadline)

@@ -4,18 +4,22 @@
 replication (:class:`RcloneReplicator`). One call:
 
 1. asks each side's provider for its bucket as an rclone remote (routed ``sync_storage``);
-2. probes the destination with one small listing: rclone would otherwise try (and retry)
-   every object against a bucket that refuses it; buckets are never created
-   (``no_check_bucket``);
+2. probes both sides with one small listing each, so that a side that refuses, is missing
+   or does not answer is named before a byte moves (buckets are never created:
+   ``no_check_bucket``), and meanwhile lists both folders (names, sizes, hashes): what to
+   copy bounds the transfer's time, and what a mirror would delete is counted and guarded
+   (:class:`DeletePlan`) before anything is deleted;
 3. copies with ``--checksum`` (``sync`` only when deleting is asked for), reading rclone's
    JSON log for progress and for the list of what moved. If rclone fails, both sides are
    probed, so that the error names the side at fault (rclone's own message rarely does);
-4. verifies with ``rclone check`` (``--one-way`` unless deleting): any difference raises
-   :class:`VerificationError`;
+4. verifies by listing the destination again and comparing it, in Python, with the source's
+   listing (:mod:`cloudbroker.listing`); a difference, or any error rclone logged, raises
+   :class:`VerificationError` naming the objects;
 5. prices the bytes moved by the source cloud's egress terms (looked up while rclone runs).
 
 A run killed half-way loses nothing: objects appear at the destination only when complete,
-and the next run skips every object whose size and checksum already match.
+and the next run skips every object whose size and checksum already match. Every rclone run
+is bounded in time (see :mod:`cloudbroker.rclone_session`).
 """
 
 from __future__ import annotations
@@ -23,13 +27,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from cloudbroker import rclone
 from cloudbroker.costs import TransferKind, egress_cost
 from cloudbroker.errors import CloudBrokerError, UsageError
+from cloudbroker.listing import Comparison, Listing, compare, named, shown
 from cloudbroker.models import BucketRef, RegionTerms
 from cloudbroker.money import DecimalStr, Money
 from cloudbroker.plugins import PluginManager
@@ -44,6 +51,8 @@ from cloudbroker.rclone_session import (
 
 __all__ = [
     "Change",
+    "DeletePlan",
+    "DeleteRefused",
     "RcloneReplicator",
     "SyncProgress",
     "SyncResult",
@@ -55,6 +64,12 @@ __all__ = [
 #: 10^9 would charge about 7% more than shown.
 BYTES_PER_GB = Decimal(2**30)
 GB_PLACES = Decimal("0.000001")
+#: Unless confirmed, a mirror deletes at most this many destination objects...
+DELETE_LIMIT = 10
+#: ...and at most this share of them: a mistyped source would delete (nearly) everything.
+DELETE_SHARE = 0.5
+#: A whole sync may be given at most 30 days.
+MAX_DEADLINE = 30 * 86400
 
 
 # -- results -------------------------------------------------------------------------------
@@ -65,9 +80,12 @@ class SyncResult(BaseModel):
 
     ``files``/``bytes``: objects copied and bytes read from the source; ``deleted``: objects
     removed at the destination (``sync`` mode only); ``seconds``: the whole call; ``matched``:
-    objects ``rclone check`` found identical (``size_only`` of them without a common hash);
-    ``egress``: the bytes priced by the source's terms, None when unknown (``egress_note``
-    says how it was priced or why it is unknown); ``changes``: each object moved.
+    source objects found identical at the destination by the independent listings
+    (``size_only`` of them without a common hash); ``differences``: one line per object that
+    is missing, different or (mirroring) extra; ``errors``: what rclone logged at ERROR
+    level; ``egress``: the bytes priced by the source's terms, None when unknown
+    (``egress_note`` says how it was priced or why it is unknown); ``changes``: each object
+    moved.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -84,6 +102,7 @@ class SyncResult(BaseModel):
     matched: int = 0
     size_only: int = 0
     differences: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
     egress: Money | None = None
     egress_gb: DecimalStr = Decimal(0)
     egress_note: str = ""
@@ -91,15 +110,84 @@ class SyncResult(BaseModel):
 
 
 class VerificationError(CloudBrokerError):
-    """``rclone check`` found differences after the copy; ``result`` lists them."""
+    """The destination does not hold what the source does, or rclone logged an error;
+    ``result`` lists the differences and errors."""
 
-    def __init__(self, result: SyncResult) -> None:
-        first = result.differences[0]
+    def __init__(self, result: SyncResult, comparison: Comparison | None = None) -> None:
+        parts = [comparison.summary()] if comparison is not None and comparison.differences else []
+        if result.errors:
+            first = rclone.summarize(result.errors[0])
+            parts.append(f"rclone logged {len(result.errors)} error(s) (first: {first})")
         super().__init__(
-            f"verification failed: {len(result.differences)} difference(s) between "
-            f"{result.source} and {result.destination} (first: {first})"
+            f"sync {result.source} -> {result.destination} not verified: " + "; ".join(parts)
         )
         self.result = result
+
+
+@dataclass(frozen=True)
+class DeletePlan:
+    """What a mirror would delete at ``destination`` (of its ``destination_objects``),
+    known from the listings before anything is deleted."""
+
+    destination: str
+    source_objects: int
+    destination_objects: int
+    deletes: tuple[Change, ...]
+
+    @property
+    def guarded(self) -> bool:
+        """True if deleting this much needs confirming: more than :data:`DELETE_LIMIT`
+        objects, or more than :data:`DELETE_SHARE` of the destination."""
+        count = len(self.deletes)
+        return count > DELETE_LIMIT or count > DELETE_SHARE * self.destination_objects
+
+
+class DeleteRefused(UsageError):
+    """A mirror was stopped before it deleted anything; ``plan`` says what it would delete."""
+
+    def __init__(self, message: str, plan: DeletePlan) -> None:
+        super().__init__(message)
+        self.plan = plan
+
+
+def delete_plan(
+    destination: Side, source: Listing, target: Listing, comparison: Comparison
+) -> DeletePlan:
+    """The mirror's deletions: what the destination (``target``) holds and the source lacks."""
+    deletes = tuple(
+        Change(action="delete", path=shown(p), size=target[p].size) for p in comparison.extra
+    )
+    return DeletePlan(bucket_label(destination.ref), len(source), len(target), deletes)
+
+
+def guard_deletes(
+    plan: DeletePlan, source: Side, *, allow_empty_source: bool, confirmed: bool
+) -> None:
+    """Refuse a mirror from an empty (or mistyped) source, or one that deletes too much."""
+    count, total = len(plan.deletes), plan.destination_objects
+    if plan.source_objects == 0 and not allow_empty_source:
+        raise DeleteRefused(
+            f"{source.label} holds no objects (mistyped or empty?): mirroring it would delete "
+            f"every object at {plan.destination} ({total}); nothing was changed",
+            plan,
+        )
+    if plan.guarded and not confirmed:
+        raise DeleteRefused(
+            f"mirroring would delete {count} of the {total} object(s) at {plan.destination} "
+            f"({named(d.path for d in plan.deletes)}); deleting more than {DELETE_LIMIT} "
+            f"objects or more than {DELETE_SHARE:.0%} of the destination needs confirming; "
+            "nothing was changed",
+            plan,
+        )
+
+
+def check_deadline(deadline_seconds: float | None) -> None:
+    """UsageError unless None or from 0 (excluded) to 30 days (NaN fails both comparisons)."""
+    if deadline_seconds is not None and not 0 < deadline_seconds <= MAX_DEADLINE:
+        raise UsageError(
+            f"a sync's deadline must be more than 0 and at most {MAX_DEADLINE:,} s (30 days), "
+            f"got {deadline_seconds!r}"
+        )
 
 
 # -- egress --------------------------------------------------------------------------------
@@ -180,32 +268,61 @@ def sync(
     delete: bool = False,
     dry_run: bool = False,
     progress: Callable[[SyncProgress], None] | None = None,
-    fail_fast: bool = False,
+    allow_empty_source: bool = False,
+    confirm_deletes: bool = False,
+    before_delete: Callable[[DeletePlan], None] | None = None,
+    deadline_seconds: float | None = None,
 ) -> SyncResult:
     """Copy ``src`` to ``dst`` (mirror it with ``delete``), verify, and price the egress.
 
-    Never deletes at the destination unless ``delete``. ``dry_run`` lists what would move
-    and prices it, touching nothing. ``progress`` receives rclone's stats about once a
-    second. ``fail_fast`` probes the source too before copying (rclone otherwise retries an
-    unreachable source for minutes; a failover's final sync must give up quickly). Raises
-    AuthError / NotFoundError / ProviderUnavailable naming the side at fault,
-    ConfigError if rclone is missing, VerificationError if ``rclone check`` disagrees.
+    Never deletes at the destination unless ``delete``; then refuses (DeleteRefused, nothing
+    changed) a source with no objects unless ``allow_empty_source``, and more deletions than
+    :attr:`DeletePlan.guarded` allows unless ``confirm_deletes``; ``before_delete`` is shown
+    the plan before anything is deleted. ``dry_run`` lists what would move and prices it,
+    touching nothing. ``progress`` receives rclone's stats about once a second.
+    ``deadline_seconds`` bounds the whole call (else each rclone run has its own bound, the
+    transfer's derived from its size). Raises AuthError / NotFoundError /
+    ProviderUnavailable naming the side at fault (DeadlineExceeded, one of the latter, naming
+    the bound), ConfigError if rclone is missing, VerificationError if the destination does
+    not hold what the source does or rclone logged an error.
     """
     started = time.monotonic()
+    check_deadline(deadline_seconds)
     check_apart(src, dst)
     source = resolve_side(pm, "source", src, "cbsrc")
     destination = resolve_side(pm, "destination", dst, "cbdst")
-    with session(pm, (source, destination)) as run, ThreadPoolExecutor(1) as pool:
+    sides = (source, destination)
+    with session(pm, sides, deadline_seconds) as run, ThreadPoolExecutor(1) as pool:
         terms = pool.submit(egress_terms, pm, source)
-        # A refusing source fails the copy before it reads; an unreachable one needs a probe.
-        run.preflight(*((source, destination) if fail_fast else (destination,)))
-        log = run.transfer(source, destination, delete=delete, dry_run=dry_run, progress=progress)
-        matched, size_only, differences = (
-            (0, 0, ()) if dry_run else run.check(source, destination, one_way=not delete)
+        listed, before = run.survey(*sides)
+        pending = compare(listed, before, mirror=delete)
+        plan = delete_plan(destination, listed, before, pending) if delete else None
+        if plan is not None and not dry_run:
+            guard_deletes(
+                plan, source, allow_empty_source=allow_empty_source, confirmed=confirm_deletes
+            )
+            if plan.deletes and before_delete is not None:
+                before_delete(plan)
+        log = run.transfer(
+            source,
+            destination,
+            delete=delete,
+            dry_run=dry_run,
+            progress=progress,
+            size=sum(listed[p].size for p in (*pending.missing, *pending.different)),
+            max_delete=None if plan is None else len(plan.deletes),
         )
+        if dry_run:
+            comparison = None
+        else:
+            after = run.listing(destination, "after")
+            arrived = [c.path for c in log.copied]
+            comparison = compare(listed, after, mirror=delete, arrived=arrived)
         sheet = terms.result()
     moved = int(log.stats.get("bytes") or sum(c.size or 0 for c in log.copied))
     cost, gb, note = price_egress(sheet, transfer_kind(source, destination), moved, src.provider)
+    errors = tuple(rclone.redact(e, run.secrets) for e in log.errors)
+    differences = () if comparison is None else comparison.differences
     result = SyncResult(
         source=bucket_label(src),
         destination=bucket_label(dst),
@@ -215,17 +332,18 @@ def sync(
         bytes=moved,
         deleted=len(log.deleted),
         seconds=round(time.monotonic() - started, 3),
-        verified=not dry_run and not differences,
-        matched=matched,
-        size_only=size_only,
+        verified=comparison is not None and not differences and not errors,
+        matched=0 if comparison is None else comparison.matched,
+        size_only=0 if comparison is None else comparison.size_only,
         differences=differences,
+        errors=errors,
         egress=cost,
         egress_gb=gb.quantize(GB_PLACES),
         egress_note=note,
-        changes=tuple(log.changes),
+        changes=tuple(c.model_copy(update={"path": shown(c.path)}) for c in log.changes),
     )
-    if differences:
-        raise VerificationError(result)
+    if differences or errors:
+        raise VerificationError(result, comparison)
     return result
 
 
@@ -235,10 +353,16 @@ class RcloneReplicator:
     def __init__(self, pm: PluginManager) -> None:
         self.pm = pm
 
-    def replicate(self, src: BucketRef, dst: BucketRef) -> None:
-        sync(self.pm, src, dst, fail_fast=True)
+    def replicate(
+        self, src: BucketRef, dst: BucketRef, *, deadline_seconds: float | None = None
+    ) -> None:
+        """Copy and verify ``src`` into ``dst``, within ``deadline_seconds`` if given (a
+        failover's final sync gives up then and goes on with the newest replica)."""
+        sync(self.pm, src, dst, deadline_seconds=deadline_seconds)
 
-    def newest(self, bucket: BucketRef) -> float | None:
+    def newest(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> float | None:
+        """Modification time (epoch seconds) of the newest object in ``bucket``, or None."""
+        check_deadline(deadline_seconds)
         side = resolve_side(self.pm, "bucket", bucket, "cbbucket")
-        with session(self.pm, (side,)) as run:
+        with session(self.pm, (side,), deadline_seconds) as run:
             return run.newest(side)
