@@ -10,20 +10,36 @@ import pytest
 from support.broker_fakes import FakeReplicator, fake_world
 
 from cloudbroker.broker import Broker, PlaceRequest
-from cloudbroker.errors import UsageError
+from cloudbroker.errors import ProviderUnavailable, ThrottledError, UsageError
 from cloudbroker.models import parse_bucket
-from cloudbroker.state import Store
+from cloudbroker.state import Conflict, LeaseLost, Store
 
 REQUEST = dict(gpu="A100", count=8, hours=Decimal(72), checkpoint_gb=Decimal(50))
 
 
-def setup(tmp_path, **prices):
+class Clock:
+    """Epoch seconds that move only when slept: waits cost nothing, deadlines still pass."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def setup(tmp_path, prices=None, **options):
     pm, clouds = fake_world(**(prices or {"ali": "20", "ten": "25", "aws": "30"}))
     replicator = FakeReplicator(clouds)
-    broker = Broker(
-        pm, Store(tmp_path / "state.db"), replicator, sleep=lambda s: None, poll_interval=0
-    )
+    options = {"sleep": lambda s: None, "poll_interval": 0, **options}
+    broker = Broker(pm, Store(tmp_path / "state.db"), replicator, **options)
     return broker, clouds, replicator
+
+
+def launches(broker, pid) -> list[str]:
+    return [e.detail["key"] for e in broker.store.events(pid) if e.kind == "launch-requested"]
 
 
 def place(broker, primary="ali", standby="ten", **extra):
@@ -224,24 +240,331 @@ def test_two_watchers_never_both_fail_over(tmp_path):
     assert len(clouds["ten"].live()) == 1
 
 
-def test_gc_finds_tagged_instances_the_store_does_not_know(tmp_path):
+def test_gc_finds_lost_launches_of_its_own_placements_and_leaves_others_alone(tmp_path):
     from cloudbroker.launching import launch_request
 
     broker, clouds, _ = setup(tmp_path)
     pid, _ = place(broker)
     broker.up(pid)
-    # an instance launched by cloudbroker whose answer was lost: the store never saw it
-    stray = broker.pm.call(
-        "ten",
-        "launch",
-        request=launch_request(
-            "ten", {"image": "img"}, region="r1", instance_type="gpu8", key="lost-1"
-        ),
-    )
+
+    def stray(key, placement_id):
+        return broker.pm.call(
+            "ten",
+            "launch",
+            request=launch_request(
+                "ten",
+                {"image": "img"},
+                region="r1",
+                instance_type="gpu8",
+                key=key,
+                placement_id=placement_id,
+            ),
+        )
+
+    # a launch of this placement whose answer was lost: the store never saw it
+    lost = stray("lost-1", pid)
+    # another state file's placement, and an instance naming none: not this store's to end
+    other, untagged = stray("other-1", "pl-elsewhere"), stray("bare-1", None)
     clouds["aws"].down = True
-    orphans, skipped = broker.orphans()
-    assert [o.instance_id for o in orphans] == [stray.instance_id]
-    assert "aws" in skipped and "unreachable" in skipped["aws"]
-    broker.terminate_orphan(orphans[0])
-    assert clouds["ten"].live() == []
+    report = broker.orphans()
+    assert [o.instance_id for o in report.orphans] == [lost.instance_id]
+    assert {o.instance_id for o in report.other_placements} == {
+        other.instance_id,
+        untagged.instance_id,
+    }
+    assert "aws" in report.not_checked and "unreachable" in report.not_checked["aws"]
+    broker.terminate_orphan(report.orphans[0])
+    assert sorted(clouds["ten"].live()) == sorted([other.instance_id, untagged.instance_id])
     assert len(clouds["ali"].live()) == 1  # the known primary is left alone
+    everything = broker.orphans(all_tagged=True)
+    assert {o.instance_id for o in everything.orphans} == set(clouds["ten"].live())
+
+
+# -- issue 23: no launch nobody asked for ------------------------------------------------
+
+
+def watch_for(broker, pid, cycles: int, **options) -> str | None:
+    """Watch for ``cycles`` health checks (a bound even if the watcher never stops)."""
+    seen = []
+
+    def until():
+        seen.append(1)
+        return len(seen) > cycles
+
+    return broker.watch(pid, interval=0, failures=2, until=until, **options)
+
+
+def test_watch_on_a_placement_never_brought_up_launches_nothing(tmp_path):
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    watch_for(broker, pid, 10)
+    assert all(cloud.launch_calls == 0 for cloud in clouds.values())
+    kinds = [e.kind for e in broker.store.events(pid)]
+    assert "failure-detected" not in kinds and "launch-requested" not in kinds
+
+
+def test_watch_stops_at_down_and_never_launches_after_it(tmp_path):
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    broker.up(pid)
+    user = Broker(broker.pm, Store(tmp_path / "state.db"), broker.replicator)
+    cycles = []
+
+    def until():  # the user runs `down` while the watch is running
+        cycles.append(1)
+        if len(cycles) == 3:
+            assert user.down(pid) == []
+        return len(cycles) > 30
+
+    said = broker.watch(pid, interval=0, failures=1, until=until)
+    assert said and "down" in said and len(cycles) == 3  # it stopped at once
+    assert clouds["ali"].launch_calls == 1 and clouds["ten"].launch_calls == 0
+    assert all(cloud.live() == [] for cloud in clouds.values())
+    assert broker.store.placement(pid)["status"] == "down"
+
+
+def test_down_abandons_a_failover_in_progress_and_nothing_launches_after(tmp_path):
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    broker.up(pid)
+    real_call = broker.pm.call
+
+    def die_before_launching(provider, hook, **kwargs):
+        if hook == "launch":
+            raise KeyboardInterrupt  # killed just before the standby's launch call
+        return real_call(provider, hook, **kwargs)
+
+    broker.pm.call = die_before_launching
+    with pytest.raises(KeyboardInterrupt):
+        broker.failover(pid)
+    broker.pm.call = real_call
+    clock = Clock()
+    broker.clock, broker.sleep = clock, clock.sleep
+    assert broker.down(pid) == []  # waited out the launch that never reached the cloud
+    with pytest.raises(Conflict, match="not up: nothing to fail over"):
+        broker.failover(pid)
+    assert "failover-abandoned" in [e.kind for e in broker.store.events(pid)]
+    assert clouds["ten"].launch_calls == 0 and clouds["ali"].live() == []
+    assert watch_for(broker, pid, 5) is not None and clouds["ten"].launch_calls == 0
+
+
+def test_up_after_down_launches_with_a_new_key(tmp_path):
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    broker.up(pid)
+    broker.down(pid)
+    [row] = broker.up(pid)  # the first key would name the terminated instance
+    assert row.instance_id in clouds["ali"].live() and len(clouds["ali"].live()) == 1
+    first, second = launches(broker, pid)
+    assert first != second
+    assert broker.status(pid)["status"] == "up"
+
+
+def test_up_resumed_after_a_crash_keeps_its_key_and_makes_one_instance(tmp_path):
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    real_call = broker.pm.call
+
+    def crash_after_launch(provider, hook, **kwargs):
+        result = real_call(provider, hook, **kwargs)
+        if hook == "launch":
+            raise KeyboardInterrupt  # the cloud made it; the answer never reached the store
+        return result
+
+    broker.pm.call = crash_after_launch
+    with pytest.raises(KeyboardInterrupt):
+        broker.up(pid)
+    broker.pm.call = real_call
+    broker.up(pid)
+    assert len(clouds["ali"].live()) == 1
+    assert len(set(launches(broker, pid))) == 1  # the same key both times
+
+
+def test_a_lost_launch_answer_is_found_by_its_key_shown_and_terminated(tmp_path):
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    clouds["ali"].lose_launch_answers = 1  # a 5xx after the instance was made
+    with pytest.raises(ProviderUnavailable):
+        broker.up(pid)
+    [iid] = clouds["ali"].live()
+    [shown_row] = broker.status(pid)["instances"]
+    assert shown_row["instance_id"] == iid and shown_row["state"] == "running"
+    assert broker.down(pid) == [] and clouds["ali"].live() == []
+    assert broker.store.placement(pid)["status"] == "down"
+
+
+@pytest.mark.parametrize(
+    ("error", "state"),
+    [
+        (ThrottledError("Throttling: request rate exceeded"), "unconfirmed"),
+        (ProviderUnavailable("503 Service Unavailable"), "unconfirmed"),
+        (UsageError("the user data is 40000 bytes in Base64; ali accepts at most 32768"), None),
+    ],
+)
+def test_a_failed_launch_leaves_no_row_that_down_cannot_clear(tmp_path, error, state):
+    clock = Clock()
+    broker, clouds, _ = setup(tmp_path, clock=clock, sleep=clock.sleep)
+    pid, _ = place(broker)
+    clouds["ali"].launch_error = error
+    with pytest.raises(type(error)):
+        broker.up(pid)
+    [row] = broker.store.instances(pid)
+    assert row.instance_id is None
+    if state:  # the cloud may have made it: not cleared before it could have shown up
+        assert row.state == state
+        [entry] = broker.status(pid)["instances"]
+        assert "not confirmed yet" in entry["error"]
+    start = clock()
+    assert broker.down(pid) == []
+    assert clock() - start <= broker.launch_settle + 2  # waited, within a bound
+    assert broker.store.instances(pid)[0].state in ("not-launched", "launch-failed")
+    assert broker.store.placement(pid)["status"] == "down"
+    clouds["ali"].launch_error = None
+    broker.up(pid)  # and the placement can come up afterwards
+    assert len(clouds["ali"].live()) == 1
+
+
+def test_a_launch_killed_in_flight_is_not_cleared_before_it_could_show_up(tmp_path):
+    clock = Clock()
+    broker, clouds, _ = setup(tmp_path, clock=clock, sleep=clock.sleep)
+    pid, _ = place(broker)
+    real_call = broker.pm.call
+
+    def killed_mid_request(provider, hook, **kwargs):
+        if hook == "launch":
+            raise KeyboardInterrupt
+        return real_call(provider, hook, **kwargs)
+
+    broker.pm.call = killed_mid_request
+    with pytest.raises(KeyboardInterrupt):
+        broker.up(pid)
+    broker.pm.call = real_call
+    [entry] = broker.status(pid)["instances"]
+    assert entry["state"] == "launching" and "not confirmed yet" in entry["error"]
+    # the dead process's request reaches the cloud late: `down` waits for it and ends it
+    request = launch_request_of(broker, pid)
+    clock.sleep(30)
+    clouds["ali"].launch(None, request)
+    assert broker.down(pid) == [] and clouds["ali"].live() == []
+
+
+def launch_request_of(broker, pid):
+    from cloudbroker.launching import launch_request
+
+    [row] = broker.store.instances(pid)
+    return launch_request(
+        row.provider,
+        {"image": "img"},
+        region=row.region,
+        instance_type=row.instance_type,
+        key=row.idempotency_key,
+        placement_id=pid,
+    )
+
+
+# -- issue 23: bounded waits, leases and fencing ------------------------------------------
+
+
+def test_final_sync_past_its_deadline_goes_on_with_the_newest_replica(tmp_path):
+    broker, _, replicator = setup(tmp_path, final_sync_timeout=0.2)
+    pid, _ = place(broker)
+    broker.up(pid)
+    src, dst = parse_bucket("ali:ckpt-a/run1", "x"), parse_bucket("ten:ckpt-b/run1", "x")
+    replicator.write(src, "step-100.pt", time.time() - 300)
+    replicator.replicate(src, dst)
+    replicator.write(src, "step-200.pt")  # newer than the replica; the final sync stalls
+    replicator.seconds = 30
+    started = time.monotonic()
+    result = broker.failover(pid, "outage")
+    assert time.monotonic() - started < 5
+    assert replicator.deadlines[-1] == 0.2
+    assert result["to"] == "ten" and result["rpo_seconds"] >= 300
+    skipped = [e for e in broker.store.events(pid) if e.kind == "final-sync-skipped"]
+    assert skipped and "deadline" in skipped[0].detail["error"]
+
+
+def test_a_live_holder_keeps_its_lease_through_a_long_final_sync(tmp_path):
+    broker, clouds, replicator = setup(tmp_path, lease_ttl=0.3)
+    pid, _ = place(broker)
+    broker.up(pid)
+    replicator.seconds = 1.5  # five lease lifetimes
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (broker.failover(pid), done.set()))
+    thread.start()
+    other = Store(tmp_path / "state.db")
+    takeovers = []
+    while not done.wait(0.05):
+        if broker.store.failover(pid) and other.acquire_lease(pid, "second-watcher", 0.3):
+            takeovers.append(time.monotonic())
+            other.release_lease(pid, "second-watcher")
+    thread.join(5)
+    assert takeovers == []
+    events = broker.store.events(pid)
+    assert sum(e.kind == "failure-detected" for e in events) == 1
+    assert replicator.calls == 1 and len(clouds["ten"].live()) == 1
+
+
+def test_a_dead_holders_lease_expires_and_a_new_watcher_finishes_its_failover(tmp_path):
+    broker, clouds, _ = setup(tmp_path, lease_ttl=0.3)
+    pid, _ = place(broker)
+    broker.up(pid)
+    dead = Store(tmp_path / "state.db")  # a killed `failover`: took the lease, never renews
+    assert dead.acquire_lease(pid, "failover-dead", 0.3)
+    dead.start_failover(pid, "manual")
+    started = time.monotonic()
+    swapped = threading.Event()
+
+    def until():
+        if any(e.kind == "roles-swapped" for e in broker.store.events(pid)):
+            swapped.set()
+        return swapped.is_set() or time.monotonic() - started > 10
+
+    broker.sleep = lambda s: time.sleep(0.02)
+    broker.watch(pid, interval=0.02, until=until)
+    assert swapped.is_set() and time.monotonic() - started < 3
+    assert len(clouds["ten"].live()) == 1 and clouds["ali"].live() == []
+    with pytest.raises(LeaseLost):  # and the dead holder, were it only paused, cannot act
+        dead.advance_failover(pid, "launch", "final-sync-done", from_step="final-sync")
+
+
+def test_manual_failover_waits_out_a_dead_holder_but_leaves_a_live_watcher_alone(tmp_path):
+    from cloudbroker.lease import Lease
+
+    broker, clouds, _ = setup(tmp_path, lease_ttl=0.3, sleep=time.sleep)
+    pid, _ = place(broker)
+    broker.up(pid)
+    watcher = Lease(Store(tmp_path / "state.db"), pid, "watch-live", ttl=0.3)
+    assert watcher.acquire()  # alive: its heartbeat renews the lease
+    try:
+        started = time.monotonic()
+        with pytest.raises(Conflict, match="watch-live holds the lease"):
+            broker.failover(pid)
+        assert time.monotonic() - started < 3 and clouds["ten"].launch_calls == 0
+    finally:
+        watcher.release()
+    Store(tmp_path / "state.db").acquire_lease(pid, "failover-killed", 0.3)  # never renewed
+    assert broker.failover(pid)["to"] == "ten"
+
+
+def test_watch_resumes_a_failover_whose_standby_launch_answer_was_lost(tmp_path):
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    broker.up(pid)
+    [primary] = clouds["ali"].live()
+    clouds["ali"].instances[primary]["reclaim"] = "spot instance is being recycled"
+    clouds["ten"].lose_launch_answers = 1  # the standby is made, its answer lost (5xx)
+    said = []
+    broker.log = said.append
+    cycles = []
+
+    def until():
+        cycles.append(1)
+        swapped = any(e.kind == "roles-swapped" for e in broker.store.events(pid))
+        return swapped or len(cycles) > 20
+
+    broker.watch(pid, interval=0, until=until)
+    assert broker.status(pid)["primary"] == "ten"
+    assert len(clouds["ten"].live()) == 1 and clouds["ten"].launch_calls == 2  # same key
+    kinds = [e.kind for e in broker.store.events(pid)]
+    assert "unconfirmed" in kinds and "launch-found" in kinds
+    assert any("trying again" in line for line in said)

@@ -4,6 +4,9 @@ The CLI runs in subprocesses against the Aliyun and Tencent emulators (the real 
 requests), one moto S3 server per cloud for their buckets, and the real rclone. Checkpoints
 written into the Aliyun bucket are replicated by ``watch``; a spot reclaim injected on the
 Aliyun emulator makes ``watch`` fail over: final sync, launch on Tencent, terminate on Aliyun.
+The other cases are the ones that cost money, data or time when they go wrong: a watcher
+that must launch nothing before ``up`` or after ``down``, ``up`` killed mid-launch, a killed
+failover finished by a restarted ``watch`` within a lease lifetime, a silent primary bucket.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.s3 import S3Server, cloud_env
+from support.s3 import S3Server, SilentEndpoint, cloud_env
 
 from cloudbroker_aliyun.emulator import AliyunEcsEmulator
 from cloudbroker_tencent.emulator import TencentEmulator
@@ -92,7 +95,7 @@ class World:
             assert done.returncode == 0, done.stderr
         return done
 
-    def watch(self, placement: str) -> subprocess.Popen:
+    def watch(self, placement: str, *extra: str) -> subprocess.Popen:
         return subprocess.Popen(
             [
                 sys.executable,
@@ -104,7 +107,7 @@ class World:
                 "0.3s",
                 "--failures",
                 "2",
-                "--exit-after-failover",
+                *(extra or ("--exit-after-failover",)),
             ],
             env=self.env,
             stdout=subprocess.PIPE,
@@ -270,7 +273,10 @@ def test_killed_mid_failover_then_resumed_leaves_exactly_one_standby(world):
     process.wait()
     time.sleep(3.5)  # the emulator finishes the launch the dead process asked for
     assert world.status(placement)["failover"] is not None
-    world.cli("failover", placement)
+    # a restarted watch takes over once the dead holder's lease expires (seconds, not an hour)
+    started = time.monotonic()
+    world.cli("watch", placement, "--interval", "0.3s", "--exit-after-failover", timeout=60)
+    assert time.monotonic() - started < 45
     status = world.status(placement)
     assert status["primary"] == "tencent" and status["failover"] is None
     assert len(world.live(world.cvm)) == 1 and world.live(world.ecs) == []
@@ -298,3 +304,72 @@ def test_two_watchers_racing_fail_over_once(world):
     assert kinds(status).count("roles-swapped") == 1
     assert len(world.live(world.cvm)) == 1
     assert_no_unseen_instances(world, placement)
+
+
+def test_watch_launches_nothing_before_up_and_stops_at_down(world):
+    placement = world.place()
+    watcher = world.watch(placement, "--failures", "1")
+    try:
+        time.sleep(2)  # "no primary instance" on a placement never up is no failure
+        assert world.live(world.ecs) == [] and world.live(world.cvm) == []
+        world.cli("up", placement)
+        time.sleep(1)  # the watcher now checks the up primary
+        world.cli("down", placement)  # the user's last word: the watcher stops acting
+        watcher.wait(timeout=30)
+    finally:
+        watcher.kill()
+    assert watcher.returncode == 0, watcher.stderr.read()
+    assert "down" in watcher.stderr.read()
+    time.sleep(0.5)
+    assert world.live(world.ecs) == [] and world.live(world.cvm) == []
+    assert not any(e["action"] == "RunInstances" for e in world.cvm.snapshot()["log"])
+    assert "failure-detected" not in kinds(world.status(placement))
+
+
+def test_up_killed_mid_launch_is_shown_by_status_and_ended_by_down_then_up_again(world):
+    placement = world.place()
+    world.ecs.inject("latency", action="RunInstances", count=1, seconds=3)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cloudbroker", "up", placement],
+        env=world.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    wait_for(lambda: world.ecs.snapshot()["faults"] == [], what="launch under way")
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    [started] = wait_for(lambda: world.live(world.ecs), timeout=10, what="the launch")
+    # the instance the dead process asked for is found by its key: shown, then terminated
+    shown = world.status(placement)["instances"]
+    assert [i["instance_id"] for i in shown] == [started.instance_id]
+    world.cli("down", placement)
+    assert world.live(world.ecs) == []
+    # a new lifecycle gets a new key: the terminated instance is not handed back
+    world.cli("up", placement)
+    [again] = world.live(world.ecs)
+    assert again.instance_id != started.instance_id
+    assert_no_unseen_instances(world, placement)
+    world.cli("down", placement)
+    assert world.live(world.ecs) == []
+
+
+def test_a_silent_primary_bucket_costs_the_failover_its_final_sync_timeout_only(world):
+    placement = world.place()
+    world.cli("up", placement)
+    world.write_checkpoints("step-100.pt")
+    world.cli("sync", f"aliyun:{world.ali_bucket}/run1", f"tencent:{world.tc_bucket}/run1")
+    silent = SilentEndpoint()  # accepts connections, never answers
+    world.env["CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT"] = silent.endpoint
+    try:
+        started = time.monotonic()
+        world.cli("failover", placement, "--final-sync-timeout", "3s", timeout=120)
+        took = time.monotonic() - started
+    finally:
+        silent.stop()
+    status = world.status(placement)
+    assert status["primary"] == "tencent" and "final-sync-skipped" in kinds(status)
+    skipped = next(e for e in status["events"] if e["kind"] == "final-sync-skipped")
+    assert skipped["seconds"] < 10
+    assert status["last_failover"]["rpo_seconds"] is not None  # the replica that survived
+    assert took < 40, took
+    assert len(world.live(world.cvm)) == 1 and world.live(world.ecs) == []

@@ -46,6 +46,8 @@ class FakeCloud:
         self.instances: dict[str, dict] = {}
         self.no_capacity: set[str] = set()  # zones without stock
         self.down = False  # the whole API unreachable
+        self.launch_error: Exception | None = None  # raised by launch, before creating
+        self.lose_launch_answers = 0  # launches that create the instance, then fail (5xx)
         self.launch_calls = 0
         self.lock = threading.Lock()
 
@@ -119,6 +121,8 @@ class FakeCloud:
                     return self._view(iid)
             if request.zone in self.no_capacity:
                 raise CapacityError(f"no stock in {request.zone}")
+            if self.launch_error is not None:
+                raise self.launch_error
             iid = f"{self.name}-i{next(_ids)}"
             self.instances[iid] = {
                 "token": request.idempotency_key,
@@ -128,6 +132,9 @@ class FakeCloud:
                 "user_data": request.user_data,
                 "tags": request.tags,
             }
+            if self.lose_launch_answers:
+                self.lose_launch_answers -= 1
+                raise ProviderUnavailable("502 Bad Gateway (the instance was made)")
             return self._view(iid)
 
     def _view(self, iid: str) -> Instance:
@@ -179,12 +186,17 @@ class FakeCloud:
 
 
 class FakeReplicator:
-    """Buckets as dicts of name -> mtime; replicate copies what the source has."""
+    """Buckets as dicts of name -> mtime; replicate copies what the source has.
+
+    ``seconds``: how long one copy takes; past its ``deadline_seconds`` it gives up there.
+    """
 
     def __init__(self, clouds: dict[str, FakeCloud]) -> None:
         self.clouds = clouds
         self.buckets: dict[tuple[str, str], dict[str, float]] = {}
         self.calls = 0
+        self.seconds = 0.0
+        self.deadlines: list[float | None] = []
 
     def _bucket(self, ref: BucketRef) -> dict[str, float]:
         if self.clouds[ref.provider].down:
@@ -194,11 +206,18 @@ class FakeReplicator:
     def write(self, ref: BucketRef, name: str, mtime: float | None = None) -> None:
         self._bucket(ref)[name] = time.time() if mtime is None else mtime
 
-    def replicate(self, src: BucketRef, dst: BucketRef) -> None:
+    def replicate(
+        self, src: BucketRef, dst: BucketRef, *, deadline_seconds: float | None = None
+    ) -> None:
         self.calls += 1
+        self.deadlines.append(deadline_seconds)
+        if deadline_seconds is not None and self.seconds > deadline_seconds:
+            time.sleep(deadline_seconds)
+            raise ProviderUnavailable(f"copy stopped at its {deadline_seconds:g} s deadline")
+        time.sleep(self.seconds)
         self._bucket(dst).update(self._bucket(src))
 
-    def newest(self, bucket: BucketRef) -> float | None:
+    def newest(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> float | None:
         objects = self._bucket(bucket)
         return max(objects.values()) if objects else None
 

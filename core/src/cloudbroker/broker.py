@@ -8,48 +8,93 @@ side. Failover is a persisted state machine (see :mod:`cloudbroker.state`)::
 Each step is idempotent and recorded with its event in one transaction, so a process killed
 at any step and run again (``failover ID`` or a restarted ``watch``) completes the same
 failover with exactly one standby instance: launches carry an idempotency key derived from
-the placement, the failover attempt and the offer, and the key is stored *before* the call.
+the placement, the failover attempt (or, for ``up``, how many of the side's instances have
+ended) and the offer, and the key is stored *before* the call. A launch whose answer never
+came is found again by that key, which every instance carries as a tag.
+
+Money is never spent unasked: a watcher acts only on a placement that is up, and nothing is
+launched once the user asked for ``down``. Every wait is bounded: API calls (see
+:mod:`cloudbroker.retry`), the failover's final sync (:data:`FINAL_SYNC_TIMEOUT`), the boot
+of an instance, the lease of a dead holder (:mod:`cloudbroker.lease`).
 """
 
 from __future__ import annotations
 
 import base64
+import difflib
 import math
 import shlex
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
 
 from cloudbroker.costs import egress_cost
 from cloudbroker.errors import (
+    AuthError,
     CapacityError,
     CloudBrokerError,
+    ConfigError,
     NotFoundError,
     ProviderUnavailable,
     UsageError,
+    quoted,
 )
-from cloudbroker.launching import MANAGED_TAG, idempotency_key, launch_request
+from cloudbroker.launching import (
+    KEY_TAG,
+    MANAGED_TAG,
+    PLACEMENT_TAG,
+    idempotency_key,
+    launch_request,
+)
+from cloudbroker.lease import LEASE_TTL, Lease
 from cloudbroker.models import BucketRef, Instance, InstanceRef, InstanceState, Market
 from cloudbroker.money import FxTable, Money
 from cloudbroker.plugins import PluginManager
 from cloudbroker.quote import Job, Quote, QuoteEngine, match_gpus
-from cloudbroker.state import InstanceRow, Store
+from cloudbroker.state import Conflict, InstanceRow, LeaseLost, StateError, Store
 
-LIVE = {"launching", "pending", "running", "stopping", "stopped", "unknown"}
+# A launch whose answer never came (killed mid-call, response lost, 5xx) is "unresolved"
+# until an instance carrying its key is found, or none has appeared LAUNCH_SETTLE seconds
+# after the request: longer than any launch call can last (retry.DEADLINE plus one attempt).
+UNRESOLVED = {"launching", "unconfirmed"}
+LIVE = UNRESOLVED | {"pending", "running", "stopping", "stopped", "unknown"}
 FAILED_STATES = {InstanceState.STOPPED, InstanceState.TERMINATED, InstanceState.TERMINATING}
+REFUSED = (UsageError, ConfigError, AuthError)  # a launch refused before anything was created
+LAUNCH_SETTLE = 120.0
+FINAL_SYNC_TIMEOUT = 60.0
 
 
 class Replicator(Protocol):
     """Copies checkpoints between buckets (rclone in production, see cloudbroker.storage)."""
 
-    def replicate(self, src: BucketRef, dst: BucketRef) -> None: ...
+    def replicate(
+        self, src: BucketRef, dst: BucketRef, *, deadline_seconds: float | None = None
+    ) -> None: ...
 
-    def newest(self, bucket: BucketRef) -> float | None:
+    def newest(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> float | None:
         """Modification time (epoch seconds) of the newest object, None if empty."""
         ...
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A launch row with no instance id that could not be settled yet, and why."""
+
+    row: InstanceRow
+    reason: str
+    settling: bool  # the cloud answered; the instance may still appear (or the row clear)
+
+
+@dataclass
+class GcReport:
+    """What ``gc`` found: orphans to terminate, clouds not asked, others' tagged instances."""
+
+    orphans: list[Instance] = field(default_factory=list)
+    not_checked: dict[str, str] = field(default_factory=dict)
+    other_placements: list[Instance] = field(default_factory=list)
 
 
 def bucket_text(bucket: dict[str, Any]) -> str:
@@ -145,16 +190,22 @@ class Broker:
         sleep: Callable[[float], None] = time.sleep,
         poll_interval: float = 2.0,
         boot_timeout: float = 900.0,
+        final_sync_timeout: float = FINAL_SYNC_TIMEOUT,
+        lease_ttl: float = LEASE_TTL,
+        launch_settle: float = LAUNCH_SETTLE,
         log: Callable[[str], None] = lambda message: None,
     ) -> None:
         self.pm = pm
         self.store = store
         self.replicator = replicator
         self.fx = fx or FxTable()
-        self.clock = clock
+        self.clock = clock  # epoch seconds: compared with the store's timestamps
         self.sleep = sleep
         self.poll_interval = poll_interval
         self.boot_timeout = boot_timeout
+        self.final_sync_timeout = final_sync_timeout
+        self.lease_ttl = lease_ttl
+        self.launch_settle = launch_settle
         self.log = log
 
     # -- planning ------------------------------------------------------------------------
@@ -188,7 +239,7 @@ class Broker:
             request.bucket.provider,
             request.standby_bucket.provider,
         ):
-            if name:
+            if name is not None:  # an empty name is an unknown cloud, not "any"
                 self.pm.require(name)
         if request.primary and request.primary == request.standby:
             raise UsageError("--primary and --standby must be different clouds")
@@ -199,6 +250,14 @@ class Broker:
         )
         sheets_out = self.pm.fan_out("price", providers=providers, regions=None, offline=True)
         sheets, types = sheets_out.results, types_out.results
+        regions = {t.region for ts in types.values() for t in ts}
+        for region in request.regions:
+            if region not in regions:
+                close = difflib.get_close_matches(region[:64], sorted(regions), n=3)
+                hint = f"; did you mean {' or '.join(close)}?" if close else ""
+                raise UsageError(
+                    f"unknown region {quoted(region)}{hint} (see the catalogs' regions)"
+                )
         candidates = {p: self._quotes(request, p, sheets, types) for p in sheets if p in types}
         candidates = {p: qs for p, qs in candidates.items() if qs}
         # Each cloud needs a bucket: the two buckets given name the clouds to choose from.
@@ -312,11 +371,7 @@ class Broker:
     # -- helpers -------------------------------------------------------------------------
 
     def _placement(self, placement_id: str) -> dict[str, Any]:
-        placement = self.store.placement(placement_id)
-        if placement is None:
-            known = ", ".join(p["id"] for p in self.store.placements()) or "none"
-            raise UsageError(f"unknown placement {placement_id!r}; known: {known}")
-        return placement
+        return self.store.require_placement(placement_id)
 
     @staticmethod
     def _roles(placement: dict[str, Any]) -> tuple[str, str]:
@@ -326,20 +381,36 @@ class Broker:
     def _live(self, placement_id: str, side: str) -> list[InstanceRow]:
         return [r for r in self.store.instances(placement_id) if r.side == side and r.state in LIVE]
 
-    def _launch(
-        self, placement: dict[str, Any], side: str, key_parts: tuple, start_offer: int = 0
-    ) -> InstanceRow:
-        """Launch on ``side``, trying its offers in order on capacity errors."""
-        spec = placement["spec"]
+    def _ended(self, placement_id: str, side: str) -> int:
+        """How many of the side's instances have ended: a new ``up`` key after each."""
+        return sum(
+            r.side == side and r.instance_id is not None and r.state not in LIVE
+            for r in self.store.instances(placement_id)
+        )
+
+    def _launch(self, placement: dict[str, Any], side: str, key_parts: tuple) -> InstanceRow:
+        """Launch on ``side``, trying its offers in order on capacity errors.
+
+        An interrupted run of the same ``key_parts`` resumes at the offer it was trying, with
+        the same key, so the cloud answers with the instance it may already have made.
+        """
+        pid, spec = placement["id"], placement["spec"]
         provider = spec["sides"][side]["provider"]
         offers = spec["sides"][side]["offers"]
-        tried = []
-        for index in range(start_offer, len(offers)):
-            offer = offers[index]
-            key = idempotency_key(placement["id"], *key_parts, index)
-            settings = self.pm.settings.get(provider, {})
-            bucket = spec["sides"][side]["bucket"]
-            remote = self.pm.call(provider, "sync_storage", bucket=BucketRef(**bucket))
+        keys = [idempotency_key(pid, *key_parts, index) for index in range(len(offers))]
+        rows = {r.idempotency_key: r for r in self.store.instances(pid)}
+        started = [
+            i for i, key in enumerate(keys) if key in rows and rows[key].state != "no-capacity"
+        ]
+        settings = self.pm.settings.get(provider, {})
+        bucket = spec["sides"][side]["bucket"]
+        remote = self.pm.call(provider, "sync_storage", bucket=BucketRef(**bucket))
+        script = user_data(
+            pid, side, remote.options, remote.bucket, remote.path, spec.get("startup_script")
+        )
+        no_capacity = []
+        for index in range(max(started, default=0), len(offers)):
+            offer, key = offers[index], keys[index]
             request = launch_request(
                 provider,
                 settings,
@@ -348,44 +419,101 @@ class Broker:
                 instance_type=offer["instance_type"],
                 market=Market(offer["market"]),
                 key=key,
-                placement_id=placement["id"],
-                user_data=user_data(
-                    placement["id"],
-                    side,
-                    remote.options,
-                    remote.bucket,
-                    remote.path,
-                    spec.get("startup_script"),
-                ),
-                name=f"cloudbroker-{placement['id']}-{side}",
+                placement_id=pid,
+                user_data=script,
+                name=f"cloudbroker-{pid}-{side}",
             )
             self.store.record_launch(
-                placement["id"], side, provider, offer["region"], offer["instance_type"], key
+                pid, side, provider, offer["region"], offer["instance_type"], key
             )
+            detail: dict[str, Any] = {"offer": index}
             try:
                 instance: Instance = self.pm.call(provider, "launch", request=request)
             except CapacityError as exc:
-                tried.append(f"{offer['instance_type']} in {offer['zone'] or offer['region']}")
+                no_capacity.append(
+                    f"{offer['instance_type']} in {offer['zone'] or offer['region']}"
+                )
+                detail["error"] = str(exc)
                 self.store.update_instance(
-                    key,
-                    state="no-capacity",
-                    event="launch-no-capacity",
-                    detail={"offer": index, "error": str(exc)},
+                    key, state="no-capacity", event="launch-no-capacity", detail=detail
                 )
                 continue
+            except CloudBrokerError as exc:
+                # Refused before anything was made, or unknown: then found by its key later.
+                state = "launch-failed" if isinstance(exc, REFUSED) else "unconfirmed"
+                detail["error"] = str(exc)
+                self.store.update_instance(key, state=state, event=state, detail=detail)
+                raise
             self.store.update_instance(
                 key,
                 instance_id=instance.instance_id,
                 state=instance.state.value,
                 event="launched",
-                detail={"instance_id": instance.instance_id, "offer": index},
+                detail={"instance_id": instance.instance_id, **detail},
             )
-            return next(
-                r for r in self.store.instances(placement["id"]) if r.idempotency_key == key
-            )
+            return next(r for r in self.store.instances(pid) if r.idempotency_key == key)
         raise CapacityError(
-            f"no capacity for any {provider} offer; tried: {', '.join(tried)}", provider=provider
+            f"no capacity for any {provider} offer; tried: {', '.join(no_capacity)}",
+            provider=provider,
         )
+
+    def _resolve(self, placement_id: str) -> list[Unresolved]:
+        """Settle launch rows with no instance id by their key tag; return those still open.
+
+        An instance carrying the row's key is adopted (shown, watched, terminated by
+        ``down``); a row no instance has claimed ``launch_settle`` seconds after its request
+        is cleared (nothing was launched). A cloud that cannot be asked leaves the row open.
+        """
+        rows = [
+            r
+            for r in self.store.instances(placement_id)
+            if r.instance_id is None and r.state in UNRESOLVED
+        ]
+        listed: dict[tuple[str, str], list[Instance] | str] = {}
+        left = []
+        for row in rows:
+            where = (row.provider, row.region)
+            if where not in listed:
+                try:
+                    listed[where] = self.pm.call(
+                        row.provider,
+                        "list_instances",
+                        regions=[row.region],
+                        tags={MANAGED_TAG: "true", PLACEMENT_TAG: placement_id},
+                    )
+                except CloudBrokerError as exc:
+                    listed[where] = str(exc)
+            found = listed[where]
+            if isinstance(found, str):
+                left.append(Unresolved(row, f"launch not confirmed; cannot ask: {found}", False))
+                continue
+            mine = [i for i in found if i.tags.get(KEY_TAG) == row.idempotency_key]
+            age = self.clock() - row.updated_at
+            if mine:
+                self.store.update_instance(
+                    row.idempotency_key,
+                    instance_id=mine[0].instance_id,
+                    state=mine[0].state.value,
+                    event="launch-found",
+                    detail={"instance_id": mine[0].instance_id},
+                )
+            elif age >= self.launch_settle:
+                self.store.update_instance(
+                    row.idempotency_key,
+                    state="not-launched",
+                    event="launch-cleared",
+                    detail={"seconds_since_request": round(age)},
+                )
+            else:
+                left.append(
+                    Unresolved(
+                        row,
+                        f"launch not confirmed yet: no instance carries its key "
+                        f"{age:.0f} s after the request (cleared after {self.launch_settle:.0f} s)",
+                        True,
+                    )
+                )
+        return left
 
     def _status(self, row: InstanceRow) -> Instance:
         assert row.instance_id is not None
@@ -411,10 +539,9 @@ class Broker:
                 )
             self.sleep(self.poll_interval)
 
-    def _terminate(self, row: InstanceRow) -> bool:
-        """Terminate one instance; False (and an event) if its cloud cannot be reached now."""
-        if row.instance_id is None:  # launch never answered: find it by its key first
-            return False
+    def _terminate(self, row: InstanceRow) -> str | None:
+        """Terminate one instance; why not (and an event) if its cloud cannot do it now."""
+        assert row.instance_id is not None
         try:
             instance = self.pm.call(
                 row.provider,
@@ -431,7 +558,7 @@ class Broker:
                 "terminate-failed",
                 {"instance_id": row.instance_id, "error": str(exc)},
             )
-            return False
+            return str(exc)
         else:
             state = instance.state.value
         self.store.update_instance(
@@ -440,39 +567,66 @@ class Broker:
             event="terminated",
             detail={"instance_id": row.instance_id},
         )
-        return True
+        return None
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def up(self, placement_id: str) -> list[InstanceRow]:
-        """Launch the primary (and a hot standby) unless already running; idempotent."""
+        """Launch the primary (and a hot standby) unless already running; idempotent.
+
+        Run again after a crash, it resumes with the same keys; after ``down`` (or once the
+        side's instance has ended) it launches with new ones.
+        """
         placement = self._placement(placement_id)
+        self.store.begin_up(placement_id)
+        self._resolve(placement_id)
         primary, standby = self._roles(placement)
         sides = [primary] + ([standby] if placement["spec"]["standby_mode"] == "hot" else [])
         rows = []
         for side in sides:
             live = [r for r in self._live(placement_id, side) if r.instance_id]
-            row = live[0] if live else self._launch(placement, side, ("up", side))
+            if live:
+                row = live[0]
+            else:
+                parts = ("up", side, self._ended(placement_id, side))
+                row = self._launch(placement, side, parts)
             self._wait_running(row)
             rows.append(row)
-        self.store.set_status(placement_id, "up", "up", {"sides": sides})
+        self.store.finish_up(placement_id, {"sides": sides})
         return rows
 
-    def down(self, placement_id: str) -> list[InstanceRow]:
-        """Terminate everything this placement launched; what could not be is reported."""
+    def down(self, placement_id: str) -> list[tuple[InstanceRow, str]]:
+        """Terminate everything this placement launched; returns what is left, and why.
+
+        The placement is ``stopping`` from the first moment, so neither a watcher nor an
+        interrupted failover launches anything afterwards. A launch still in flight is waited
+        for (at most ``launch_settle`` seconds) and terminated once it shows up.
+        """
         self._placement(placement_id)
-        failed = [
-            r
-            for r in self.store.instances(placement_id)
-            if r.state in LIVE and not self._terminate(r)
-        ]
-        if not failed:
-            self.store.set_status(placement_id, "down", "down", {})
-        return failed
+        self.store.request_down(placement_id)
+        pause = max(self.poll_interval, 1.0)  # one listing a second at most
+        deadline = self.clock() + self.launch_settle + 2 * pause  # every row settles by then
+        while True:
+            unresolved = self._resolve(placement_id)
+            left = [(u.row, u.reason) for u in unresolved]
+            for row in self.store.instances(placement_id):
+                if row.state in LIVE and row.instance_id and (why := self._terminate(row)):
+                    left.append((row, why))
+            in_flight = len(left) == len(unresolved) and all(u.settling for u in unresolved)
+            if not left or not in_flight or self.clock() >= deadline:
+                break
+            self.log(f"{placement_id}: waiting for {len(left)} launch(es) in flight to show up")
+            self.sleep(pause)
+        if not left:
+            self.store.finish_down(placement_id)
+        return left
 
     def status(self, placement_id: str, *, refresh: bool = True) -> dict[str, Any]:
         placement = self._placement(placement_id)
         primary, standby = self._roles(placement)
+        open_rows = {}
+        if refresh:
+            open_rows = {u.row.idempotency_key: u.reason for u in self._resolve(placement_id)}
         instances = []
         for row in self.store.instances(placement_id):
             entry = {
@@ -485,6 +639,8 @@ class Broker:
                 "state": row.state,
                 "reclaim": None,
             }
+            if row.idempotency_key in open_rows:
+                entry["error"] = open_rows[row.idempotency_key]
             if refresh and row.state in LIVE and row.instance_id:
                 try:
                     live = self._status(row)
@@ -514,9 +670,34 @@ class Broker:
     # -- failover ------------------------------------------------------------------------
 
     def failover(self, placement_id: str, reason: str = "manual") -> dict[str, Any]:
-        """Run (or resume) the failover state machine to the end; returns RTO/RPO."""
+        """Fail over now, or complete an interrupted failover; returns RTO/RPO.
+
+        Takes the placement's lease first, waiting out a dead holder's (it expires within
+        ``lease_ttl`` of its last renewal); a live watcher keeps it and fails over itself.
+        """
+        self._placement(placement_id)
+        lease = Lease(self.store, placement_id, f"failover-{uuid.uuid4().hex[:8]}", self.lease_ttl)
+        if not lease.acquire():
+            holder = (self.store.lease(placement_id) or {}).get("holder", "another process")
+            wait = self.lease_ttl + 1
+            self.log(f"{placement_id}: {holder} holds the lease; waiting up to {wait:g} s")
+            deadline = self.clock() + wait
+            while not lease.acquire():
+                if self.clock() >= deadline:
+                    raise Conflict(
+                        f"{placement_id}: {holder} holds the lease and keeps renewing it; "
+                        "it fails over itself"
+                    )
+                self.sleep(min(1.0, self.lease_ttl / 3))
+        try:
+            return self._failover(placement_id, reason, lease)
+        finally:
+            lease.release()
+
+    def _failover(self, placement_id: str, reason: str, lease: Lease) -> dict[str, Any]:
+        """Run (or resume) the state machine to the end, holding ``lease``."""
         placement = self._placement(placement_id)
-        failover = self.store.start_failover(placement_id, reason)
+        self.store.start_failover(placement_id, reason)
         primary, standby = self._roles(placement)
         spec = placement["spec"]
         steps: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -526,49 +707,58 @@ class Broker:
             "wait": lambda fo: self._wait_standby(placement, fo),
             "terminate-primary": lambda fo: self._terminate_primary(placement, primary),
         }
-        while True:
-            failover = self.store.failover(placement_id)
-            if failover is None:
-                break
+        while (failover := self.store.failover(placement_id)) is not None:
+            if lease.lost:
+                raise LeaseLost(f"{placement_id}: another process took over the lease")
             self.log(f"failover {placement_id}: {failover['step']}")
-            if failover["step"] == "swap":
-                rto = failover["running_at"] - failover["detected_at"]
-                self.store.swap_primary(
-                    placement_id,
-                    {
-                        "rto_seconds": round(rto, 3),
-                        "rpo_seconds": failover.get("rpo_seconds"),
-                        "from": spec["sides"][primary]["provider"],
-                        "to": spec["sides"][standby]["provider"],
-                        "reason": failover["reason"],
-                    },
-                )
+            if failover["step"] != "swap":
+                steps[failover["step"]](failover)
                 continue
-            steps[failover["step"]](failover)
-        return self.status(placement_id, refresh=False)["last_failover"]
+            rto = failover["running_at"] - failover["detected_at"]
+            self.store.swap_primary(
+                placement_id,
+                {
+                    "rto_seconds": round(rto, 3),
+                    "rpo_seconds": failover.get("rpo_seconds"),
+                    "from": spec["sides"][primary]["provider"],
+                    "to": spec["sides"][standby]["provider"],
+                    "reason": failover["reason"],
+                },
+            )
+        status = self._placement(placement_id)["status"]
+        if status != "up":
+            raise Conflict(f"{placement_id} is {status}: the failover was abandoned")
+        swaps = [e for e in self.store.events(placement_id) if e.kind == "roles-swapped"]
+        return swaps[-1].detail
 
     def _fence(self, placement: dict[str, Any], primary: str) -> None:
         """Stop treating the primary as the source of truth: no more replication from it."""
         ids = [r.instance_id for r in self._live(placement["id"], primary)]
         self.store.advance_failover(
-            placement["id"], "final-sync", "primary-fenced", {"fenced": ids}
+            placement["id"], "final-sync", "primary-fenced", {"fenced": ids}, from_step="fence"
         )
 
     def _final_sync(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> None:
+        """Copy what the primary bucket has, within ``final_sync_timeout``; then go on with
+        the newest replica either way, and record the RPO that leaves."""
         spec = placement["spec"]
         src = BucketRef(**spec["sides"][primary]["bucket"])
         dst = BucketRef(**spec["sides"][standby]["bucket"])
         event, detail = "final-sync-done", {}
+        started = time.monotonic()
         try:
-            self.replicator.replicate(src, dst)
+            self.replicator.replicate(src, dst, deadline_seconds=self.final_sync_timeout)
         except CloudBrokerError as exc:
             event, detail = "final-sync-skipped", {"error": str(exc)}
+        detail["seconds"] = round(time.monotonic() - started, 3)
         try:
-            newest = self.replicator.newest(dst)
+            newest = self.replicator.newest(dst, deadline_seconds=self.final_sync_timeout)
         except CloudBrokerError:
             newest = None
         detail["rpo_seconds"] = None if newest is None else round(fo["detected_at"] - newest, 3)
-        self.store.advance_failover(placement["id"], "launch", event, detail)
+        self.store.advance_failover(
+            placement["id"], "launch", event, detail, from_step="final-sync"
+        )
 
     def _launch_standby(self, placement, standby: str, fo: dict[str, Any]) -> None:
         pid = placement["id"]
@@ -578,7 +768,11 @@ class Broker:
         else:
             row = self._launch(placement, standby, ("failover", fo["attempt"]))
         self.store.advance_failover(
-            pid, "wait", "standby-launched", {"standby_key": row.idempotency_key}
+            pid,
+            "wait",
+            "standby-launched",
+            {"standby_key": row.idempotency_key},
+            from_step="launch",
         )
 
     def _wait_standby(self, placement, fo: dict[str, Any]) -> None:
@@ -589,38 +783,57 @@ class Broker:
         )
         self._wait_running(row)
         self.store.advance_failover(
-            placement["id"], "terminate-primary", "standby-running", {"running_at": self.clock()}
+            placement["id"],
+            "terminate-primary",
+            "standby-running",
+            {"running_at": self.clock()},
+            from_step="wait",
         )
 
     def _terminate_primary(self, placement, primary: str) -> None:
         left = [
-            r.instance_id for r in self._live(placement["id"], primary) if not self._terminate(r)
+            r.instance_id
+            for r in self._live(placement["id"], primary)
+            if r.instance_id and self._terminate(r)
         ]
         self.store.advance_failover(
-            placement["id"], "swap", "primary-terminated", {"not_terminated": left}
+            placement["id"],
+            "swap",
+            "primary-terminated",
+            {"not_terminated": left},
+            from_step="terminate-primary",
         )
 
     # -- garbage collection --------------------------------------------------------------
 
-    def orphans(self) -> tuple[list[Instance], dict[str, str]]:
+    def orphans(self, *, all_tagged: bool = False) -> GcReport:
         """Instances tagged by cloudbroker that the state store does not know, per cloud.
 
-        Returns the orphans and the providers that could not be asked (and why), so that a
-        cloud that is down is reported rather than silently counted as clean.
+        Only instances whose placement tag names a placement of *this* store are orphans
+        (a launch whose answer was lost, a row cleared too early): another state file's
+        placements are reported apart and left alone unless ``all_tagged``. Clouds that
+        could not be asked are reported, not counted as clean.
         """
-        known = {(r.provider, r.instance_id) for r in self.store.instances() if r.instance_id}
+        rows = self.store.instances()
+        known = {(r.provider, r.instance_id) for r in rows if r.instance_id}
+        unresolved = {r.idempotency_key for r in rows if not r.instance_id and r.state in LIVE}
+        placements = set(self.store.placement_ids())
         found = self.pm.fan_out("list_instances", regions=None, tags={MANAGED_TAG: "true"})
-        skipped = {f.provider: f.reason for f in found.failures}
+        report = GcReport(not_checked={f.provider: f.reason for f in found.failures})
         for name in self.pm.providers():
             if not self.pm.implements(name, "list_instances"):
-                skipped[name] = "does not implement list_instances"
-        orphans = [
-            i
-            for instances in found.results.values()
-            for i in instances
-            if (i.provider, i.instance_id) not in known and i.state != InstanceState.TERMINATED
-        ]
-        return orphans, skipped
+                report.not_checked[name] = "does not implement list_instances"
+        for instances in found.results.values():
+            for i in instances:
+                if (
+                    (i.provider, i.instance_id) in known
+                    or i.tags.get(KEY_TAG) in unresolved  # its row is settled by status/down
+                    or i.state == InstanceState.TERMINATED
+                ):
+                    continue
+                ours = all_tagged or i.tags.get(PLACEMENT_TAG) in placements
+                (report.orphans if ours else report.other_placements).append(i)
+        return report
 
     def terminate_orphan(self, instance: Instance) -> Instance:
         return self.pm.call(instance.provider, "terminate", instance=instance.ref)
@@ -635,41 +848,81 @@ class Broker:
         failures: int = 3,
         holder: str | None = None,
         until: Callable[[], bool] = lambda: False,
-    ) -> None:
-        """Health checks, replication every ``sync_every``, automatic failover."""
-        holder = holder or uuid.uuid4().hex
-        consecutive, last_sync = 0, 0.0
+    ) -> str | None:
+        """Health checks, replication every ``sync_every``, automatic failover.
+
+        Acts only while the placement is up (or failing over, to finish that); stands by
+        while it is planned or starting, and while another watcher holds the lease; returns
+        a line saying why once ``down`` was requested (None when ``until()`` says stop).
+        A cloud error mid-failover is logged and the failover resumed at the next interval
+        (a launch whose answer was lost is found by its key first). Raises StateError if the
+        state file is deleted or replaced under it.
+        """
+        lease = Lease(
+            self.store, placement_id, holder or f"watch-{uuid.uuid4().hex[:8]}", self.lease_ttl
+        )
+        consecutive, last_sync, said = 0, 0.0, ""
+
+        def say(message: str) -> None:  # each distinct situation once, not every interval
+            nonlocal said
+            if message != said:
+                self.log(message)
+                said = message
+
         try:
             while not until():
-                if not self.store.acquire_lease(placement_id, holder, ttl=interval * 3 + 30):
-                    self.log("another watcher holds the lease; standing by")
+                self.store.check()
+                placement = self._placement(placement_id)
+                status = placement["status"]
+                if status in ("stopping", "down"):
+                    return f"{placement_id} is {status} (`down` was requested); the watch stops"
+                if not lease.held and not lease.acquire():
+                    say(f"another watcher holds the lease on {placement_id}; standing by")
                     self.sleep(interval)
                     continue
-                placement = self._placement(placement_id)
-                if self.store.failover(placement_id):
-                    self.failover(placement_id)
-                    continue
-                primary, standby = self._roles(placement)
-                reason = self._health(placement_id, primary)
-                consecutive = consecutive + 1 if reason else 0
-                if reason and (reason.startswith("reclaim") or consecutive >= failures):
-                    self.log(f"primary failed ({reason}); failing over")
-                    self.failover(placement_id, reason)
+                try:
+                    self._resolve(placement_id)
+                    if self.store.failover(placement_id):
+                        self._failover(placement_id, "resumed", lease)
+                        consecutive = 0
+                        continue
+                    if status != "up":
+                        say(f"{placement_id} is {status}, not up: waiting for `cloudbroker up`")
+                        self.sleep(interval)
+                        continue
+                    say(f"watching {placement_id}")
+                    primary, standby = self._roles(placement)
+                    reason = self._health(placement_id, primary)
+                    consecutive = consecutive + 1 if reason else 0
+                    if reason and (reason.startswith("reclaim") or consecutive >= failures):
+                        self.log(f"primary failed ({reason}); failing over")
+                        self._failover(placement_id, reason, lease)
+                        consecutive = 0
+                        continue
+                    now = self.clock()
+                    if now - last_sync >= placement["spec"]["sync_every"]:
+                        self._replicate(placement, primary, standby)
+                        last_sync = now
+                except Conflict as exc:  # down requested, or the lease taken over: look again
+                    self.log(str(exc))
                     consecutive = 0
                     continue
-                now = self.clock()
-                if now - last_sync >= placement["spec"]["sync_every"]:
-                    self._replicate(placement, primary, standby)
-                    last_sync = now
+                except StateError:
+                    raise
+                except CloudBrokerError as exc:  # a cloud failed mid-step: resume next time
+                    say(f"{placement_id}: {exc}; trying again in {interval:g} s")
                 self.sleep(interval)
         finally:
-            self.store.release_lease(placement_id, holder)
+            lease.release()
+        return None
 
     def _health(self, placement_id: str, primary: str) -> str | None:
         """None if the primary is healthy, else why not (``reclaim: ...`` when spot ends)."""
-        rows = [r for r in self._live(placement_id, primary) if r.instance_id]
+        live = self._live(placement_id, primary)
+        rows = [r for r in live if r.instance_id]
         if not rows:
-            return "no primary instance"
+            # a launch not confirmed yet is not a failure; an up placement with none is
+            return None if live else "no primary instance"
         try:
             instance = self._status(rows[0])
         except CloudBrokerError as exc:

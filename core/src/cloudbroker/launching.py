@@ -19,10 +19,17 @@ from cloudbroker.money import Money
 
 MANAGED_TAG = "cloudbroker-managed"
 PLACEMENT_TAG = "cloudbroker-placement"
+# The idempotency key as a tag: an instance whose launch answer never came back (the process
+# was killed, the response lost) is found by it through ``list_instances``.
+KEY_TAG = "cloudbroker-launch"
 
 
 def idempotency_key(*parts: object) -> str:
-    """A client token derived from the request, stable across retries (<= 64 ASCII chars)."""
+    """A client token derived from the request, stable across retries.
+
+    ``cb-`` and 40 hex digits: within every cloud's client-token limit (64 ASCII) and tag
+    value limit (Huawei's 43 of ``A-Za-z0-9_.-``), so it doubles as the :data:`KEY_TAG` value.
+    """
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()
     return f"cb-{digest[:40]}"
 
@@ -68,6 +75,7 @@ def launch_request(
     tags = {MANAGED_TAG: "true"}
     if placement_id:
         tags[PLACEMENT_TAG] = placement_id
+    tags[KEY_TAG] = key
     return LaunchRequest(
         provider=provider,
         region=region,

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from cloudbroker.errors import CapacityError, ConfigError, NotFoundError, UsageError
-from cloudbroker.launching import MANAGED_TAG, PLACEMENT_TAG, launch_request
+from cloudbroker.launching import KEY_TAG, MANAGED_TAG, PLACEMENT_TAG, launch_request
 from cloudbroker.models import Instance, InstanceRef, InstanceState, Market
 from cloudbroker.money import Money
 from cloudbroker_tencent import instances as instances_module
@@ -58,7 +58,7 @@ def test_launch_status_terminate_round_trip(cvm, pm, key):
     )
     running = wait_for(pm, launched.ref, InstanceState.RUNNING)
     assert running.state == InstanceState.RUNNING
-    assert running.tags == {MANAGED_TAG: "true", PLACEMENT_TAG: "pl-1"}
+    assert running.tags == {MANAGED_TAG: "true", PLACEMENT_TAG: "pl-1", KEY_TAG: key}
     assert running.private_ip and running.launched_at is not None and running.reclaim is None
 
     gone = pm.call("tencent", "terminate", instance=launched.ref)
@@ -97,6 +97,7 @@ def test_what_run_instances_receives(cvm, pm, key):
             "Tags": [
                 {"Key": MANAGED_TAG, "Value": "true"},
                 {"Key": PLACEMENT_TAG, "Value": "pl-1"},
+                {"Key": KEY_TAG, "Value": key},
             ],
         }
     ]

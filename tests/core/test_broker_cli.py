@@ -1,0 +1,124 @@
+"""Placement commands in-process: bad input is one line, gc touches only what is its own."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from support.broker_fakes import FakeReplicator, fake_world
+from support.cli import run_cli
+
+from cloudbroker.broker import Broker
+from cloudbroker.launching import launch_request
+from cloudbroker.state import Store
+
+PLACE = (
+    "place",
+    "--gpu",
+    "A10",
+    "--hours",
+    "72",
+    "--bucket",
+    "aliyun:ckpt-bj/r",
+    "--standby-bucket",
+    "tencent:ckpt-gz/r",
+)
+
+
+@pytest.fixture
+def env(clean_env, tmp_path):
+    return {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
+
+
+def one_line(result, code: int = 2) -> str:
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ")
+    return line
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (("--region", "bogus"), "unknown region 'bogus'"),
+        (("--region", "cn-hangzho"), "did you mean cn-hangzhou"),
+        (("--region", ""), "empty --region"),
+        (("--primary", ""), "empty --primary"),
+        (("--standby", " "), "empty --standby"),
+        (("--region", "x" * 20_000), "unknown region 'xxxx"),
+    ],
+)
+def test_bad_placement_input_is_one_line_exit_2(env, tmp_path, extra, says):
+    line = one_line(run_cli(*PLACE, *extra, "--state", str(tmp_path / "s.db"), env=env))
+    assert says in line and len(line) < 300
+
+
+def test_gpu_must_not_be_empty(env, tmp_path):
+    args = list(PLACE)
+    args[args.index("A10")] = ""
+    assert "empty --gpu" in one_line(run_cli(*args, "--state", str(tmp_path / "s.db"), env=env))
+
+
+def test_an_unknown_placement_names_a_few_close_ids_never_all(env, tmp_path):
+    path = tmp_path / "s.db"
+    store = Store(path)
+    with store.transaction() as db:
+        db.executemany(
+            "INSERT INTO placements VALUES (?, ?, '{}', 'a', 'planned')",
+            [(f"pl-{n:010d}", time.time()) for n in range(2000)],
+        )
+    line = one_line(run_cli("status", "pl-0000001999x", "--state", str(path), env=env))
+    assert "did you mean pl-0000001999" in line and line.count("pl-") <= 4
+    huge = one_line(run_cli("status", "q" * 20_000, "--state", str(path), env=env))
+    assert len(huge) < 300 and "2000" in huge
+
+
+def gc_world(monkeypatch, tmp_path):
+    pm, clouds = fake_world(ali="20", ten="25")
+    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
+    path = tmp_path / "s.db"
+    broker = Broker(pm, Store(path), FakeReplicator(clouds), sleep=lambda s: None)
+    for key, placement in (("mine", "pl-mine"), ("theirs", "pl-theirs")):
+        pm.call(
+            "ten",
+            "launch",
+            request=launch_request(
+                "ten",
+                {"image": "i"},
+                region="r1",
+                instance_type="gpu8",
+                key=key,
+                placement_id=placement,
+            ),
+        )
+    return broker, clouds, path
+
+
+def test_gc_yes_on_another_state_file_terminates_nothing_it_does_not_own(
+    env, tmp_path, monkeypatch
+):
+    _, clouds, path = gc_world(monkeypatch, tmp_path)
+    result = run_cli("gc", "--yes", "--state", str(path), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "no orphaned instances" in result.stdout
+    assert "left alone: 2 tagged instance(s)" in result.stderr
+    assert len(clouds["ten"].live()) == 2
+    result = run_cli("gc", "--yes", "--all-tagged", "--state", str(path), env=env)
+    assert result.returncode == 0 and clouds["ten"].live() == []
+
+
+def test_gc_yes_terminates_lost_launches_of_its_own_placements(env, tmp_path, monkeypatch):
+    broker, clouds, path = gc_world(monkeypatch, tmp_path)
+    broker.store.add_placement("pl-mine", {})
+    result = run_cli("gc", "--yes", "--state", str(path), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "terminated ten" in result.stdout and "left alone: 1" in result.stderr
+    [left] = clouds["ten"].live()
+    assert clouds["ten"].instances[left]["tags"]["cloudbroker-placement"] == "pl-theirs"
+
+
+def test_gc_on_a_missing_state_file_is_refused(env, tmp_path, monkeypatch):
+    gc_world(monkeypatch, tmp_path)
+    line = one_line(run_cli("gc", "--yes", "--state", str(tmp_path / "typo.db"), env=env))
+    assert "no state file" in line
