@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from support.cli import CliResult, run_cli
 
 from cloudbroker import sizing
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cloudbroker", "size", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+@pytest.fixture(autouse=True)
+def _clean(clean_env: dict[str, str]) -> None:
+    """Every run here sees no credentials and a throw-away HOME (so no user config)."""
+
+
+def run(*args: str) -> CliResult:
+    return run_cli("size", *args)
 
 
 def test_table_shows_each_line_the_total_and_the_fits():
@@ -70,8 +69,13 @@ def test_seed_example_in_our_units():
         (["--model", "llama-2-7"], "did you mean Llama-2-7B"),
         (["--params", "350", "--batch", "32"], "ambiguous"),
         (["--params", "7B"], "--layers, --hidden and --heads"),
-        (["--model", "Llama-2-7B", "--batch", "0"], "--batch must be > 0"),
-        (["--model", "Llama-2-7B", "--gpus", "-2"], "--gpus must be > 0"),
+        (["--model", "Llama-2-7B", "--batch", "0"], "--batch must be at least 1"),
+        (["--model", "Llama-2-7B", "--gpus", "-2"], "--gpus must be at least 1"),
+        (["--model", "Llama-2-7B", "--seq", "9" * 30], "--seq must be at most 100,000,000"),
+        (["--model", "Llama-2-7B", "--batch", "1e308"], "--batch must be at most 1,000,000"),
+        (["--model", "Llama-2-7B", "--headroom", "nan"], "--headroom must be a finite number"),
+        (["--params", "7B", "--layers", "9" * 20, "--hidden", "8", "--heads", "1"], "--layers"),
+        (["--model", " "], "--model must not be empty"),
         (["--params", "7B", "--layers", "32", "--hidden", "4096", "--heads", "30"], "divide"),
         (
             [

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from decimal import Decimal
 
 import pytest
+from support.cli import CliResult, run_cli
 
 from cloudbroker import tco
 from cloudbroker.errors import UsageError
@@ -130,11 +129,9 @@ def test_a_bare_family_name_means_the_part_sold_under_it():
 # -- CLI ----------------------------------------------------------------------------------
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cloudbroker", "tco", *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+def run(*args: str) -> CliResult:
+    """``cloudbroker tco`` piped, 200 columns wide: the checks read its lines whole."""
+    return run_cli("tco", *args, width=200)
 
 
 def test_tco_a100_x8_shows_inputs_breakdown_chart_and_breakeven(clean_env):
@@ -211,9 +208,31 @@ def test_gpu_without_a_sourced_server_is_unknown_not_guessed(clean_env):
         (("--gpu", "A100", "--server-price", "-5"), "--server-price"),
         (("--gpu", "A100", "--electricity", "-0.1"), "--electricity"),
         (("--gpu", "A100", "--server-price", "5 XYZ"), "unknown currency"),
+        (("--gpu", ""), "--gpu must not be empty"),
+        (("--gpu", " "), "--gpu must not be empty"),
+        (("--gpu", "A100", "--count", "10" * 15), "--count must be at most 64"),
+        (("--gpu", "A100", "--years", "1e308"), "--years must be at most 100"),
+        (("--gpu", "A100", "--utilization", "1e-400"), "--utilization must be a number with"),
+        (("--gpu", "A100", "--server-price", "1e308"), "--server-price must be at most"),
+        (("--gpu", "A100", "--server-price", "1e308 CNY"), "--server-price must be at most"),
+        (("--gpu", "A100", "--power-kw", "1e308"), "--power-kw must be at most 1,000"),
+        (("--gpu", "A100", "--pue", "1e308"), "--pue must be at most 10"),
+        (("--gpu", "A100", "--pue", "nan"), "--pue must be a finite number"),
+        (("--gpu", "A100", "--electricity", "1e308"), "--electricity must be at most 100"),
+        (("--gpu", "A100", "--colo-per-kw-month", "1e308"), "--colo-per-kw-month must be at"),
+        (("--gpu", "A100", "--colo-per-kw-month", "10" * 15), "--colo-per-kw-month must be at"),
+        (("--gpu", "A100", "--fx", "CNY=1e308"), "--fx rate must be at most"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(clean_env, args, message):
     done = run(*args)
     assert done.returncode == 2, done.stdout
     assert done.stderr.count("\n") == 1 and message in done.stderr
+
+
+@pytest.mark.parametrize("field", ["years", "pue", "power_kw"])
+def test_a_non_finite_input_is_a_usage_error_not_an_overflow(field):
+    with pytest.raises(UsageError, match="must be a finite number"):
+        dgx_a100(**{field: Decimal("Infinity")})
+    with pytest.raises(UsageError, match="must be a finite number"):
+        dgx_a100(server_price=usd("Infinity"))

@@ -20,15 +20,28 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cloudbroker.errors import ConfigError
+from cloudbroker.errors import CloudBrokerError, ConfigError, UsageError, quoted
 
-SECRET_NAME = re.compile(r"secret|password|token|access_key|accesskey|_sk$|^sk$|_ak$|^ak$", re.I)
+#: A setting whose name contains one of these words is shown as ``***`` by ``config show``,
+#: with everything under it. Broad on purpose: hiding a harmless value costs nothing.
+SECRET_NAME = re.compile(
+    r"secret|pass(word|wd)|pwd|token|credential|auth|private|key|(^|[_-])(ak|sk)($|[_-])", re.I
+)
+#: Names the rule above would hide that are no secret: the name of the SSH key pair that
+#: launches use (the private key stays with the user; the cloud only knows the public one),
+#: and rclone's ``env_auth`` switch (true: read credentials from the environment).
+SHOWN_NAMES = frozenset({"key_name", "env_auth"})
 REDACTED = "***"
+
+#: The largest config file read (a config of launch settings is a few hundred bytes).
+CONFIG_LIMIT = 1 << 20
+DISK_GB_MAX = 65_536
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -40,31 +53,148 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(user_config_dir("cloudbroker")) / "config.toml"
 
 
-def load_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The parsed config file, or ``{}`` when there is none."""
-    path = config_path(env)
-    if not path.exists():
-        return {}
+def read_text(path: Path, what: str, limit: int, error: type[CloudBrokerError] = UsageError) -> str:
+    """A user's UTF-8 text file, read safely: a regular file of at most ``limit`` bytes.
+
+    Anything else is one ``error`` naming ``what`` and the file, never a hang or an endless
+    read: a FIFO would block until someone writes to it, and ``/dev/zero`` never ends.
+    """
+    where = f"{what} {quoted(path, 200)}"
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise error(f"cannot read {where}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise error(f"{where} is not a regular file")
+        data = b""  # read() may return less than asked: read until EOF or past the limit
+        while len(data) <= limit and (chunk := os.read(fd, limit + 1 - len(data))):
+            data += chunk
+    except OSError as exc:
+        raise error(f"cannot read {where}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise error(f"{where} is larger than {limit:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        raise error(f"{where} is not UTF-8 text ({byte})") from None
+
+
+def load_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The parsed and checked config file, or ``{}`` when there is none."""
+    path = config_path(env)
+    try:
+        if not path.exists():
+            return {}
+    except OSError as exc:  # e.g. a folder on the way that may not be searched
+        raise ConfigError(f"cannot read config file {quoted(path, 200)}: {exc.strerror}") from None
+    text = read_text(path, "config file", CONFIG_LIMIT, ConfigError)
+    try:
+        config = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ConfigError(f"cannot read config file {quoted(path, 200)}: {reason}") from None
+    check(config, path)
+    return config
+
+
+def _kind(value: Any) -> str:
+    """What a TOML value is, in the words of the config file's reader."""
+    kinds = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"))
+    kinds += ((dict, "a table"), (list, "an array"))
+    return next((name for t, name in kinds if isinstance(value, t)), "a date/time")
+
+
+#: What a setting's check finds wrong: where under the key, what it must be, what it is.
+Problem = tuple[str, str, Any] | None
+
+
+def _text(value: Any) -> Problem:
+    return None if isinstance(value, str) else ("", "a string", value)
+
+
+def _texts(value: Any) -> Problem:
+    if not isinstance(value, list):
+        return "", 'an array of strings, e.g. ["cn-beijing"]', value
+    return next((_at(f"[{i}]", _text(v)) for i, v in enumerate(value) if _text(v)), None)
+
+
+def _images(value: Any) -> Problem:
+    if not isinstance(value, dict):
+        return "", 'a table of region = "image id" ([providers.NAME.images])', value
+    return next((_at(f".{k}", _text(v)) for k, v in value.items() if _text(v)), None)
+
+
+def _disk_gb(value: Any) -> Problem:
+    ok = type(value) is int and 1 <= value <= DISK_GB_MAX
+    return None if ok else ("", f"a whole number of GB from 1 to {DISK_GB_MAX:,}", value)
+
+
+def _at(where: str, problem: Problem) -> Problem:
+    return None if problem is None else (where + problem[0], *problem[1:])
+
+
+#: The settings the core reads for every provider, and how each is checked; a plugin's own
+#: settings are the plugin's to check.
+SETTINGS: dict[str, Callable[[Any], Problem]] = {
+    **dict.fromkeys(
+        ("region", "image", "vpc", "subnet", "vswitch", "security_group", "key_name"), _text
+    ),
+    "disk_category": _text,
+    "profile": _text,
+    "regions": _texts,
+    "images": _images,
+    "disk_gb": _disk_gb,
+}
+
+
+def check(config: Mapping[str, Any], path: Path) -> None:
+    """A ConfigError naming the file, the key and the type it must have, for the first bad key."""
+
+    def bad(key: str, expected: str, value: Any) -> ConfigError:
+        key = key if key.isprintable() else quoted(key)  # a quoted TOML key may hold a newline
+        return ConfigError(
+            f"config file {quoted(path, 200)}: {key} must be {expected}, got {_kind(value)}"
+        )
+
+    providers = config.get("providers", {})
+    if not isinstance(providers, dict):
+        raise bad("providers", "a table of [providers.NAME] tables", providers)
+    for name, settings in providers.items():
+        if not isinstance(settings, dict):
+            raise bad(f"providers.{name}", f"a table ([providers.{name}])", settings)
+        for key, problem in ((k, SETTINGS[k](v)) for k, v in settings.items() if k in SETTINGS):
+            if problem:
+                where, expected, value = problem
+                raise bad(f"providers.{name}.{key}{where}", expected, value)
 
 
 def provider_settings(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    providers = config.get("providers", {})
-    if not isinstance(providers, dict):
-        raise ConfigError("config: [providers] must be a table of [providers.<name>] tables")
-    return providers
+    return config.get("providers", {})
+
+
+def secret_name(key: str) -> bool:
+    return bool(SECRET_NAME.search(key)) and key.lower() not in SHOWN_NAMES
 
 
 def redacted(value: Any, key: str = "") -> Any:
-    """A copy of ``value`` with every secret-looking entry replaced by ``***``."""
+    """A copy of ``value`` with every secret-looking entry (and all under it) as ``***``.
+
+    Secret-looking: a key that :data:`SECRET_NAME` matches (except :data:`SHOWN_NAMES`), or
+    a text that holds a PEM block (``-----BEGIN ...``) whatever its key.
+    """
+    if secret_name(key):
+        return REDACTED
     if isinstance(value, dict):
-        return {k: redacted(v, k) for k, v in value.items()}
+        return {k: redacted(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [redacted(v, key) for v in value]
-    return REDACTED if SECRET_NAME.search(key) else value
+        return [redacted(v) for v in value]
+    if isinstance(value, str) and "-----BEGIN" in value:
+        return REDACTED
+    return value
 
 
 def require(settings: Mapping[str, Any], provider: str, *names: str) -> list[Any]:

@@ -7,6 +7,15 @@ went wrong and, where possible, what to do. Secrets never go into a message.
 
 from __future__ import annotations
 
+QUOTED_CHARS = 60
+
+
+def quoted(value: object, limit: int = QUOTED_CHARS) -> str:
+    """A user's value as a message shows it: quoted and escaped (one line), cut at ``limit``."""
+    text = str(value)
+    shown = repr(text[:limit])
+    return shown if len(text) <= limit else f"{shown}... ({len(text):,} characters)"
+
 
 class CloudBrokerError(Exception):
     """Base of every error cloudbroker reports to a user (one line, no traceback)."""

@@ -16,14 +16,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 from pydantic import TypeAdapter, ValidationError
 
 from cloudbroker import hookspecs
 from cloudbroker.context import HookContext
-from cloudbroker.errors import CloudBrokerError, PluginError, UsageError
+from cloudbroker.errors import CloudBrokerError, ConfigError, PluginError, UsageError
+
+if TYPE_CHECKING:
+    from cloudbroker.models import InstanceType, PriceSheet
 
 ENTRY_POINT_GROUP = "cloudbroker.providers"
 DEFAULT_TIMEOUT = 30.0
@@ -39,6 +42,7 @@ class PluginRecord:
     hooks: tuple[str, ...] = ()
     error: str | None = None
     disabled: bool = False
+    installed: bool = True  # False: only named in CLOUDBROKER_PLUGINS
 
     @property
     def loaded(self) -> bool:
@@ -137,8 +141,26 @@ class PluginManager:
             self._register(plugin, record)
         for name in sorted(allowed - found):
             self.records[name] = PluginRecord(
-                name=name, error="named in CLOUDBROKER_PLUGINS but no such plugin is installed"
+                name=name,
+                error="named in CLOUDBROKER_PLUGINS but no such plugin is installed",
+                installed=False,
             )
+
+    def check_enabled(self) -> None:
+        """A ConfigError when the env switches leave no installed provider enabled.
+
+        Without it, every command would go on with no provider and fail later in a way
+        that hides the cause (``unknown GPU 'A10'; known:`` and nothing after).
+        """
+        if self.providers() or not any(r.disabled for r in self.records.values()):
+            return
+        switches = ", ".join(
+            f"{name}={self.env[name]!r}"
+            for name in ("CLOUDBROKER_PLUGINS", "CLOUDBROKER_DISABLE_PLUGINS")
+            if self.env.get(name)
+        )
+        installed = ", ".join(sorted(n for n, r in self.records.items() if r.installed))
+        raise ConfigError(f"no provider is enabled ({switches}); installed: {installed}")
 
     def register(
         self,
@@ -278,6 +300,22 @@ class PluginManager:
                 outcome.results[name] = box["result"]
         return outcome
 
+    def catalogs(
+        self, providers: Iterable[str]
+    ) -> tuple[dict[str, list[InstanceType]], dict[str, PriceSheet], dict[str, str]]:
+        """The catalog fan-out: (instance types, price sheets, failures) of ``providers``.
+
+        Both hooks are asked of every provider at once, for every region; a provider that
+        failed either hook appears in the failures only (provider -> one-line reason).
+        """
+        wanted = list(providers)
+        types_out = self.fan_out("list_instance_types", providers=wanted, regions=None)
+        sheets_out = self.fan_out("price", providers=wanted, regions=None)
+        failures = {f.provider: f.reason for f in types_out.failures + sheets_out.failures}
+        types = {p: ts for p, ts in types_out.results.items() if p not in failures}
+        sheets = {p: s for p, s in sheets_out.results.items() if p not in failures}
+        return types, sheets, failures
+
     def _run_into(
         self, box: dict[str, Any], provider: str, hook: str, kwargs: dict, offline: bool | None
     ) -> None:
@@ -307,4 +345,5 @@ def load(
         settings = provider_settings(load_config(env))
     manager = PluginManager(env=env, settings=settings, timeout=timeout, offline=offline)
     manager.load_entrypoints()
+    manager.check_enabled()
     return manager

@@ -166,18 +166,22 @@ class OnPrem:
     years: Decimal
 
     def __post_init__(self) -> None:
+        for what, value in (
+            ("--years", self.years),
+            ("--server-price", self.server_price.amount if self.server_price else 0),
+            ("--power-kw", self.power_kw or 0),
+            ("--pue", self.pue),
+            ("--electricity", self.electricity_per_kwh.amount),
+            ("--colo-per-kw-month", self.colo_per_kw_month.amount),
+        ):
+            if not Decimal(value).is_finite():  # inf would overflow the money arithmetic
+                raise UsageError(f"{what} must be a finite number, got {value}")
+            if value < 0:
+                raise UsageError(f"{what} must be >= 0, got {value}")
         if self.years <= 0:
             raise UsageError(f"--years must be > 0, got {self.years}")
         if self.gpus < 1:
             raise UsageError(f"--count must be at least 1, got {self.gpus}")
-        for what, value in (
-            ("--server-price", self.server_price.amount if self.server_price else 0),
-            ("--power-kw", self.power_kw or 0),
-            ("--electricity", self.electricity_per_kwh.amount),
-            ("--colo-per-kw-month", self.colo_per_kw_month.amount),
-        ):
-            if value < 0:
-                raise UsageError(f"{what} must be >= 0, got {value}")
         if self.pue < 1:
             raise UsageError(f"--pue must be >= 1 (facility power / IT power), got {self.pue}")
 

@@ -36,8 +36,13 @@ def _root(
 
 
 def fail(message: str, code: int = 2) -> None:
-    """One line on stderr and a non-zero exit: how every user-facing error ends."""
-    print(f"error: {message}", file=sys.stderr)
+    """One line on stderr and a non-zero exit: how every user-facing error ends.
+
+    Control characters (a newline in a path, an escape sequence in a cloud's answer) are
+    shown escaped, so the line stays one line and cannot drive the terminal.
+    """
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    print(f"error: {line}", file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -6,7 +6,7 @@ import typer
 
 from cloudbroker import plugins
 from cloudbroker.catalog_refresh import DEFAULT_TIMEOUT, refresh
-from cloudbroker.cli import app
+from cloudbroker.cli import app, options
 
 catalog_app = typer.Typer(
     help="Offline catalogs: refresh one from its cloud's API.", no_args_is_help=True
@@ -20,8 +20,11 @@ def refresh_command(
     region: list[str] = typer.Option(
         None, "--region", help="Only this region (repeat for more); default: every region."
     ),
-    timeout: float = typer.Option(
-        DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each of the two API sweeps may take."
+    timeout: float = options.option(
+        options.DURATION,
+        f"{DEFAULT_TIMEOUT:g}s",
+        "--timeout",
+        help="How long each of the two API sweeps may take, e.g. 90s, 5m.",
     ),
 ) -> None:
     """Ask the provider's API for GPU types and prices; quotes use them offline afterwards."""

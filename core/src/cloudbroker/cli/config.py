@@ -14,10 +14,15 @@ app.add_typer(config_app, name="config", rich_help_panel="Setup")
 
 @config_app.command("show")
 def show() -> None:
-    """Print the config file's path and contents, with secrets redacted."""
-    path = config_path()
-    print(f"# {path}{'' if path.exists() else ' (does not exist)'}")
-    print_json(redacted(load_config()))
+    """Print the config file's path and contents, with secrets redacted.
+
+    Hidden: every setting whose name contains secret, password, passwd, pwd, token,
+    credential, auth, private or key (or is ak / sk), and any text holding a PEM block;
+    ``key_name`` (the SSH key pair's name) and ``env_auth`` (a switch) are shown.
+    """
+    path, config = config_path(), load_config()
+    print(f"# {path}{'' if config or path.exists() else ' (does not exist)'}")
+    print_json(redacted(config))
 
 
 @config_app.command("path")

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from cloudbroker import sizing
-from cloudbroker.cli import app
+from cloudbroker.cli import app, options
 from cloudbroker.cli.output import console, print_json
-from cloudbroker.errors import UsageError
-from cloudbroker.money import parse_decimal
 
 HEADROOM_WHY = (
     "kept free: vLLM's default gpu_memory_utilization is 0.9, datasheet sizes run ~7% above "
@@ -25,52 +25,86 @@ def _gib(n: int) -> float:
 
 def parse_headroom(text: str) -> float:
     """``10`` or ``10%`` -> 0.10: the share of each GPU's memory to keep free."""
-    percent = parse_decimal(text.strip().rstrip("%"), "--headroom")
-    if percent >= 100:
-        raise UsageError(f"--headroom is a percentage below 100, got {text}")
-    return float(percent) / 100
+    return float(options.PERCENT.parse(text.strip().removesuffix("%"), "--headroom")) / 100
 
 
 @app.command("size", rich_help_panel="Plan")
 def size_command(
-    model: str | None = typer.Option(
-        None, "--model", help=f"Preset: {', '.join(m.name for m in sizing.PRESETS.values())}."
+    model: str | None = options.option(
+        options.TEXT,
+        None,
+        "--model",
+        help=f"Preset: {', '.join(m.name for m in sizing.PRESETS.values())}.",
     ),
-    params: str | None = typer.Option(
-        None, "--params", help="Parameter count of a custom model: 7B, 350M, 1.5e9."
+    params: str | None = options.option(
+        options.TEXT, None, "--params", help="Parameter count of a custom model: 7B, 350M, 1.5e9."
     ),
-    layers: int | None = typer.Option(None, "--layers", help="Custom model: layers."),
-    hidden: int | None = typer.Option(None, "--hidden", help="Custom model: hidden size."),
-    heads: int | None = typer.Option(None, "--heads", help="Custom model: attention heads."),
-    kv_heads: int | None = typer.Option(
-        None, "--kv-heads", help="Custom model: key/value heads (GQA; default = heads)."
+    layers: int | None = options.option(
+        options.LAYERS, None, "--layers", help="Custom model: layers."
     ),
-    vocab: int | None = typer.Option(None, "--vocab", help="Custom model: vocabulary size."),
-    mode: str = typer.Option("train", "--mode", help="train | lora | qlora | infer."),
-    precision: str | None = typer.Option(
-        None, "--precision", help="fp32 | bf16 | fp16 | int8 | int4 (default bf16; qlora int4)."
+    hidden: int | None = options.option(
+        options.HIDDEN, None, "--hidden", help="Custom model: hidden size."
     ),
-    optimizer: str | None = typer.Option(
-        None, "--optimizer", help="adamw | adamw-8bit | sgd (default adamw)."
+    heads: int | None = options.option(
+        options.HEADS, None, "--heads", help="Custom model: attention heads."
     ),
-    batch: int | None = typer.Option(None, "--batch", help="Micro-batch per GPU (default 1)."),
-    seq: int | None = typer.Option(None, "--seq", help="Training sequence length (default 2048)."),
-    recompute: str | None = typer.Option(
+    kv_heads: int | None = options.option(
+        options.HEADS,
+        None,
+        "--kv-heads",
+        help="Custom model: key/value heads (GQA; default = heads).",
+    ),
+    vocab: int | None = options.option(
+        options.VOCAB, None, "--vocab", help="Custom model: vocabulary size."
+    ),
+    mode: str = options.option(
+        options.TEXT, "train", "--mode", help="train | lora | qlora | infer."
+    ),
+    precision: str | None = options.option(
+        options.TEXT,
+        None,
+        "--precision",
+        help="fp32 | bf16 | fp16 | int8 | int4 (default bf16; qlora int4).",
+    ),
+    optimizer: str | None = options.option(
+        options.TEXT, None, "--optimizer", help="adamw | adamw-8bit | sgd (default adamw)."
+    ),
+    batch: int | None = options.option(
+        options.BATCH, None, "--batch", help="Micro-batch per GPU (default 1)."
+    ),
+    seq: int | None = options.option(
+        options.TOKENS, None, "--seq", help="Training sequence length (default 2048)."
+    ),
+    recompute: str | None = options.option(
+        options.TEXT,
         None,
         "--recompute",
         help="none | selective | full activation recomputation (default none; selective also "
         "describes FlashAttention-style kernels that never store the s x s scores).",
     ),
-    zero: int | None = typer.Option(None, "--zero", help="ZeRO stage 0-3 (needs --gpus)."),
-    gpus: int | None = typer.Option(
-        None, "--gpus", help="Data-parallel GPUs (training) or tensor-parallel GPUs (inference)."
+    zero: int | None = options.option(
+        options.ZERO, None, "--zero", help="ZeRO stage 0-3 (needs --gpus)."
     ),
-    lora_rank: int | None = typer.Option(None, "--lora-rank", help="LoRA rank (default 8)."),
-    context: int | None = typer.Option(
-        None, "--context", help="Inference: tokens per sequence held in the KV cache (2048)."
+    gpus: int | None = options.option(
+        options.PARALLEL,
+        None,
+        "--gpus",
+        help="Data-parallel GPUs (training) or tensor-parallel GPUs (inference).",
     ),
-    concurrency: int | None = typer.Option(
-        None, "--concurrency", help="Inference: sequences served at once (default 1)."
+    lora_rank: int | None = options.option(
+        options.RANK, None, "--lora-rank", help="LoRA rank (default 8)."
+    ),
+    context: int | None = options.option(
+        options.TOKENS,
+        None,
+        "--context",
+        help="Inference: tokens per sequence held in the KV cache (2048).",
+    ),
+    concurrency: int | None = options.option(
+        options.SEQUENCES,
+        None,
+        "--concurrency",
+        help="Inference: sequences served at once (default 1).",
     ),
     headroom: str = typer.Option("10", "--headroom", help="Percent of GPU memory kept free."),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -98,10 +132,27 @@ def size_command(
     counts = tuple(sorted(set(sizing.COUNTS) | {work.gpus}))
     by_count = sizing.count_estimates(work, counts)
     fits = {c: sizing.fits(e, share) for c, e in by_count.items()}
+    remedies = [] if any(fits.values()) else sizing.remedies(work, share, counts)
     if json_output:
-        print_json(_as_json(est, share, by_count, fits))
+        print_json(_as_json(est, share, by_count, fits, remedies))
         return
-    _render(est, share, by_count, fits)
+    _render(est, share, by_count, fits, remedies)
+
+
+def _flags(remedy: sizing.Remedy, base: sizing.Workload) -> str:
+    """The options that apply a remedy (a mode change implies its precision)."""
+    changes = remedy.changes(base)
+    if "mode" in changes:
+        changes.pop("precision", None)
+    return " ".join(f"--{name} {value}" for name, value in changes.items())
+
+
+def _replicas(e: sizing.Estimate) -> str:
+    """What a GPU count does to the need, in words."""
+    work = e.workload
+    if not work.sharded:
+        return "full copy on each" if work.gpus > 1 else ""
+    return f"ZeRO-{work.zero} shards" if work.training else "tensor parallel"
 
 
 def _as_json(
@@ -109,6 +160,7 @@ def _as_json(
     share: float,
     by_count: dict[int, sizing.Estimate],
     fits: dict[int, list[sizing.GpuFit]],
+    remedies: list[sizing.Remedy],
 ) -> dict:
     work = est.workload
     settings = {k: v for k, v in asdict(work).items() if k != "model"}
@@ -133,6 +185,18 @@ def _as_json(
             for count, e in by_count.items()
         ],
         "fits": [asdict(f) for fl in fits.values() for f in fl],
+        "remedies": [
+            {
+                "lever": r.lever,
+                "changes": r.changes(work),
+                "description": r.describe(work),
+                "options": _flags(r, work),
+                "per_gpu_bytes": r.per_gpu_bytes,
+                "per_gpu_gib": _gib(r.per_gpu_bytes),
+                "fits": list(r.fits),
+            }
+            for r in remedies
+        ],
         "gpus": [asdict(g) for g in sizing.GPUS],
     }
 
@@ -142,13 +206,14 @@ def _render(
     share: float,
     by_count: dict[int, sizing.Estimate],
     fits: dict[int, list[sizing.GpuFit]],
+    remedies: list[sizing.Remedy],
 ) -> None:
     work = est.workload
     title = f"{work.model.name} · {work.mode} · {work.precision}"
     if work.training:
         title += f" · {work.optimizer} · ZeRO-{work.zero}"
     title += f" · {work.gpus} GPU{'s' if work.gpus > 1 else ''}"
-    table = Table(title=f"GPU memory per GPU: {title}")
+    table = Table(title=f"GPU memory per GPU: {escape(title)}")
     for column in ("item", "GiB", "formula", "src"):
         table.add_column(column, justify="right" if column in ("GiB", "src") else "left")
     sources: list[str] = []
@@ -158,7 +223,7 @@ def _render(
             if line.source not in sources:
                 sources.append(line.source)
             ref = f"[{sources.index(line.source) + 1}]"
-        table.add_row(line.name, f"{_gib(line.bytes):.2f}", line.formula, ref)
+        table.add_row(escape(line.name), f"{_gib(line.bytes):.2f}", escape(line.formula), ref)
     table.add_row("total", f"{_gib(est.total_bytes):.2f}", "", "", style="bold")
     console.print(table)
     for i, source in enumerate(sources, 1):
@@ -168,17 +233,49 @@ def _render(
         title=f"Fits with {share:.0%} headroom (need <= memory x {1 - share:.2f})",
         caption=f"Headroom {HEADROOM_WHY}.",
     )
-    fit_table.add_column("GPU")
-    fit_table.add_column("GiB", justify="right")
+    fit_table.add_column("GPU", no_wrap=True)
+    fit_table.add_column("GiB", justify="right", no_wrap=True)
     for count, e in by_count.items():
-        kind = "" if count == 1 else " shard" if e.workload.sharded else " replica"
-        fit_table.add_column(f"x{count}{kind}\n{_gib(e.total_bytes):.1f}/GPU", justify="center")
+        words = "\n".join(
+            part for part in (f"{count} GPU{'s' if count > 1 else ''}", _replicas(e)) if part
+        )
+        fit_table.add_column(f"{words}\n{_gib(e.total_bytes):.1f} GiB per GPU", justify="center")
     for gpu in sizing.GPUS:
         cells = ["fits" if any(f.gpu_model == gpu.name for f in fits[c]) else "-" for c in by_count]
         fit_table.add_row(gpu.name, f"{_gib(gpu.memory_bytes):.2f}", *cells)
     console.print(fit_table)
     if not any(fits.values()):
-        console.print("Fits no GPU model at these counts; try --zero 3, --mode qlora or --gpus.")
+        _print_remedies(work, by_count, remedies)
     console.print("Assumptions:")
     for note in est.assumptions:
         console.print(f"  - {note}", markup=False)
+
+
+def _print_remedies(
+    work: sizing.Workload, by_count: dict[int, sizing.Estimate], remedies: list[sizing.Remedy]
+) -> None:
+    """Every option that makes the job fit, cheapest first, with the per-GPU need it gives."""
+    counts = list(by_count)
+    where = f"{counts[0]}-{counts[-1]} GPUs" if len(counts) > 1 else f"{counts[0]} GPU"
+    if not remedies:
+        console.print(
+            f"Fits no GPU model at {where}, and no change of recompute, ZeRO stage, adapters, "
+            f"precision or GPU count (up to {sizing.MORE_GPUS[-1]}) makes it fit: lower the "
+            "batch, sequence or context.",
+            markup=False,
+        )
+        return
+    console.print(f"Fits no GPU model at {where}. What would make it fit, cheapest first:")
+    options = Table.grid(padding=(0, 1))
+    options.add_column(no_wrap=True)
+    options.add_column()
+    for r in remedies:
+        more = f" and {len(r.fits) - 1} larger" if len(r.fits) > 1 else ""
+        options.add_row(
+            "  -",
+            Text(
+                f"{r.describe(work)}: {_gib(r.per_gpu_bytes):.1f} GiB per GPU, fits "
+                f"{r.fits[0]}{more} ({_flags(r, work)})"
+            ),
+        )
+    console.print(options)

@@ -7,26 +7,29 @@ from datetime import date
 from decimal import Decimal
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cloudbroker import commitments, plugins, tco
-from cloudbroker.cli import app
+from cloudbroker.cli import app, options
 from cloudbroker.cli.output import console, print_json
-from cloudbroker.errors import UsageError
+from cloudbroker.errors import UsageError, quoted
 from cloudbroker.models import Market
-from cloudbroker.money import CURRENCIES, FxTable, Money, parse_decimal, parse_fx
+from cloudbroker.money import CURRENCIES, FxRate, FxTable, Money
 from cloudbroker.quote import Job, NoOfferError, quote
 
 BAR_WIDTH = 40
 
 
-def parse_amount(text: str, what: str, currency: str) -> Money:
-    """``800000 CNY`` or ``800000`` (in the report currency) -> Money; never negative."""
+def parse_amount(text: str, what: str, currency: str, kind: options.Number) -> Money:
+    """``800000 CNY`` or ``800000`` (in the report currency) -> Money, within ``kind``'s range."""
     amount, _, unit = text.strip().partition(" ")
     unit = (unit.strip() or currency).upper()
     if unit not in CURRENCIES:
-        raise UsageError(f"{what}: unknown currency {unit!r}; accepted: {', '.join(CURRENCIES)}")
-    return Money.of(parse_decimal(amount, what), unit)
+        raise UsageError(
+            f"{what}: unknown currency {quoted(unit)}; accepted: {', '.join(CURRENCIES)}"
+        )
+    return Money.of(kind.parse(amount, what), unit)
 
 
 @dataclass(frozen=True)
@@ -62,9 +65,9 @@ def _onprem(
     given: dict[str, Given] = {}
 
     def pick(key: str, option: str, default: tco.Figure, money: bool):
-        raw = args[key]
+        raw, kind = args[key], options.ONPREM[key]
         if raw is not None:
-            value = parse_amount(raw, option, currency) if money else parse_decimal(raw, option)
+            value = parse_amount(raw, option, currency, kind) if money else kind.parse(raw, option)
             given[key] = Given(value, f"{option} (user)")
         else:
             value = default.money() if money else default.value
@@ -86,11 +89,11 @@ def _onprem(
 
 def _cloud(pm, job: Job, fx: FxTable, utilization: Decimal, years: Decimal) -> list[tco.Option]:
     """The cheapest offer of each provider and market, and each published commitment."""
-    options = []
+    found = []
     try:
         result = quote(pm, job, fx)
     except NoOfferError:
-        return options
+        return found
     seen = set()
     for q in result.quotes:
         if (q.provider, q.market) in seen or q.per_gpu_hour is None:
@@ -98,7 +101,7 @@ def _cloud(pm, job: Job, fx: FxTable, utilization: Decimal, years: Decimal) -> l
         seen.add((q.provider, q.market))
         spot = q.market is Market.SPOT
         notes = ("interruptions not priced: see `quote --market spot`",) if spot else ()
-        options.append(
+        found.append(
             tco.Option(
                 f"{q.provider} {q.market.value} {q.instance_type} {q.region}",
                 q.provider,
@@ -114,7 +117,7 @@ def _cloud(pm, job: Job, fx: FxTable, utilization: Decimal, years: Decimal) -> l
             notes += (f"the {offer.term_months}-month term outlasts the horizon: still owed",)
         months = offer.term_months
         term = f"{months // 12} yr" if months % 12 == 0 else f"{months} mo"
-        options.append(
+        found.append(
             tco.Option(
                 f"{offer.provider} {offer.kind} {term} {offer.instance_type} {offer.region}",
                 offer.provider,
@@ -123,7 +126,7 @@ def _cloud(pm, job: Job, fx: FxTable, utilization: Decimal, years: Decimal) -> l
                 notes=notes,
             )
         )
-    return options
+    return found
 
 
 def _pct(value: Decimal | None) -> str:
@@ -167,7 +170,7 @@ def _chart(rows: list[tco.Row], currency: str, utilization: Decimal) -> Table:
         )
         style = "bold" if row.option.provider is None else ""
         table.add_row(
-            f"[{style}]{row.option.label}[/{style}]" if style else row.option.label,
+            f"[{style}]{escape(row.option.label)}[/{style}]" if style else escape(row.option.label),
             _money(value),
             _money(row.per_year, 0),
             _breakeven(row),
@@ -217,28 +220,93 @@ def _json(model, args, currency, server, given, cost, onprem, rows, fx_rates) ->
 
 @app.command("tco", rich_help_panel="Plan")
 def tco_command(
-    gpu: str = typer.Option(..., "--gpu", help="GPU model, e.g. A100 (= A100-40GB), H100."),
-    count: int = typer.Option(8, "--count", help="GPUs in the server / instance."),
-    years: str = typer.Option("3", "--years", help="Horizon = straight-line depreciation."),
-    utilization: str = typer.Option("1", "--utilization", help="Useful share of time, (0, 1]."),
-    server_price: str = typer.Option(None, "--server-price", help="AMOUNT [CURRENCY]."),
-    power_kw: str = typer.Option(None, "--power-kw", help="Server maximum power, kW."),
-    pue: str = typer.Option(None, "--pue", help="Facility power / IT power (>= 1)."),
-    electricity: str = typer.Option(None, "--electricity", help="Per kWh: AMOUNT [CURRENCY]."),
-    colo: str = typer.Option(None, "--colo-per-kw-month", help="AMOUNT [CURRENCY] per kW-month."),
-    currency: str = typer.Option("USD", "--currency", help="Currency of the report."),
-    fx: list[str] | None = typer.Option(None, "--fx", help="Override a rate: CNY=7.10 (per USD)."),
-    provider: list[str] | None = typer.Option(None, "--provider", help="Only these providers."),
+    gpu: str = options.option(
+        options.TEXT,
+        ...,
+        "--gpu",
+        help="GPU model of both the server and the cloud instances, e.g. A100 (= A100-40GB), H100.",
+    ),
+    count: int = options.option(
+        options.GPUS,
+        8,
+        "--count",
+        help="GPUs per server, and per cloud instance compared (a sourced server exists for 8).",
+    ),
+    years: Decimal = options.option(
+        options.YEARS,
+        "3",
+        "--years",
+        help="Years compared: the server is written off straight-line over them.",
+    ),
+    utilization: Decimal = options.option(
+        options.SHARE,
+        "1",
+        "--utilization",
+        help="Share of the time the GPUs do useful work, in (0, 1]; fixed costs do not shrink.",
+    ),
+    server_price: str = typer.Option(
+        None,
+        "--server-price",
+        help="Server purchase price: AMOUNT [CURRENCY], e.g. '800000 CNY' (default: sourced).",
+    ),
+    power_kw: str = typer.Option(
+        None,
+        "--power-kw",
+        help="Server's maximum power draw in kW, counted all year (default: vendor's figure).",
+    ),
+    pue: str = typer.Option(
+        None,
+        "--pue",
+        help="Power usage effectiveness: facility power / IT power, >= 1 (cooling, losses).",
+    ),
+    electricity: str = typer.Option(
+        None,
+        "--electricity",
+        help="Electricity price per kWh: AMOUNT [CURRENCY] (default: sourced average).",
+    ),
+    colo: str = typer.Option(
+        None,
+        "--colo-per-kw-month",
+        help="Colocation rent per kW of server power per month: AMOUNT [CURRENCY].",
+    ),
+    currency: str = options.option(
+        options.TEXT,
+        "USD",
+        "--currency",
+        help="Currency of the report; conversions use dated rates, shown at the end.",
+    ),
+    fx: list[FxRate] | None = options.option(
+        options.FX,
+        None,
+        "--fx",
+        help="Override an exchange rate, units per USD: CNY=7.10 (repeatable).",
+    ),
+    provider: list[str] | None = options.option(
+        options.TEXT,
+        None,
+        "--provider",
+        help="Compare only these providers' offers (repeatable).",
+    ),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """On-prem against every cloud option: cost per useful GPU-hour, per year, break-even."""
+    """On-prem against every cloud option: cost per useful GPU-hour, per year, break-even.
+
+    Every default input is sourced and listed with its source; each option overrides one.
+    Notes under the chart name the data-quality flags of an option's source row:
+    mirror-source (the price was read from a third-party copy of the provider's price page,
+    not the page itself); pre-2025-price (a price the provider said would change on
+    2025-01-01); pre-2025-06-price-cut (a committed rate published before AWS's June 2025 GPU
+    price cut, so likely above today's); list-price-2023-floor (a 2023 list price, a floor:
+    prices have risen since); spot-equals-on-demand (spot at the on-demand price when read,
+    likely no spot capacity). Each provider's data/NOTES.md says more.
+    """
     currency = currency.upper()
     if currency not in CURRENCIES:
         raise UsageError(f"unknown --currency {currency!r}; accepted: {', '.join(CURRENCIES)}")
-    use = tco.check_utilization(parse_decimal(utilization, "--utilization", positive=True))
+    use = utilization
     args = {
         "count": count,
-        "years": parse_decimal(years, "--years", positive=True),
+        "years": years,
         "utilization": use,
         "server_price": server_price,
         "power_kw": power_kw,
@@ -247,8 +315,8 @@ def tco_command(
         "colo": colo,
     }
     table = FxTable()
-    for text in fx or ():
-        table.add(parse_fx(text, date.today()))
+    for rate in fx or ():
+        table.add(rate)
     model = tco.resolve_model(gpu)
     onprem, given, server = _onprem(args, model, table, currency)
     pm = plugins.load()
@@ -275,12 +343,13 @@ def tco_command(
     console.print(_chart(rows, currency, use))
     for row in rows:
         for note in row.option.notes:
-            console.print(f"  {row.option.label}: {note}", soft_wrap=True)
+            console.print(f"  {row.option.label}: {note}", soft_wrap=True, markup=False)
     for rate in rates:
         console.print(
             f"fx: 1 {rate.base} = {rate.rate} {rate.quote} ({rate.source}, "
             f"{rate.as_of.isoformat()})",
             soft_wrap=True,
+            markup=False,
         )
 
 
@@ -298,7 +367,7 @@ def _print_inputs(given: dict[str, Given], args: dict) -> None:
     for key, label in names.items():
         item = given[key]
         when = f" ({item.as_of.isoformat()})" if item.as_of else ""
-        table.add_row(label, item.text(), item.source + when)
+        table.add_row(label, escape(item.text()), escape(item.source + when))
     table.add_row(
         "years",
         f"{args['years']}",

@@ -38,7 +38,7 @@ from typing import Any, ClassVar, TypeVar
 
 import pytest
 
-from cloudbroker.config import SECRET_NAME
+from cloudbroker.config import secret_name
 from cloudbroker.errors import AuthError, CapacityError, ConfigError, NotFoundError
 from cloudbroker.launching import MANAGED_TAG, idempotency_key, launch_request
 from cloudbroker.models import (
@@ -157,7 +157,7 @@ def check_rclone_accepts(remote: StorageRemote, rclone: str, config_dir: Path) -
         if key == "provider" and examples:
             known = {e["Value"] for e in examples}
             assert value in known, f"rclone {remote.backend} knows no provider {value!r}"
-        assert not SECRET_NAME.search(key), f"{key!r} looks secret: return it in secrets"
+        assert not secret_name(key), f"{key!r} looks secret: return it in secrets"
     config = config_dir / "rclone.conf"
     config.write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RCLONE_")}
