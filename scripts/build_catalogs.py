@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """Build the four packaged offline catalogs from the curated reference prices.
 
-Reads ``aws.csv``, ``aliyun.csv``, ``tencent.csv`` and ``huawei.csv`` from the reference
-folder (default ``../shared/reference/prices`` relative to the repository root) and writes
+Reads ``prices/aws.csv``, ``prices/aliyun.csv``, ``prices/tencent.csv``, ``prices/huawei.csv``
+and the mainland Aliyun list prices of ``prices-china-2.md`` section 1 from the reference folder
+(default ``../shared/reference`` relative to the repository root) and writes
 ``providers/<cloud>/src/cloudbroker_<cloud>/data/catalog.csv`` in the column format of
 ``cloudbroker.catalog``. Standard library only; the output is deterministic (sorted rows, LF
 line ends), so running it twice on the same reference gives byte-identical files.
 
 Every price is copied as the exact string of the reference cell: nothing is recomputed,
 rounded or invented. The curated choices (GPU model names, dropped rows, flags, the AWS
-Capacity Block prices) are constants below, each with its reason; ``NOTES.md`` next to each
-catalog explains them for readers of the data. ``terms.toml`` is hand-written, not generated.
+Capacity Block prices, the trust of second-hand rows) are constants below, each with its
+reason; ``NOTES.md`` next to each catalog explains them for readers of the data.
+``terms.toml`` is hand-written, not generated.
 
 Usage::
 
-    python scripts/build_catalogs.py [PRICES_DIR] [--out-root DIR] [--check]
+    python scripts/build_catalogs.py [--reference DIR] [--out-root DIR] [--check]
 
 ``--check`` writes nothing and exits 1 if a packaged catalog differs from what the reference
 would produce. ``--out-root`` writes the ``providers/...`` tree under another directory.
@@ -31,12 +33,12 @@ from decimal import Decimal
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PRICES = REPO_ROOT / ".." / "shared" / "reference" / "prices"
+DEFAULT_REFERENCE = REPO_ROOT / ".." / "shared" / "reference"
 
 COLUMNS = (
     "instance_type", "gpu_model", "gpu_label", "gpu_count", "gpu_memory_gb", "vcpus",
     "memory_gib", "region", "zone", "market", "price", "currency", "source", "source_url",
-    "as_of", "flags",
+    "as_of", "flags", "trust",
 )  # fmt: skip
 MARKET_ORDER = {"on-demand": 0, "spot": 1, "capacity-block": 2, "subscription": 3}
 
@@ -54,6 +56,24 @@ PROVIDERS = {
 # Spot within this distance of on-demand counts as "equal": the reference rounds AWS spot to
 # 4 decimals (23.62246 vs 23.6225) and derives CNY as round(USD / 0.138, 2) (+-0.01).
 EQUAL_WITHIN = {"USD": Decimal("0.0001"), "CNY": Decimal("0.01")}
+
+# Mainland Aliyun list prices (prices-china-2.md section 1): a personal blog's copy of Aliyun's
+# buy page (region cn-shanghai, post of 2023-06-17), pay-as-you-go per hour and the monthly
+# subscription. Second-hand and old: every row carries its trust and a flag saying that a 2026
+# report has GPU prices raised since (5-34 %), so a 2023 list price is a floor.
+MAINLAND_FILE = "prices-china-2.md"
+MAINLAND_SOURCES = {
+    # source key in the file: (repository, path, commit)
+    "AC": (
+        "ArthurChiao/arthurchiao.github.io",
+        "_posts/2023-06-17-gpu-prices.md",
+        "31706d3fb6495605c25031da2f74e64947a37193",
+    ),
+}
+MAINLAND_TRUST = {"AC": "copied from the buy page by a third party"}
+MAINLAND_FLAGS = ("list-price-2023-floor",)
+# The file's GPU labels are already model names; a new one needs a decision.
+MAINLAND_MODELS = {m: m for m in ("A100-80GB", "A100-40GB", "V100-16GB", "V100-32GB")}
 
 # Rows of the reference that are clearly wrong: dropped (both markets), with the reason.
 # Key: (provider, instance_type, region, zone). See prices/README.md "Suspicious rows".
@@ -123,9 +143,11 @@ GPU_MODELS: dict[str, dict[str, str | Callable[[str], str]]] = {
         "A100-80GB": "A100-80GB",
         "A30": "A30",
         "A800-40GB": "A800-40GB",
-        # Alibaba labels gn8v only "H" (96 GB) and gn8e/gn8ep "H-e" (141 GB); the source does
-        # not name the NVIDIA part, so the model keeps the label plus its memory.
-        "H": "H-96GB",
+        # Alibaba labels gn8v only "H" (96 GB): the H20, as Alibaba's own Compute Nest
+        # repository names ecs.ebmgn8v.48xlarge (H20) (prices-china-2.md section 2, trust high).
+        # gn8e/gn8ep "H-e" (141 GB) is named nowhere: H20-141GB or H200, so the model keeps
+        # the label plus its memory and every row says the chip is unconfirmed (MODEL_FLAGS).
+        "H": "H20",
         "H-e": "H-e-141GB",
         "L20": "L20",
         "L20N-48GB": "L20N-48GB",
@@ -160,9 +182,12 @@ GPU_MODELS: dict[str, dict[str, str | Callable[[str], str]]] = {
 # The memory the model name implies, checked against the reference so a mislabelled row fails.
 MODEL_MEMORY = {
     "A100-40GB": "40", "A100-80GB": "80", "A800-40GB": "40", "H100-80GB": "80",
-    "H100-NVL": "94", "H-96GB": "96", "H-e-141GB": "141", "L20N-48GB": "48",
+    "H100-NVL": "94", "H20": "96", "H-e-141GB": "141", "L20N-48GB": "48",
     "L20N-72GB": "72", "RTX-5880-48GB": "48", "V100-16GB": "16", "V100-32GB": "32",
 }  # fmt: skip
+
+# Flags on every row of a model, whatever the market: facts about the GPU itself.
+MODEL_FLAGS = {"H-e-141GB": ("chip-unconfirmed-H20-141GB-or-H200",)}
 
 # Flags on every Huawei row: the spec source is Open Telekom Cloud's documentation of the same
 # flavor names, and no Huawei Cloud price was found.
@@ -200,7 +225,9 @@ def read_reference(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def build_rows(provider: str, reference: list[dict[str, str]]) -> list[dict[str, str]]:
+def build_rows(
+    provider: str, reference: list[dict[str, str]], mainland: Iterable[dict[str, str]] = ()
+) -> list[dict[str, str]]:
     _, currency, od_column, spot_column = PROVIDERS[provider]
     rows: list[dict[str, str]] = []
     seen: set[tuple[str, str, str]] = set()
@@ -232,7 +259,8 @@ def build_rows(provider: str, reference: list[dict[str, str]]) -> list[dict[str,
         specs.setdefault(ref["instance_type"], base)
         on_demand = check_price(ref[od_column], where)
         spot = check_price(ref[spot_column], where)
-        od_flags: list[str] = []
+        model_flags = list(MODEL_FLAGS.get(base["gpu_model"], ()))
+        od_flags = list(model_flags)
         if provider == "huawei":
             if on_demand or spot:
                 raise ValueError(f"{where}: a Huawei price appeared; review before shipping it")
@@ -243,7 +271,7 @@ def build_rows(provider: str, reference: list[dict[str, str]]) -> list[dict[str,
             {**base, "market": "on-demand", "price": on_demand, "flags": ";".join(od_flags)}
         )
         if spot:
-            spot_flags = []
+            spot_flags = list(model_flags)
             if on_demand:
                 gap = Decimal(spot) - Decimal(on_demand)
                 if abs(gap) <= EQUAL_WITHIN[currency]:
@@ -253,6 +281,8 @@ def build_rows(provider: str, reference: list[dict[str, str]]) -> list[dict[str,
             rows.append({**base, "market": "spot", "price": spot, "flags": ";".join(spot_flags)})
     if provider == "aws":
         rows.extend(capacity_block_rows(specs))
+    if provider == "aliyun":
+        rows.extend(mainland_rows(mainland, specs, rows))
     return sorted(rows, key=sort_key)
 
 
@@ -270,6 +300,67 @@ def capacity_block_rows(specs: dict[str, dict[str, str]]) -> Iterable[dict[str, 
             "as_of": CAPACITY_BLOCK_AS_OF,
             "flags": ";".join(CAPACITY_BLOCK_FLAGS),
         }
+
+
+def read_mainland(reference: Path) -> list[dict[str, str]]:
+    """The CSV block of section 1 of ``prices-china-2.md``, after checking its source."""
+    text = (reference / MAINLAND_FILE).read_text(encoding="utf-8")
+    section = text.split("\n## 1.", 1)[1].split("\n## ", 1)[0]
+    for key, (repo, path, commit) in MAINLAND_SOURCES.items():
+        if not all(part in section for part in (f"**{key}**", repo, path, commit)):
+            raise ValueError(f"{MAINLAND_FILE} section 1 no longer defines source {key} as read")
+    block = section.split("```csv\n", 1)[1].split("```", 1)[0]
+    return list(csv.DictReader(io.StringIO(block)))
+
+
+def mainland_rows(
+    mainland: Iterable[dict[str, str]],
+    specs: dict[str, dict[str, str]],
+    derived: list[dict[str, str]],
+) -> Iterable[dict[str, str]]:
+    """Pay-as-you-go and monthly subscription rows of the mainland list prices.
+
+    Specs (vCPUs, memory) come from the derived catalog's rows of the same type, when it has
+    one. Pay-as-you-go is left out where the derived catalog already prices the type in that
+    region (a newer read of Alibaba's own API); the monthly price has no other source.
+    """
+    priced = {
+        (r["instance_type"], r["region"])
+        for r in derived
+        if r["market"] == "on-demand" and r["price"]
+    }
+    for ref in mainland:
+        repo, path, commit = MAINLAND_SOURCES[ref["source"]]
+        model = MAINLAND_MODELS[ref["gpu"]]
+        spec = specs.get(ref["instance_type"], {})
+        memory = spec.get("gpu_memory_gb") or MODEL_MEMORY[model]
+        if memory != MODEL_MEMORY[model]:
+            raise ValueError(f"{ref['instance_type']}: {model} but gpu_memory_gb={memory!r}")
+        base = {
+            "instance_type": ref["instance_type"],
+            "gpu_model": model,
+            "gpu_label": ref["gpu"],
+            "gpu_count": ref["gpu_count"],
+            "gpu_memory_gb": memory,
+            "vcpus": spec.get("vcpus", ""),
+            "memory_gib": spec.get("memory_gib", ""),
+            "region": ref["region"],
+            "zone": "",
+            "currency": "CNY",
+            "source": f"{repo} {path}@{commit[:12]}",
+            "source_url": f"https://github.com/{repo}/blob/{commit}/{path}",
+            "as_of": ref["as_of"],
+            "flags": ";".join(MAINLAND_FLAGS),
+            "trust": f"{ref['trust']}: {MAINLAND_TRUST[ref['source']]}, {ref['as_of'][:4]}",
+        }
+        where = f"mainland {ref['instance_type']} {ref['region']}"
+        if (ref["instance_type"], ref["region"]) not in priced:
+            yield {
+                **base,
+                "market": "on-demand",
+                "price": check_price(ref["payg_cny_per_h"], where),
+            }
+        yield {**base, "market": "subscription", "price": check_price(ref["monthly_cny"], where)}
 
 
 def sort_key(row: dict[str, str]) -> tuple[str, str, str, int]:
@@ -293,11 +384,10 @@ def catalog_path(root: Path, provider: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "prices",
-        nargs="?",
+        "--reference",
         type=Path,
-        default=DEFAULT_PRICES,
-        help="folder holding aws.csv, aliyun.csv, tencent.csv, huawei.csv",
+        default=DEFAULT_REFERENCE,
+        help=f"folder holding prices/*.csv and {MAINLAND_FILE} (default: ../shared/reference)",
     )
     parser.add_argument(
         "--out-root",
@@ -310,8 +400,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     stale = []
+    mainland = read_mainland(args.reference)
     for provider, (filename, *_rest) in PROVIDERS.items():
-        rows = build_rows(provider, read_reference(args.prices / filename))
+        prices = read_reference(args.reference / "prices" / filename)
+        rows = build_rows(provider, prices, mainland if provider == "aliyun" else ())
         data = render(rows)
         target = catalog_path(args.out_root, provider)
         counts: dict[str, int] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import logging
+import os
 import shutil
 import tomllib
 from collections import defaultdict
@@ -17,20 +18,18 @@ from pathlib import Path
 import pytest
 
 from cloudbroker.catalog import Catalog, load_catalog
+from cloudbroker.gpus import KNOWN_MODELS
 from cloudbroker.models import Market
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROVIDERS = ("aws", "aliyun", "tencent", "huawei")
-REFERENCE = REPO_ROOT / ".." / "shared" / "reference" / "prices"
-
-ALLOWED_MODELS = {
-    "A100-40GB", "A100-80GB", "H100-80GB", "H100-NVL", "H200", "B200", "H800", "A800-40GB",
-    "A800-80GB", "H20", "L20", "L40S", "L4", "A10", "A10G", "T4", "V100-16GB", "V100-32GB",
-    "P40", "P4", "P100", "A30",
-    # named in NOTES.md: models the sources do not identify further
-    "H-96GB", "H-e-141GB", "Zixiao-C100", "Intel-SG1", "RTX-5880-48GB", "L20N-48GB",
-    "L20N-72GB",
-}  # fmt: skip
+# The curated reference the catalogs are built from (CI passes its copy's path).
+REFERENCE = Path(
+    os.environ.get("CLOUDBROKER_REFERENCE") or REPO_ROOT / ".." / "shared" / "reference"
+)
+# The mainland list prices of prices-china-2.md section 1 (second-hand, 2023).
+MAINLAND_SOURCE = "ArthurChiao/arthurchiao.github.io _posts/2023-06-17-gpu-prices.md@31706d3fb649"
+MAINLAND_TRUST = "medium: copied from the buy page by a third party, 2023"
 
 
 def data_dir(provider: str) -> Path:
@@ -82,7 +81,9 @@ def test_every_row_has_source_url_and_date(provider: str) -> None:
         assert row["source_url"].startswith(("https://", "http://")), row
         date.fromisoformat(row["as_of"])
         if row["market"] != "capacity-block":
-            assert row["as_of"] == "2026-11-29", row
+            mainland = row["source"] == MAINLAND_SOURCE
+            assert row["as_of"] == ("2023-06-17" if mainland else "2026-11-29"), row
+            assert row["trust"] == (MAINLAND_TRUST if mainland else ""), row
             assert row["source_url"].startswith("https://github.com/"), row
             repo_path, _, commit = row["source"].rpartition("@")
             assert len(commit) == 12 and commit in row["source_url"], row
@@ -100,7 +101,7 @@ def test_no_price_is_zero_or_negative(catalogs: dict[str, Catalog], provider: st
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_gpu_models_are_normalised(catalogs: dict[str, Catalog], provider: str) -> None:
     models = {t.gpu.model for t in catalogs[provider].instance_types}
-    assert models <= ALLOWED_MODELS, models - ALLOWED_MODELS
+    assert models <= KNOWN_MODELS, models - KNOWN_MODELS
 
 
 def test_gpu_model_decisions(catalogs: dict[str, Catalog]) -> None:
@@ -115,8 +116,9 @@ def test_gpu_model_decisions(catalogs: dict[str, Catalog]) -> None:
     assert aws["p3.2xlarge"][0] == "V100-16GB"
     assert aws["p3dn.24xlarge"][0] == "V100-32GB"
     assert aws["p5.48xlarge"][0] == "H100-80GB"
-    assert aliyun["ecs.gn8v.4xlarge"][:2] == ("H-96GB", "H")
+    assert aliyun["ecs.gn8v.4xlarge"][:2] == ("H20", "H")  # the cloud's label stays
     assert aliyun["ecs.gn8e.6xlarge"][:2] == ("H-e-141GB", "H-e")
+    assert aliyun["ecs.ebmgn7v.32xlarge"][0] == "A800-40GB"
     assert aliyun["ecs.gn6e-c12g1.3xlarge"][0] == "V100-32GB"
     assert aliyun["ecs.gn6v-c8g1.2xlarge"][0] == "V100-16GB"
     assert aliyun["ecs.ebmgn8ga-wy.96xlarge"][:2] == ("RTX-5880-48GB", "Quadro 5880")
@@ -230,6 +232,9 @@ def test_aws_capacity_blocks(catalogs: dict[str, Catalog]) -> None:
     for block in blocks.values():
         assert block.zone is None
         assert (block.rule.increment_seconds, block.rule.minimum_seconds) == (86400, 86400)
+        assert block.rule.later_increments == ((14 * 86400, 7 * 86400),)  # then 7-day steps
+        assert block.rule.maximum_seconds == 182 * 86400
+        assert block.rule.unusable_end_seconds == 30 * 60  # terminated 30 min before the end
         assert block.rule.unit_seconds == 3600
         assert block.source.as_of == date(2024, 12, 31)
 
@@ -240,6 +245,8 @@ def test_billing_rules(catalogs: dict[str, Catalog]) -> None:
         assert (aws[market].increment_seconds, aws[market].minimum_seconds) == (1, 60)
     for provider in ("aliyun", "tencent", "huawei"):
         for price in catalogs[provider].prices:
+            if price.market == Market.SUBSCRIPTION:
+                continue
             assert (price.rule.increment_seconds, price.rule.minimum_seconds) == (1, 0)
             assert price.rule.unit_seconds == 3600
     for provider in ("aliyun", "tencent"):
@@ -247,42 +254,142 @@ def test_billing_rules(catalogs: dict[str, Catalog]) -> None:
         monthly = terms["billing"]["subscription"]
         assert monthly["unit_seconds"] == monthly["increment_seconds"] == 2592000
         assert monthly["minimum_seconds"] == 2592000
-    assert not any(p.market == Market.SUBSCRIPTION for c in catalogs.values() for p in c.prices)
+    subscriptions = [p for c in catalogs.values() for p in c.prices if p.market == "subscription"]
+    assert {p.source.name for p in subscriptions} == {MAINLAND_SOURCE}
+    assert all(p.rule.minimum_seconds == 2592000 for p in subscriptions)  # a month at least
+
+
+# --- mainland list prices (prices-china-2.md section 1) --------------------------------------
+
+
+def test_mainland_list_prices_with_source_date_trust_and_floor_flag(
+    catalogs: dict[str, Catalog],
+) -> None:
+    rows = {
+        (p.instance_type, p.market.value): p
+        for p in catalogs["aliyun"].prices
+        if p.source.name == MAINLAND_SOURCE
+    }
+    assert {k: str(p.price.amount) for k, p in rows.items()} == {
+        ("ecs.gn7e-c16g1.32xlarge", "on-demand"): "277.93",
+        ("ecs.gn7e-c16g1.32xlarge", "subscription"): "133408",
+        ("ecs.ebmgn7e.32xlarge", "on-demand"): "277.93",
+        ("ecs.ebmgn7e.32xlarge", "subscription"): "133408",
+        ("ecs.gn7e-c16g1.16xlarge", "on-demand"): "138.96",
+        ("ecs.gn7e-c16g1.16xlarge", "subscription"): "66704",
+        ("ecs.gn7e-c16g1.4xlarge", "on-demand"): "34.74",
+        ("ecs.gn7e-c16g1.4xlarge", "subscription"): "16676",
+        ("ecs.gn7-c13g1.26xlarge", "on-demand"): "252.66",
+        ("ecs.gn7-c13g1.26xlarge", "subscription"): "121280",
+        ("ecs.gn7-c13g1.13xlarge", "on-demand"): "126.33",
+        ("ecs.gn7-c13g1.13xlarge", "subscription"): "60640",
+        # V100 pay-as-you-go: the 2026 snapshot prices these types in cn-shanghai already
+        ("ecs.gn6v-c8g1.16xlarge", "subscription"): "60960",
+        ("ecs.gn6v-c10g1.20xlarge", "subscription"): "63255",
+        ("ecs.ebmgn6v.24xlarge", "subscription"): "68292",
+        ("ecs.gn6e-c12g1.24xlarge", "subscription"): "75800",
+    }  # fmt: skip
+    for price in rows.values():
+        assert (price.region, price.zone, price.price.currency) == ("cn-shanghai", None, "CNY")
+        assert price.source.as_of == date(2023, 6, 17)
+        assert price.source.trust == MAINLAND_TRUST
+        assert price.flags == ("list-price-2023-floor",)
+    v100 = [
+        p
+        for p in catalogs["aliyun"].prices
+        if p.instance_type == "ecs.ebmgn6v.24xlarge" and p.region == "cn-shanghai"
+        if p.market == Market.ON_DEMAND
+    ]
+    assert v100 and all(p.source.as_of == date(2026, 11, 29) for p in v100)
+    types = {
+        (t.name, t.region, t.zone): t
+        for t in catalogs["aliyun"].instance_types
+        if t.source.name == MAINLAND_SOURCE
+    }
+    big = types[("ecs.gn7e-c16g1.32xlarge", "cn-shanghai", None)]
+    assert (big.gpu.model, big.gpu.count, big.vcpus) == ("A100-80GB", 8, 128)  # specs copied
+    assert types[("ecs.gn7-c13g1.26xlarge", "cn-shanghai", None)].vcpus is None  # not guessed
+
+
+def test_unconfirmed_chip_is_flagged_on_every_row(catalogs: dict[str, Catalog]) -> None:
+    types = {(t.name, t.region, t.zone): t for t in catalogs["aliyun"].instance_types}
+    for price in catalogs["aliyun"].prices:
+        model = types[(price.instance_type, price.region, price.zone)].gpu.model
+        flagged = "chip-unconfirmed-H20-141GB-or-H200" in price.flags
+        assert flagged == (model == "H-e-141GB"), price
 
 
 def test_hidden_cost_terms(catalogs: dict[str, Catalog]) -> None:
-    def default(provider: str):
-        return catalogs[provider].price_sheet(None).terms_for("*")
+    def terms(provider: str, region: str = "*"):
+        return catalogs[provider].price_sheet(None).terms_for(region)
 
-    notice = {provider: default(provider).spot_notice_seconds for provider in PROVIDERS}
+    notice = {provider: terms(provider).spot_notice_seconds for provider in PROVIDERS}
     assert notice == {"aws": 120, "aliyun": 300, "tencent": 120, "huawei": 300}
-    aws = default("aws")
-    assert [str(t.price_per_gb.amount) for t in aws.egress.internet_tiers] == [
-        "0.09", "0.085", "0.07", "0.05",
-    ]  # fmt: skip
-    assert aws.egress.internet_free_gb == Decimal(100)
-    assert aws.egress.cross_zone.price.amount == Decimal("0.01")
-    assert default("aliyun").egress.cross_region.price.currency == "USD"
-    assert default("aliyun").egress.internet_free_gb == Decimal(20)
-    overseas = catalogs["aliyun"].price_sheet(None).terms_for("eu-central-1")
+    assert terms("aliyun").egress.internet_free_gb == Decimal(20)
+    overseas = terms("aliyun", "eu-central-1")
     assert overseas.region == "eu-central-1" and overseas.egress.internet_free_gb == 200
-    assert [str(t.price_per_gb.amount) for t in default("tencent").egress.internet_tiers] == [
-        "0.80"
-    ]
-    huawei = default("huawei")
+    assert [str(t.price_per_gb.amount) for t in terms("tencent").egress.internet_tiers] == ["0.80"]
+    huawei = terms("huawei")
     assert huawei.egress.internet_tiers is None
     assert huawei.egress.cross_region.price is None and huawei.egress.cross_zone.price is None
     assert huawei.storage.snapshot_gb_month.price is None
     for catalog in catalogs.values():
-        for terms in catalog.terms:
+        for region in catalog.terms:
             rates = (
-                terms.egress.cross_region, terms.egress.cross_zone,
-                terms.storage.object_storage_gb_month, terms.storage.snapshot_gb_month,
+                region.egress.cross_region, region.egress.cross_zone,
+                region.storage.object_storage_gb_month, region.storage.snapshot_gb_month,
+                *region.egress.cross_region_to,
             )  # fmt: skip
             for rate in rates:
                 assert rate.source.name
-            for tier in terms.egress.internet_tiers or ():
+            for tier in region.egress.internet_tiers or ():
                 assert tier.price_per_gb.amount > 0
+
+
+def test_aws_transfer_is_priced_per_source_region(catalogs: dict[str, Catalog]) -> None:
+    aws = catalogs["aws"].price_sheet(None)
+    for region in catalogs["aws"].regions:  # every catalog region has its own entry
+        assert aws.terms_for(region).region == region
+    unlisted = aws.terms_for("sa-east-1")  # never us-east-1's rates
+    assert unlisted.egress.internet_tiers is None and unlisted.egress.cross_region.price is None
+
+    def tiers(region: str) -> list[str]:
+        return [str(t.price_per_gb.amount) for t in aws.terms_for(region).egress.internet_tiers]
+
+    assert tiers("us-east-1") == tiers("eu-central-1") == ["0.09", "0.085", "0.07", "0.05"]
+    assert tiers("ap-northeast-1") == ["0.114", "0.089", "0.086", "0.084"]
+    assert tiers("ap-southeast-1") == ["0.12", "0.085", "0.082", "0.08"]
+    east = aws.terms_for("us-east-1").egress
+    assert east.internet_free_gb == 100
+    assert (east.cross_zone.price.amount, east.cross_zone_sides) == (Decimal("0.01"), 2)
+    assert east.cross_region.price.amount == Decimal("0.02")
+    assert {r.to: str(r.price.amount) for r in east.cross_region_to} == {"us-east-2": "0.01"}
+    assert aws.terms_for("ap-northeast-1").egress.cross_region.price.amount == Decimal("0.09")
+
+
+def test_china_cross_region_routes(catalogs: dict[str, Catalog]) -> None:
+    aliyun = catalogs["aliyun"].price_sheet(None)
+
+    def routes(region: str) -> dict[str, str]:
+        egress = aliyun.terms_for(region).egress
+        return {r.to: f"{r.price.amount} {r.price.currency}" for r in egress.cross_region_to}
+
+    assert routes("cn-beijing") == {
+        "mainland": "0.072 USD", "asia-pacific": "0.80 USD", "europe": "0.80 USD",
+        "north-america": "0.80 USD",
+    }  # fmt: skip
+    assert routes("cn-hongkong") == {"mainland": "0.80 USD", "asia-pacific": "0.08 USD"}
+    assert routes("eu-central-1") == {"mainland": "0.80 USD", "europe": "0.02 USD"}
+    assert {aliyun.terms_for(t.region).area for t in catalogs["aliyun"].instance_types} == {
+        "mainland", "asia-pacific", "europe", "north-america",
+    }  # fmt: skip
+    tencent = catalogs["tencent"].price_sheet(None)
+    [ccn] = tencent.terms_for("ap-guangzhou").egress.cross_region_to
+    assert ccn.to == "mainland" and ccn.price is None
+    assert [(t.up_to_mbps, str(t.price_per_mbps_month)) for t in ccn.bandwidth_tiers] == [
+        (Decimal(100), "140.00 CNY"), (Decimal(1000), "55.00 CNY"), (None, "35.00 CNY"),
+    ]  # fmt: skip
+    assert tencent.terms_for("sa-saopaulo").egress.cross_region_to == ()
 
 
 # --- robustness and reproducibility ---------------------------------------------------------
@@ -318,13 +425,31 @@ def load_builder():
     return module
 
 
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference prices not available")
+@pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference not available")
 def test_catalogs_are_reproducible_from_the_reference(tmp_path: Path) -> None:
     builder = load_builder()
     for run in ("first", "second"):
-        assert builder.main([str(REFERENCE), "--out-root", str(tmp_path / run)]) == 0
+        args = ["--reference", str(REFERENCE), "--out-root", str(tmp_path / run)]
+        assert builder.main(args) == 0
     for provider in PROVIDERS:
         built = builder.catalog_path(tmp_path / "first", provider).read_bytes()
         assert built == builder.catalog_path(tmp_path / "second", provider).read_bytes()
         assert built == (data_dir(provider) / "catalog.csv").read_bytes(), provider
-    assert builder.main([str(REFERENCE), "--check"]) == 0
+    assert builder.main(["--reference", str(REFERENCE), "--check"]) == 0
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference not available")
+def test_check_covers_the_mainland_rows(tmp_path: Path) -> None:
+    """A changed mainland price in the reference makes the packaged catalog stale."""
+    copy = tmp_path / "reference"
+    shutil.copytree(REFERENCE, copy)
+    china = copy / "prices-china-2.md"
+    text = china.read_text(encoding="utf-8")
+    assert text.count(",277.93,133408,") == 2
+    china.write_text(text.replace(",277.93,133408,", ",280.00,133408,", 1), encoding="utf-8")
+    builder = load_builder()
+    assert builder.main(["--reference", str(copy), "--check"]) == 1
+    moved = text.replace("31706d3fb6495605c25031da2f74e64947a37193", "0" * 40)
+    china.write_text(moved, encoding="utf-8")
+    with pytest.raises(ValueError, match="no longer defines source AC"):
+        builder.main(["--reference", str(copy), "--check"])

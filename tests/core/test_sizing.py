@@ -4,6 +4,7 @@ its invariants. Each V case says what is compared: a formula output (within 2%),
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -346,3 +347,91 @@ def test_headroom_out_of_range():
     est = sizing.estimate(bad())
     with pytest.raises(UsageError, match="headroom"):
         sizing.fits(est, 1.0)
+
+
+# ---------------------------------------------------------------------------- what makes it fit
+
+LEVERS = ("recompute", "zero", "lora", "qlora", "more-gpus")
+
+
+def preset(name: str, **options) -> sizing.Workload:
+    return sizing.make_workload(sizing.find_preset(name), **options)
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("Llama-2-70B", {}),
+        ("Llama-2-7B", {"batch": 4, "seq": 4096}),
+        ("BERT-large", {"batch": 256, "seq": 512}),
+        ("GPT-3-175B", {"mode": "infer", "context": 32768, "concurrency": 8}),
+    ],
+)
+def test_every_remedy_fits_and_they_come_cheapest_lever_first(name, options):
+    work = preset(name, **options)
+    assert not sizing.requirements(work)  # nothing fits as asked
+    found = sizing.remedies(work)
+    assert found
+    order = LEVERS if work.training else ("precision", "more-gpus")
+    levers = [r.lever for r in found]
+    assert levers == [lever for lever in order if lever in levers]
+    size = {g.name: g.memory_bytes for g in sizing.GPUS}
+    for remedy in found:
+        est = sizing.estimate(remedy.workload)
+        assert remedy.per_gpu_bytes == est.total_bytes  # the figure shown is the estimate's
+        assert [f.gpu_model for f in sizing.fits(est)] and remedy.fits
+        assert list(remedy.fits) == sorted(remedy.fits, key=lambda n: (size[n], n))
+        assert remedy.changes(work) and remedy.describe(work)
+
+
+def test_each_lever_takes_its_cheapest_setting_that_fits():
+    selective = sizing.remedies(preset("BERT-large", batch=256, seq=512))[0]
+    assert selective.changes(preset("BERT-large", batch=256, seq=512)) == {"recompute": "selective"}
+    # selective is not enough here, so the recompute option is full recompute
+    work = preset("Llama-2-7B", batch=4, seq=4096)
+    by_lever = {r.lever: r for r in sizing.remedies(work)}
+    assert by_lever["recompute"].changes(work) == {"recompute": "full"}
+    # ZeRO-1 over 2 GPUs with selective recompute is the first ZeRO setting that fits
+    assert by_lever["zero"].changes(work) == {"zero": 1, "gpus": 2, "recompute": "selective"}
+    assert by_lever["qlora"].changes(work)["mode"] == "qlora"
+    more = by_lever["more-gpus"]
+    assert more.workload.gpus > max(sizing.COUNTS) and more.workload.zero == 3
+    assert "more than one instance" in more.describe(work)
+
+
+def test_a_full_training_70b_fits_with_zero_3_on_8_gpus_or_qlora_but_not_by_recompute_alone():
+    work = preset("Llama-2-70B")
+    by_lever = {r.lever: r for r in sizing.remedies(work)}
+    assert "recompute" not in by_lever  # model states alone exceed every GPU
+    assert by_lever["zero"].changes(work) == {"zero": 3, "gpus": 8, "recompute": "full"}
+    assert by_lever["qlora"].per_gpu_bytes < by_lever["zero"].per_gpu_bytes
+
+
+def test_no_remedy_when_activations_alone_exceed_every_gpu():
+    assert sizing.remedies(preset("GPT-3-175B", batch=64, seq=32768)) == []
+
+
+def test_inference_remedies_lower_the_precision_before_adding_gpus():
+    work = preset("GPT-3-175B", mode="infer", context=32768, concurrency=8)
+    first = sizing.remedies(work)[0]
+    assert first.lever == "precision" and first.workload.precision in ("int8", "int4")
+
+
+def test_size_names_every_option_and_labels_counts_in_words(clean_env):
+    from support.cli import run_cli
+
+    done = run_cli("size", "--model", "Llama-2-70B", env=clean_env, width=200)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "What would make it fit, cheapest first" in out
+    zero, qlora, more = (out.index(t) for t in ("ZeRO-3 over 8 GPUs", "QLoRA", "more than one"))
+    assert zero < qlora < more  # in order of cost
+    assert "(--zero 3 --gpus 8 --recompute full)" in out and "GiB per GPU, fits B200" in out
+    assert "full copy on each" in out and "replica" not in out
+    sharded = run_cli("size", "--model", "Llama-2-7B", "--zero", "3", "--gpus", "8",
+                      env=clean_env, width=100)  # fmt: skip
+    assert "ZeRO-3 shards" in sharded.stdout and "What would make it fit" not in sharded.stdout
+    data = run_cli("size", "--model", "Llama-2-70B", "--json", env=clean_env)
+    remedies = json.loads(data.stdout)["remedies"]
+    assert remedies[0]["lever"] == "zero"
+    assert remedies[0]["options"] == "--zero 3 --gpus 8 --recompute full"

@@ -5,12 +5,13 @@ A provider ships two files inside its distribution (``cloudbroker_<cloud>/data/`
 ``catalog.csv`` -- one row per instance type, region, zone and market::
 
     instance_type,gpu_model,gpu_label,gpu_count,gpu_memory_gb,vcpus,memory_gib,
-    region,zone,market,price,currency,source,source_url,as_of,flags
+    region,zone,market,price,currency,source,source_url,as_of,flags,trust
 
   ``market`` is one of on-demand, spot, capacity-block, subscription; ``price`` is per the
   market's billing unit (see ``terms.toml``) and empty when unknown (never 0); ``flags`` is a
-  ``;``-separated list of data-quality notes (e.g. ``spot-equals-on-demand``). A malformed
-  row is skipped with a warning naming the file and line.
+  ``;``-separated list of data-quality notes (e.g. ``spot-equals-on-demand``). The optional
+  last column ``trust`` rates a second-hand source ("medium: copied by a third party, 2023";
+  empty = not stated). A malformed row is skipped with a warning naming the file and line.
 
 ``terms.toml`` -- the rules and hidden costs, every value naming a source::
 
@@ -29,15 +30,26 @@ A provider ships two files inside its distribution (``cloudbroker_<cloud>/data/`
     description = "per second, settled hourly"
     source = "ecs-billing"
 
+    [billing.capacity-block]              # reservations sold in fixed lengths also have:
+    later_increments = [[1209600, 604800]]  # beyond 14 days, 7-day steps
+    maximum_seconds = 15724800            # the longest rental (182 days)
+    unusable_end_seconds = 1800           # instances terminate 30 min before the end
+
     [[regions]]                           # region = "*" is the default for any region
     region = "*"
+    area = "mainland"                     # the price area routes name (optional)
     internet_tiers = [["10240", "0.80 CNY"], ["51200", "0.75 CNY"], ["", "0.65 CNY"]]
     internet_free_gb = "20"
     internet_source = "cdt"
-    cross_region = "0.072 USD"            # omit a rate (or give "") when it is unknown
+    cross_region = ""                     # to any other destination; "" (or omitted) = unknown
     cross_region_source = "vpc-billing"
+    cross_region_to = [                   # per destination region or area (a region wins)
+      { to = "mainland", price = "0.072 USD", source = "vpc-billing" },
+      { to = "asia-pacific", price = "0.80 USD", source = "vpc-billing", note = "cross-border" },
+    ]   # a link sold as bandwidth: bandwidth_mbps_month = [["100", "140 CNY"], ["", "35 CNY"]]
     cross_zone = "0 CNY"
     cross_zone_source = "vpc-billing"
+    cross_zone_sides = 1                  # 2 when both zones pay (AWS: out and in)
     object_storage_gb_month = "0.12 CNY"
     object_storage_gb_month_source = "oss"
     snapshot_gb_month = ""
@@ -63,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudbroker.models import (
+    BandwidthTier,
     BillingRule,
     ComputePrice,
     EgressTerms,
@@ -72,6 +85,7 @@ from cloudbroker.models import (
     PriceSheet,
     Rate,
     RegionTerms,
+    Route,
     Source,
     StorageTerms,
     Tier,
@@ -83,8 +97,9 @@ log = logging.getLogger(__name__)
 COLUMNS = (
     "instance_type", "gpu_model", "gpu_label", "gpu_count", "gpu_memory_gb", "vcpus",
     "memory_gib", "region", "zone", "market", "price", "currency", "source", "source_url",
-    "as_of", "flags",
+    "as_of", "flags", "trust",
 )  # fmt: skip
+OPTIONAL_COLUMNS = ("trust",)  # catalogs written before it existed still load
 
 
 class CatalogError(ValueError):
@@ -179,26 +194,61 @@ def _rate(region: dict[str, Any], name: str, sources: dict[str, Source], where: 
     )
 
 
+def _ladder(raw: list[Any], where: str) -> list[tuple[Decimal | None, Money]]:
+    """``[["10240", "0.80 CNY"], ["", "0.65 CNY"]]`` -> (up to, price) steps, last open."""
+    steps = []
+    for limit, price in raw:
+        money = parse_money(price, where)
+        if money is None:
+            raise CatalogError(f"{where}: a step has no price")
+        steps.append((Decimal(limit) if str(limit).strip() else None, money))
+    return steps
+
+
+def _route(raw: dict[str, Any], sources: dict[str, Source], where: str) -> Route:
+    ladder = raw.get("bandwidth_mbps_month")
+    return Route(
+        to=raw["to"],
+        price=parse_money(raw.get("price", ""), f"{where}.price"),
+        bandwidth_tiers=None
+        if not ladder
+        else tuple(
+            BandwidthTier(up_to_mbps=limit, price_per_mbps_month=price)
+            for limit, price in _ladder(ladder, f"{where}.bandwidth_mbps_month")
+        ),
+        source=source_ref(sources, raw.get("source"), f"{where}.source"),
+        note=raw.get("note", ""),
+    )
+
+
 def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str) -> RegionTerms:
     tiers_raw = region.get("internet_tiers")
     tiers = None
     if tiers_raw:
         tiers = tuple(
-            Tier(
-                up_to_gb=Decimal(limit) if str(limit).strip() else None,
-                price_per_gb=parse_money(price, f"{where}.internet_tiers"),
-            )
-            for limit, price in tiers_raw
+            Tier(up_to_gb=limit, price_per_gb=price)
+            for limit, price in _ladder(tiers_raw, f"{where}.internet_tiers")
         )
     notice_source = region.get("spot_notice_source")
+    try:
+        routes = tuple(
+            _route(raw, sources, f"{where}.cross_region_to[{raw.get('to')}]")
+            for raw in region.get("cross_region_to", ())
+        )
+    except (KeyError, ValueError) as exc:
+        raise CatalogError(f"{where}.cross_region_to: {exc}") from None
     return RegionTerms(
         region=region["region"],
+        area=region.get("area"),
         egress=EgressTerms(
             internet_tiers=tiers,
             internet_free_gb=Decimal(str(region.get("internet_free_gb", "0"))),
             internet_source=source_ref(sources, region.get("internet_source"), where),
+            internet_note=region.get("internet_note", ""),
             cross_region=_rate(region, "cross_region", sources, where),
+            cross_region_to=routes,
             cross_zone=_rate(region, "cross_zone", sources, where),
+            cross_zone_sides=region.get("cross_zone_sides", 1),
         ),
         storage=StorageTerms(
             object_storage_gb_month=_rate(region, "object_storage_gb_month", sources, where),
@@ -218,6 +268,9 @@ def _rules(terms: dict[str, Any], sources: dict[str, Source], where: str) -> dic
                 increment_seconds=rule["increment_seconds"],
                 minimum_seconds=rule["minimum_seconds"],
                 unit_seconds=rule.get("unit_seconds", 3600),
+                later_increments=tuple(tuple(step) for step in rule.get("later_increments", ())),
+                maximum_seconds=rule.get("maximum_seconds"),
+                unusable_end_seconds=rule.get("unusable_end_seconds", 0),
                 description=rule["description"],
                 source=source_ref(sources, rule.get("source"), f"{where} [billing.{market}]"),
             )
@@ -249,10 +302,10 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
     types: dict[tuple[str, str, str | None], InstanceType] = {}
     prices: list[ComputePrice] = []
     skipped: list[str] = []
-    source_cache: dict[tuple[str, str, str], Source] = {}
+    source_cache: dict[tuple[str, str, str, str | None], Source] = {}
     text = csv_file.read_text(encoding="utf-8")
     reader = csv.DictReader(text.splitlines())
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+    missing = [c for c in COLUMNS if c not in (*(reader.fieldnames or ()), *OPTIONAL_COLUMNS)]
     if missing:
         raise CatalogError(f"{provider} catalog.csv: missing columns {', '.join(missing)}")
     for line, row in enumerate(reader, start=2):
@@ -261,13 +314,14 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
             rule = rules.get(market)
             if rule is None:
                 raise ValueError(f"no [billing.{market}] rule in terms.toml")
-            key = (row["source"], row["source_url"], row["as_of"])
+            key = (row["source"], row["source_url"], row["as_of"], row.get("trust") or None)
             source = source_cache.get(key)
             if source is None:
                 source = Source(
                     name=row["source"],
                     url=row["source_url"] or None,
                     as_of=date.fromisoformat(row["as_of"]),
+                    trust=key[3],
                 )
                 source_cache[key] = source
             zone = row["zone"] or None

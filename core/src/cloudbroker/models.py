@@ -8,7 +8,7 @@ rule carries the :class:`Source` it came from.
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 
@@ -32,6 +32,26 @@ class Source(Model):
     name: str = Field(description="Publisher and document, e.g. 'AWS EC2 docs: capacity blocks'")
     url: str | None = None
     as_of: date
+    trust: str | None = Field(
+        default=None,
+        pattern=r"^(high|medium|low)(: .+)?$",
+        description="For a second-hand value: 'high', 'medium' or 'low', then why, e.g. "
+        "'medium: copied from the buy page by a third party, 2023'; None = not stated",
+    )
+
+
+#: A price older than this is shown with a caution (prices move; re-check before buying).
+STALE_AFTER = timedelta(days=365)
+
+
+def cautions(as_of: date, trust: str | None, today: date) -> tuple[str, ...]:
+    """Why a sourced value needs checking before use: its age, or trust below high."""
+    found = []
+    if today - as_of > STALE_AFTER:
+        found.append(f"as of {as_of.isoformat()}, older than 12 months")
+    if trust and not trust.startswith("high"):
+        found.append(f"trust {trust}")
+    return tuple(found)
 
 
 class Market(StrEnum):
@@ -64,11 +84,27 @@ class InstanceType(Model):
 
 
 class BillingRule(Model):
-    """How time is billed: rounded up to ``increment_seconds``, at least ``minimum_seconds``."""
+    """How time is billed: rounded up to ``increment_seconds``, at least ``minimum_seconds``.
+
+    Reservations sold in fixed lengths (AWS Capacity Blocks: 1 to 14 days, then weeks up to
+    182 days) add ``later_increments``, a ``maximum_seconds`` and the ``unusable_end_seconds``
+    at the end of the rental when the instances are already being terminated.
+    """
 
     increment_seconds: int = Field(gt=0)
     minimum_seconds: int = Field(ge=0)
     unit_seconds: int = Field(default=3600, gt=0, description="The time unit the price is per")
+    later_increments: tuple[tuple[int, int], ...] = Field(
+        default=(),
+        description="(from_seconds, increment_seconds) pairs: beyond from_seconds the rental "
+        "grows by that increment instead",
+    )
+    maximum_seconds: int | None = Field(
+        default=None, gt=0, description="Longest rental; a longer job cannot run on one"
+    )
+    unusable_end_seconds: int = Field(
+        default=0, ge=0, description="Time at the end of the rental the instances cannot run"
+    )
     description: str
     source: Source
 
@@ -101,14 +137,46 @@ class Rate(Model):
     note: str = ""
 
 
+class BandwidthTier(Model):
+    """One step of a cumulative bandwidth ladder: Mbps up to ``up_to_mbps`` (None = no limit)."""
+
+    up_to_mbps: DecimalStr | None
+    price_per_mbps_month: Money
+
+
+class Route(Model):
+    """The price of moving bytes from this region to one destination region or area.
+
+    A per-GB ``price``, or a private link sold as monthly bandwidth (Tencent CCN): then
+    ``bandwidth_tiers`` is its cumulative ladder, bought for one month at least. Neither
+    means the price to that destination is unknown.
+    """
+
+    to: str = Field(description="A destination region, or an area (see RegionTerms.area)")
+    price: Money | None = Field(default=None, description="Per GB")
+    bandwidth_tiers: tuple[BandwidthTier, ...] | None = None
+    source: Source
+    note: str = ""
+
+
 class EgressTerms(Model):
     """Data-transfer prices of bytes *leaving* this region."""
 
     internet_tiers: tuple[Tier, ...] | None = Field(description="Cumulative; None = unknown")
     internet_free_gb: DecimalStr = Decimal(0)
     internet_source: Source
-    cross_region: Rate
+    internet_note: str = ""
+    cross_region: Rate = Field(description="To any destination not in cross_region_to")
+    cross_region_to: tuple[Route, ...] = Field(
+        default=(), description="Per destination region or area; a region beats its area"
+    )
     cross_zone: Rate
+    cross_zone_sides: int = Field(
+        default=1,
+        ge=1,
+        le=2,
+        description="2 when both the sending and the receiving zone pay the rate (AWS)",
+    )
 
 
 class StorageTerms(Model):
@@ -121,6 +189,9 @@ class RegionTerms(Model):
     """The hidden-cost terms of one region ("*" = the provider's default for any region)."""
 
     region: str
+    area: str | None = Field(
+        default=None, description="The region's price area, e.g. 'mainland' (for routes)"
+    )
     egress: EgressTerms
     storage: StorageTerms
     spot_notice_seconds: int | None = None

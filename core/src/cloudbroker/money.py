@@ -17,6 +17,12 @@ from cloudbroker.errors import UsageError
 #: Currencies the catalogs publish in and the quote can convert to.
 CURRENCIES = ("USD", "CNY", "EUR", "SGD")
 
+#: Other names people write for a currency.
+ALIASES = {"RMB": "CNY"}
+
+#: Every conversion goes through this currency: a rate is "units of X per one USD".
+PIVOT = "USD"
+
 DecimalStr = Annotated[Decimal, PlainSerializer(lambda d: format(d, "f"), return_type=str)]
 """A Decimal that serialises to JSON as a plain string (never a float, never exponent form)."""
 
@@ -32,7 +38,7 @@ class Money(BaseModel):
     @field_validator("currency")
     @classmethod
     def _known_currency(cls, value: str) -> str:
-        value = value.upper()
+        value = ALIASES.get(value.upper(), value.upper())
         if value not in CURRENCIES:
             raise ValueError(f"unknown currency {value!r}; known: {', '.join(CURRENCIES)}")
         return value
@@ -93,39 +99,58 @@ DEFAULT_RATES: tuple[FxRate, ...] = (
 )
 
 
+def parse_currency(text: str, what: str = "currency") -> str:
+    """A currency code as the user typed it (any case, ``RMB`` for CNY) -> ISO code."""
+    code = str(text).strip().upper()
+    code = ALIASES.get(code, code)
+    if code not in CURRENCIES:
+        aliases = {target: alias for alias, target in ALIASES.items()}
+        accepted = ", ".join(f"{c} (or {aliases[c]})" if c in aliases else c for c in CURRENCIES)
+        raise UsageError(f"unknown {what} {text!r}; accepted: {accepted}")
+    return code
+
+
 class FxTable:
-    """The rates a quote converts with; each conversion reports the rate it used."""
+    """Dated rates against one pivot (USD): any currency converts to any other through it.
+
+    Each rate is how many units of a currency one USD buys, fixed on a date by a source; a
+    conversion from CNY to EUR is CNY -> USD -> EUR with the two dated rates, both reported.
+    """
 
     def __init__(self, rates: tuple[FxRate, ...] | list[FxRate] = DEFAULT_RATES) -> None:
-        self._rates: dict[tuple[str, str], FxRate] = {}
+        self._per_pivot: dict[str, FxRate] = {}
         for rate in rates:
             self.add(rate)
 
     def add(self, rate: FxRate) -> None:
-        self._rates[(rate.base, rate.quote)] = rate
+        """Add or replace the rate of ``rate.quote`` per USD (a later rate wins)."""
+        if rate.base != PIVOT or rate.quote == PIVOT:
+            raise ValueError(f"rates are per {PIVOT}: got {rate.base}/{rate.quote}")
+        self._per_pivot[rate.quote] = rate
+
+    def _per_usd(self, currency: str) -> Decimal:
+        if currency == PIVOT:
+            return Decimal(1)
+        found = self._per_pivot.get(currency)
+        if found is None:
+            raise UsageError(
+                f"no exchange rate for {currency}; give one with --fx {currency}=<{currency} "
+                f"per {PIVOT}> (known: {', '.join(sorted({PIVOT, *self._per_pivot}))})"
+            )
+        return found.rate
 
     def rate(self, source: str, target: str) -> Decimal:
-        """How many ``target`` one ``source`` buys; raises UsageError if no rate is known."""
+        """How many ``target`` one ``source`` buys; UsageError naming a missing rate."""
         if source == target:
             return Decimal(1)
-        if (source, target) in self._rates:
-            return self._rates[(source, target)].rate
-        if (target, source) in self._rates:
-            return Decimal(1) / self._rates[(target, source)].rate
-        raise UsageError(
-            f"no exchange rate from {source} to {target}; give one with --fx {target}=<rate>"
-            if source == "USD"
-            else f"no exchange rate from {source} to {target}; give one with --fx {source}=<rate>"
-        )
+        return self._per_usd(target) / self._per_usd(source)
 
     def used(self, currencies: set[str], target: str) -> list[FxRate]:
         """The dated rates behind converting ``currencies`` into ``target`` (for footers)."""
-        found = []
-        for currency in sorted(currencies - {target}):
-            rate = self._rates.get((currency, target)) or self._rates.get((target, currency))
-            if rate is not None:
-                found.append(rate)
-        return found
+        needed = {c for c in currencies if c != target}
+        if needed:
+            needed |= {target}
+        return [self._per_pivot[c] for c in sorted(needed) if c in self._per_pivot]
 
     def convert(self, money: Money, target: str) -> Money:
         return Money.of(money.amount * self.rate(money.currency, target), target)
@@ -134,14 +159,18 @@ class FxTable:
 def parse_fx(text: str, today: date) -> FxRate:
     """Parse ``--fx CNY=7.10`` (units of CNY per USD) into a rate dated ``today``."""
     currency, sep, value = text.partition("=")
-    currency = currency.strip().upper()
-    if not sep or currency not in CURRENCIES or currency == "USD":
+    others = ", ".join(c for c in CURRENCIES if c != PIVOT)
+    try:
+        currency = parse_currency(currency, "--fx currency") if sep else ""
+    except UsageError:
+        currency = ""
+    if not currency or currency == PIVOT:
         raise UsageError(
-            f"malformed --fx {text!r}; expected CURRENCY=RATE per USD, e.g. --fx CNY=7.10 "
-            f"(currencies: {', '.join(c for c in CURRENCIES if c != 'USD')})"
+            f"malformed --fx {text!r}; expected CURRENCY=RATE per {PIVOT}, e.g. --fx CNY=7.10 "
+            f"(currencies: {others}; RMB is CNY)"
         )
     amount = parse_decimal(value, "--fx rate", positive=True)
-    return FxRate(base="USD", quote=currency, rate=amount, as_of=today, source="--fx (user)")
+    return FxRate(base=PIVOT, quote=currency, rate=amount, as_of=today, source="--fx (user)")
 
 
 def parse_decimal(value: Any, what: str, *, positive: bool = False) -> Decimal:

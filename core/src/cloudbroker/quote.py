@@ -6,6 +6,11 @@ the minimum-rental uplift, egress of the dataset into the region, object storage
 snapshots. Lines stay in the currency they were published in; each is converted once, at the
 end, with a dated rate, and the total is the exact sum of the converted lines.
 
+Ranking compares only what is known: complete offers first, by total; offers with an unknown
+line (a lower bound, ``≥``) after them, by their known part, each naming what is unknown
+(:class:`Ranking`). A job longer than a market's longest rental is refused for that market,
+with the reason, never quoted as one rental.
+
 The engine is written for large catalogs: per offer it does a couple of Decimal operations and
 dictionary look-ups (hidden costs depend only on the region, billed time only on the billing
 rule, so both are cached); full :class:`Quote` models are built for the top offers only.
@@ -14,25 +19,50 @@ rule, so both are cached); full :class:`Quote` models are built for the top offe
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
+from enum import StrEnum
 from functools import cached_property
 
-from cloudbroker.costs import SECONDS_PER_HOUR, billed_seconds, egress_cost, storage_cost
+from pydantic import Field
+
+from cloudbroker import gpus
+from cloudbroker.costs import (
+    SECONDS_PER_HOUR,
+    bandwidth_cost,
+    bandwidth_needed,
+    billed_seconds,
+    describe_billing,
+    egress_cost,
+    route,
+    storage_cost,
+)
 from cloudbroker.errors import CloudBrokerError, UsageError
 from cloudbroker.models import (
+    BillingRule,
     ComputePrice,
+    EgressTerms,
     Gpu,
     InstanceType,
     Market,
     Model,
     PriceSheet,
     RegionTerms,
+    Route,
     Source,
 )
 from cloudbroker.money import DecimalStr, FxRate, FxTable, Money
+
+
+class Ranking(StrEnum):
+    """How offers are ordered. Unknown is never treated as zero, so by default an offer whose
+    total is only a lower bound ranks after every complete offer."""
+
+    COMPLETE = "complete"  # complete totals first, then lower bounds by their known part
+    LOWER_BOUND = "lower-bound"  # every offer by its known part (a lower bound of its total)
 
 
 @dataclass(frozen=True)
@@ -60,6 +90,7 @@ class Job:
     checkpoint_gb: Decimal = Decimal(0)
     snapshot_days: Decimal = Decimal(0)
     top: int = 10
+    ranking: Ranking = Ranking.COMPLETE
     gpu_models: frozenset[str] = field(default=frozenset())  # resolved by match_gpus()
     # (GPU model, count) pairs a sized workload fits on (cloudbroker.sizing); when set they
     # replace ``count``, so every fitting configuration is quoted.
@@ -73,6 +104,7 @@ class CostLine(Model):
     converted: Money | None  # in the quote's currency
     rule: str
     source: Source | None = None
+    why_unknown: str = ""  # when amount is None: what is not known, e.g. a price not published
 
 
 class Quote(Model):
@@ -91,48 +123,42 @@ class Quote(Model):
     lines: tuple[CostLine, ...]
     total: Money | None  # None when the compute price is unknown
     complete: bool  # False when a hidden-cost rate is unknown: total is a lower bound
+    unknown: tuple[str, ...] = ()  # the unknown lines, "kind: why", when not complete
     per_gpu_hour: Money | None
     flags: tuple[str, ...] = ()
+    price_as_of: date | None = None  # the compute price's source date (None: no price row)
+    price_trust: str | None = None  # its trust when second-hand ("medium: ..."), see cautions()
 
     def line(self, kind: str) -> Money | None:
-        """Sum of the converted lines of ``kind`` (None if one of them is unknown)."""
+        """Sum of the converted lines of ``kind`` (None if there is none or one is unknown)."""
         amounts = [ln.converted for ln in self.lines if ln.kind == kind]
-        if any(a is None for a in amounts):
+        if not amounts or any(a is None for a in amounts):
             return None
-        total = Money.of(0, self.total.currency if self.total else "USD")
-        for amount in amounts:
-            total = total + amount
-        return total if amounts else None
+        return sum(amounts[1:], amounts[0])  # type: ignore[arg-type]
 
 
 class QuoteResult(Model):
     currency: str
+    ranking: Ranking = Ranking.COMPLETE
     quotes: tuple[Quote, ...]
     unpriced: tuple[Quote, ...]
-    cheapest_by_market: tuple[Quote, ...]  # one per market, cheapest first
+    cheapest_by_market: tuple[Quote, ...]  # one per market, in ranking order
     matched: int
+    lower_bounds: int = 0  # ranked offers whose total is only a lower bound
+    unknown: dict[str, int] = Field(default_factory=dict)  # why unknown -> offers it affects
+    refused: tuple[str, ...] = ()  # markets that cannot run this job at all, and why
     fx: tuple[FxRate, ...]
     catalogs: dict[str, date]
     failures: dict[str, str]
+    siblings: tuple[str, ...] = ()  # siblings of the GPU asked for that are sold, and where
 
 
 # -- GPU matching ------------------------------------------------------------------------
 
 
-def match_gpus(query: str, known: Iterable[str]) -> frozenset[str]:
-    """Models ``query`` names: exact (case-insensitive) or as a family (``a100`` -> A100-*)."""
-    q = query.strip().lower()
-    known = set(known)
-    exact = {m for m in known if m.lower() == q}
-    if exact:
-        return frozenset(exact)
-    family = {m for m in known if m.lower().startswith(q + "-")}
-    if family:
-        return frozenset(family)
-    names = sorted(known)
-    close = difflib.get_close_matches(query.upper(), [n.upper() for n in names], n=3, cutoff=0.4)
-    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
-    raise UsageError(f"unknown GPU {query!r}{hint}; known: {', '.join(names)}")
+def match_gpus(query: str, known: Iterable[str], providers: Sequence[str] = ()) -> frozenset[str]:
+    """Models ``query`` names among ``known``: see :func:`cloudbroker.gpus.match`."""
+    return gpus.match(query, known, providers)
 
 
 # -- the engine --------------------------------------------------------------------------
@@ -143,8 +169,22 @@ class _RegionCosts:
 
     def __init__(self, lines: list[CostLine]) -> None:
         self.lines = lines
-        self.complete = all(line.converted is not None for line in lines)
+        self.unknown = tuple(f"{ln.kind}: {ln.why_unknown}" for ln in lines if ln.converted is None)
+        self.complete = not self.unknown
         self.total = sum((line.converted.amount for line in lines if line.converted), Decimal(0))
+
+
+@dataclass
+class Ranked:
+    """What :meth:`QuoteEngine.rank` found: the top offers and what the footer needs."""
+
+    quotes: list[Quote]
+    unpriced: list[Quote]
+    matched: int
+    by_market: list[Quote]  # the first offer of each market, in ranking order
+    lower_bounds: int = 0
+    unknown: dict[str, int] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
 
 
 class QuoteEngine:
@@ -164,7 +204,7 @@ class QuoteEngine:
             (t.provider, t.name, t.region, t.zone): t for ts in types.values() for t in ts
         }
         self._region_costs: dict[tuple[str, str], _RegionCosts] = {}
-        self._billed: dict[int, tuple[Decimal, Decimal, Decimal]] = {}
+        self._billed: dict[int, tuple[Decimal, Decimal, Decimal] | None] = {}
         self._rates: dict[str, Decimal] = {}
         self._currencies: set[str] = set()
 
@@ -187,19 +227,25 @@ class QuoteEngine:
             return None
         return Money.of(money.amount * self._rate(money.currency), self.job.currency)
 
-    def _billing(self, price: ComputePrice) -> tuple[Decimal, Decimal, Decimal]:
-        """(billed seconds, billed units, actual units) of the job under this rule."""
+    def _billing(self, price: ComputePrice) -> tuple[Decimal, Decimal, Decimal] | None:
+        """(billed seconds, billed units, actual units) of the job under this rule; None when
+        the job is longer than the rule's longest rental."""
         key = id(price.rule)
-        cached = self._billed.get(key)
-        if cached is None:
+        if key not in self._billed:
             seconds = self.job.hours * SECONDS_PER_HOUR
             billed = billed_seconds(seconds, price.rule)
             unit = Decimal(price.rule.unit_seconds)
-            cached = self._billed[key] = (billed, billed / unit, seconds / unit)
-        return cached
+            self._billed[key] = None if billed is None else (billed, billed / unit, seconds / unit)
+        return self._billed[key]
 
     def _line(
-        self, kind: str, label: str, amount: Money | None, rule: str, source: Source | None
+        self,
+        kind: str,
+        label: str,
+        amount: Money | None,
+        rule: str,
+        source: Source | None,
+        why_unknown: str = "",
     ) -> CostLine:
         return CostLine(
             kind=kind,
@@ -208,6 +254,7 @@ class QuoteEngine:
             converted=self._convert(amount),
             rule=rule,
             source=source,
+            why_unknown="" if amount is not None else why_unknown or "price not published",
         )
 
     def _hidden(self, provider: str, region: str) -> _RegionCosts:
@@ -232,6 +279,7 @@ class QuoteEngine:
                     storage_cost(rate, job.checkpoint_gb, job.hours),
                     f"GB x rate per GB-month x hours / 730 {_note(rate.note)}",
                     rate.source,
+                    f"{provider} object-storage price for this region not found",
                 )
             )
             if job.snapshot_days:
@@ -247,18 +295,27 @@ class QuoteEngine:
                         f"(GB - {terms.storage.snapshot_free_gb} free) x rate per GB-month x days"
                         f" / 30.4 {_note(snap.note)}",
                         snap.source,
+                        f"{provider} snapshot price for this region not found",
                     )
                 )
         return lines
 
     def _data_egress(self, provider: str, region: str) -> CostLine:
+        """The dataset's move into ``region``, priced by the terms of the region it leaves."""
         job = self.job
         origin = job.data_from
         assert origin is not None
         label = f"{job.data_gb} GB dataset from {origin.provider}:{origin.region}"
         terms: RegionTerms | None = self.sheets[origin.provider].terms_for(origin.region)
         if terms is None:
-            return self._line("egress", label, None, "no transfer terms for the source", None)
+            return self._line(
+                "egress",
+                label,
+                None,
+                "no transfer terms for the source",
+                None,
+                f"no {origin.provider} transfer terms for {origin.region}",
+            )
         egress = terms.egress
         if origin.provider != provider:
             free = egress.internet_free_gb
@@ -266,25 +323,65 @@ class QuoteEngine:
                 "egress",
                 label + " (cross-cloud, internet rates)",
                 egress_cost(egress, job.data_gb, "internet"),
-                f"source's internet egress tiers, cumulative, after {free} GB free quota",
+                f"source's internet egress tiers, cumulative, after {free} GB free quota: the "
+                "rate for traffic leaving a VM or elastic IP in the source region, as the data "
+                "source names a region, not a service (data served straight from object storage,"
+                " such as Aliyun OSS, Tencent COS or Huawei OBS, is billed at that service's own "
+                f"internet rate, which these terms do not hold) {_note(egress.internet_note)}",
                 egress.internet_source,
+                f"{origin.provider} internet egress price from {origin.region} not found",
             )
         if origin.region != region:
-            rate = egress.cross_region
-            return self._line(
-                "egress",
-                label + " (cross-region)",
-                egress_cost(egress, job.data_gb, "cross-region"),
-                f"GB x source's cross-region rate {_note(rate.note)}",
-                rate.source,
-            )
+            here = self.sheets[provider].terms_for(region)
+            return self._cross_region(label, egress, region, here.area if here else None)
         rate = egress.cross_zone
+        sides = egress.cross_zone_sides
         return self._line(
             "egress",
             label + " (same region; priced as cross-zone, the worst case)",
             egress_cost(egress, job.data_gb, "cross-zone"),
-            f"GB x cross-zone rate {_note(rate.note)}",
+            "GB x cross-zone rate"
+            + (" x 2 (charged out of one zone and into the other)" if sides == 2 else "")
+            + f" {_note(rate.note)}",
             rate.source,
+            f"{provider} cross-zone price not found",
+        )
+
+    def _cross_region(
+        self, label: str, egress: EgressTerms, region: str, area: str | None
+    ) -> CostLine:
+        """Cross-region: the source's route to this region (or its area), else its default."""
+        job = self.job
+        origin = job.data_from
+        assert origin is not None
+        way = route(egress, region, area)
+        to = way.to if isinstance(way, Route) else "any other region"
+        why = f"{origin.provider} cross-region price from {origin.region} to this region not found"
+        if isinstance(way, Route) and way.bandwidth_tiers:
+            mbps = bandwidth_needed(job.data_gb, job.hours)
+            ladder = ", ".join(
+                f"{t.price_per_mbps_month.amount} {t.price_per_mbps_month.currency}"
+                + (f" to {t.up_to_mbps} Mbps" if t.up_to_mbps is not None else " beyond")
+                for t in way.bandwidth_tiers
+            )
+            return self._line(
+                "egress",
+                f"{label} (cross-region private link: {mbps} Mbps for a month)",
+                bandwidth_cost(way.bandwidth_tiers, mbps),
+                f"sold as bandwidth, not per GB: the Mbps that move {job.data_gb} GB within the "
+                f"job's {job.hours} h (1 GB = 8,000 Mb), rounded up to whole Mbps, bought for "
+                f"one month on the cumulative ladder per Mbps-month ({ladder}); a longer "
+                f"window needs less bandwidth {_note(way.note)}",
+                way.source,
+                why,
+            )
+        return self._line(
+            "egress",
+            label + " (cross-region)",
+            None if way.price is None else way.price * job.data_gb,
+            f"GB x source's cross-region rate to {to} {_note(way.note)}",
+            way.source,
+            why,
         )
 
     # matching and ranking
@@ -319,15 +416,19 @@ class QuoteEngine:
                     found.append((t, price))
         return found
 
-    def sort_key(self, t: InstanceType, price: ComputePrice) -> Decimal:
-        _, billed_units, _ = self._billing(price)
-        assert price.price is not None
+    def sort_key(self, t: InstanceType, price: ComputePrice) -> tuple[bool, Decimal]:
+        """(lower bound?, known part of the total); by known part alone for LOWER_BOUND."""
+        billing = self._billing(price)
+        assert price.price is not None and billing is not None
         hidden = self._hidden(t.provider, price.region)
-        return price.price.amount * billed_units * self._rate(price.price.currency) + hidden.total
+        known = price.price.amount * billing[1] * self._rate(price.price.currency) + hidden.total
+        return (self.job.ranking is Ranking.COMPLETE and not hidden.complete, known)
 
     def build(self, t: InstanceType, price: ComputePrice, rank: int | None) -> Quote:
         job = self.job
-        billed, billed_units, actual_units = self._billing(price)
+        billing = self._billing(price)
+        assert billing is not None
+        billed, billed_units, actual_units = billing
         rule = price.rule
         lines: list[CostLine] = []
         hourly = None
@@ -351,8 +452,7 @@ class QuoteEngine:
                         "minimum-uplift",
                         f"billed {_hours(billed)} h for a {job.hours} h job",
                         per_unit * uplift,
-                        f"time rounded up to {rule.increment_seconds} s, minimum "
-                        f"{rule.minimum_seconds} s: {rule.description}",
+                        f"time {describe_billing(rule)}",
                         rule.source,
                     )
                 )
@@ -379,23 +479,33 @@ class QuoteEngine:
             lines=tuple(lines),
             total=total,
             complete=hidden.complete,
+            unknown=hidden.unknown,
             per_gpu_hour=None
             if total is None
             else Money.of(total.amount / gpu_hours, job.currency),
             flags=price.flags,
+            price_as_of=price.source.as_of,
+            price_trust=price.source.trust,
         )
 
     def run(self) -> tuple[list[Quote], list[Quote], int]:
         """(ranked quotes, unpriced offers, number of matching offers)."""
-        quotes, unpriced, matched, _ = self.run_with_markets()
-        return quotes, unpriced, matched
+        ranked = self.rank()
+        return ranked.quotes, ranked.unpriced, ranked.matched
 
-    def run_with_markets(self) -> tuple[list[Quote], list[Quote], int, list[Quote]]:
-        """As :meth:`run`, plus the cheapest offer of each market (to compare minimums)."""
+    def rank(self) -> Ranked:
+        """The top offers in ranking order, the first of each market, and what is unknown."""
         found = self.candidates()
-        priced = [(t, p) for t, p in found if p.price is not None]
-        unpriced = [(t, p) for t, p in found if p.price is None]
-        keyed = sorted(((self.sort_key(t, p), i) for i, (t, p) in enumerate(priced)))
+        refused: dict[tuple[str, Market], BillingRule] = {}
+        priced, unpriced = [], []
+        for t, p in found:
+            if self._billing(p) is None:
+                refused.setdefault((t.provider, p.market), p.rule)
+            elif p.price is None:
+                unpriced.append((t, p))
+            else:
+                priced.append((t, p))
+        keyed = sorted((self.sort_key(t, p), i) for i, (t, p) in enumerate(priced))
         # The same type, price and market in several zones of a region is one offer.
         top: dict[tuple, tuple[InstanceType, ComputePrice, list[str]]] = {}
         for _, i in keyed:
@@ -413,9 +523,38 @@ class QuoteEngine:
         best: dict[Market, tuple[InstanceType, ComputePrice]] = {}
         for _, i in keyed:
             best.setdefault(priced[i][1].market, priced[i])
-        by_market = [self.build(t, p, None) for t, p in best.values()]
-        unpriced_quotes = [self.build(t, p, None) for t, p in unpriced[:spare]]
-        return quotes, unpriced_quotes, len(found), by_market
+        unknown: Counter[str] = Counter()
+        lower_bounds = 0
+        for t, p in priced:
+            hidden = self._hidden(t.provider, p.region)
+            unknown.update(hidden.unknown)
+            lower_bounds += not hidden.complete
+        return Ranked(
+            quotes=quotes,
+            unpriced=[self.build(t, p, None) for t, p in unpriced[:spare]],
+            matched=len(found),
+            by_market=[self.build(t, p, None) for t, p in best.values()],
+            lower_bounds=lower_bounds,
+            unknown=dict(unknown.most_common()),
+            refused=[self._refusal(who, market, rule) for (who, market), rule in refused.items()],
+        )
+
+    def _refusal(self, provider: str, market: Market, rule: BillingRule) -> str:
+        """Why ``market`` of ``provider`` cannot run this job: it outlasts the longest rental."""
+        assert rule.maximum_seconds is not None
+        longest = Decimal(rule.maximum_seconds)
+        days = f"{longest / 86400:f} days = " if rule.maximum_seconds % 86400 == 0 else ""
+        usable = (longest - rule.unusable_end_seconds) / SECONDS_PER_HOUR
+        margin = (
+            f", of which {usable.normalize():,f} h are usable (instances are terminated from "
+            f"{rule.unusable_end_seconds // 60} min before the end)"
+            if rule.unusable_end_seconds
+            else ""
+        )
+        return (
+            f"{provider} {market} cannot run a {self.job.hours:,f} h job: the longest rental is "
+            f"{days}{longest / SECONDS_PER_HOUR:,f} h{margin}"
+        )
 
     @property
     def currencies(self) -> set[str]:
@@ -431,11 +570,14 @@ def _unit(seconds: int) -> str:
 
 
 def _hours(seconds: Decimal) -> str:
-    return format((seconds / SECONDS_PER_HOUR).normalize(), "f")
+    """For labels: at most 4 decimals ("0.0167"); the exact value is ``Quote.billed_hours``."""
+    return format((seconds / SECONDS_PER_HOUR).quantize(Decimal("0.0001")).normalize(), "f")
 
 
 class NoOfferError(CloudBrokerError):
-    """Nothing matched; the message says what is closest."""
+    """Nothing matched the job's filters (bad input); the message says what is closest."""
+
+    exit_code = 2
 
 
 def _closest(engine: QuoteEngine) -> str:
@@ -509,29 +651,46 @@ def quote(pm, job: Job, fx: FxTable) -> QuoteResult:
         raise CloudBrokerError(
             f"--data-from: {job.data_from.provider} failed: {failures[job.data_from.provider]}"
         )
+    siblings: tuple[str, ...] = ()
     if job.gpu:
         known = {t.gpu.model for ts in types.values() for t in ts}
-        job = replace(job, gpu_models=match_gpus(job.gpu, known))
+        job = replace(job, gpu_models=match_gpus(job.gpu, known, job.providers))
+        siblings = gpus.sibling_notes(job.gpu_models, (t for ts in types.values() for t in ts))
     engine = QuoteEngine(job, sheets, types, fx)
     _check_known(job, engine, types)
-    quotes, unpriced, matched, by_market = engine.run_with_markets()
-    if not matched:
+    ranked = engine.rank()
+    if not matched_any(ranked):
         markets = "/".join(m.value for m in job.markets)
         where = f" in {', '.join(job.regions)}" if job.regions else ""
         what = job.gpu or ", ".join(sorted(job.gpu_models))
+        if ranked.refused:
+            raise NoOfferError("; ".join(ranked.refused))
         if job.configs:
             fits = ", ".join(f"{n}x {m}" for m, n in sorted(job.configs))
             raise NoOfferError(
                 f"no {markets} offer{where} of a configuration the model fits on ({fits})"
             )
-        raise NoOfferError(f"no {markets} offer of {job.count}x {what}{where}; {_closest(engine)}")
+        also = f"; siblings sold: {' | '.join(siblings)}" if siblings else ""
+        raise NoOfferError(
+            f"no {markets} offer of {job.count}x {what}{where}; {_closest(engine)}{also}"
+        )
     return QuoteResult(
         currency=job.currency,
-        quotes=tuple(quotes),
-        unpriced=tuple(unpriced),
-        cheapest_by_market=tuple(by_market),
-        matched=matched,
+        ranking=job.ranking,
+        quotes=tuple(ranked.quotes),
+        unpriced=tuple(ranked.unpriced),
+        cheapest_by_market=tuple(ranked.by_market),
+        matched=ranked.matched,
+        lower_bounds=ranked.lower_bounds,
+        unknown=ranked.unknown,
+        refused=tuple(ranked.refused),
         fx=tuple(fx.used(engine.currencies, job.currency)),
         catalogs={p: s.as_of for p, s in sheets.items()},
         failures=failures,
+        siblings=siblings,
     )
+
+
+def matched_any(ranked: Ranked) -> bool:
+    """Whether anything can be shown: a ranked offer or one with its price unknown."""
+    return bool(ranked.quotes or ranked.unpriced)

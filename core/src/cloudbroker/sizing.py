@@ -15,6 +15,7 @@ from decimal import Decimal
 from fractions import Fraction
 from math import ceil
 
+from cloudbroker import gpus
 from cloudbroker.errors import UsageError
 
 GIB = 2**30
@@ -145,38 +146,12 @@ class GpuSpec:
     source: str
 
 
-def _gpu(name: str, gib: str, source: str) -> GpuSpec:
-    return GpuSpec(name, int(Decimal(gib) * GIB), source)
-
-
-_AWS = "AWS DescribeInstanceTypes SizeInMiB via skypilot-catalog (shared/reference/prices/aws.csv)"
-#: Memory per GPU. Cloud-reported figures (AWS SizeInMiB) are what a job sees; datasheet figures
-#: are nominal and can be ~7% higher than usable (see DEFAULT_HEADROOM).
-GPUS: tuple[GpuSpec, ...] = (
-    _gpu("A100-40GB", "40", f"{_AWS}: p4d 40960 MiB; NVIDIA A100 datasheet 40 GB HBM2"),
-    _gpu("A100-80GB", "80", f"{_AWS}: p4de 80 GiB; NVIDIA A100 datasheet 80 GB HBM2e"),
-    _gpu("H100-80GB", "80", f"{_AWS}: p5 80 GiB; NVIDIA H100 SXM datasheet 80 GB HBM3"),
-    _gpu("H800", "80", "NVIDIA H800 SXM5 datasheet: 80 GB HBM3 (nominal)"),
-    _gpu("A800-40GB", "40", "Alibaba GpuInfo 'A800 40G' (shared/reference/prices/aliyun.csv)"),
-    _gpu("A800-80GB", "80", "NVIDIA A800 80GB datasheet: 80 GB HBM2e (nominal)"),
-    _gpu("H20", "96", "NVIDIA HGX H20 spec: 96 GB HBM3 (Tom's Hardware, 2024; nominal)"),
-    _gpu("L20", "48", "Alibaba GpuInfo 48GB (aliyun.csv); NVIDIA L20 48 GB GDDR6 w/ ECC (nominal)"),
-    _gpu("L40S", "44.7", f"{_AWS}: g6e 45776 MiB (datasheet 48 GB)"),
-    _gpu("L4", "22.35", f"{_AWS}: g6 22888 MiB (datasheet 24 GB)"),
-    _gpu("A10", "24", "Alibaba gn7i 'A10 24GB' (aliyun.csv); NVIDIA A10 datasheet 24 GB (nominal)"),
-    _gpu("A10G", "22.35", f"{_AWS}: g5 22888 MiB (datasheet 24 GB)"),
-    _gpu("T4", "16", f"{_AWS}: g4dn 16 GiB"),
-    _gpu("V100-16GB", "16", f"{_AWS}: p3 16 GiB"),
-    _gpu("V100-32GB", "32", f"{_AWS}: p3dn 32 GiB"),
-    _gpu("P40", "24", "Tencent GN8 P40 24 GB (tencent.csv); NVIDIA Tesla P40 24 GB GDDR5"),
-    _gpu("P4", "8", "Tencent GN6 / Alibaba gn5i P4 8 GB (tencent.csv); NVIDIA Tesla P4 8 GB"),
-    # Further models the catalogs list (names as cloudbroker.gpus normalises them).
-    _gpu("H200", "141", f"{_AWS}: p5e/p5en 141 GiB"),
-    _gpu("B200", "179.06", f"{_AWS}: p6-b200 179.06 GiB"),
-    _gpu("H100-NVL", "94", "Open Telekom Cloud ECS specs 'H100 NVL' 94 GB (huawei.csv)"),
-    _gpu("P100", "16", "Alibaba GpuInfo P100 16GB (aliyun.csv)"),
-    _gpu("A30", "24", "NVIDIA A30 datasheet: 24 GB HBM2 (nominal)"),
-    _gpu("RTX-5880-48GB", "48", "Alibaba GpuInfo RTX 5880 48GB (aliyun.csv; nominal)"),
+#: Memory per GPU of every model of the published list whose memory is known
+#: (:data:`cloudbroker.gpus.MODELS`, the one place GPU facts live), read as GiB.
+GPUS: tuple[GpuSpec, ...] = tuple(
+    GpuSpec(m.name, int(m.memory_gb * GIB), m.memory_source)
+    for m in gpus.MODELS
+    if m.memory_gb is not None
 )
 
 
@@ -734,3 +709,167 @@ def requirements(
 ) -> list[GpuFit]:
     """Every (GPU model, count) the workload fits on; the quote prices each of them."""
     return [fit for est in count_estimates(work, counts).values() for fit in fits(est, headroom)]
+
+
+# ---------------------------------------------------------------------------- what makes it fit
+
+#: GPU counts beyond one instance tried when nothing fits at 1-8 (ZeRO-3 or tensor parallelism
+#: across instances); the search stops at the first count that fits.
+MORE_GPUS = (16, 32, 64, 128, 256, 512, 1024)
+
+#: Settings a remedy may change, in the order its description names them.
+_SETTINGS = ("mode", "precision", "zero", "gpus", "recompute")
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """A change of settings that makes a workload fit, and the per-GPU need it gives."""
+
+    lever: str  # recompute | zero | lora | qlora | precision | more-gpus
+    workload: Workload
+    per_gpu_bytes: int
+    fits: tuple[str, ...]  # the GPU models that hold it, smallest memory first
+
+    def changes(self, base: Workload) -> dict[str, object]:
+        """The settings that differ from ``base``."""
+        return {
+            name: getattr(self.workload, name)
+            for name in _SETTINGS
+            if getattr(self.workload, name) != getattr(base, name)
+        }
+
+    def describe(self, base: Workload) -> str:
+        """The change in words, e.g. "ZeRO-3 over 8 GPUs, full recompute"."""
+        changed, work = self.changes(base), self.workload
+        words = []
+        if "mode" in changed:
+            words.append("QLoRA (4-bit base)" if work.mode == "qlora" else "LoRA adapters")
+        elif "precision" in changed:
+            words.append(f"{work.precision} weights")
+        if "gpus" in changed or "zero" in changed:
+            split = f"ZeRO-{work.zero}" if work.training and work.zero else "tensor parallel"
+            across = " (more than one instance)" if work.gpus > max(COUNTS) else ""
+            words.append(f"{split} over {work.gpus} GPUs{across}")
+        if "recompute" in changed:
+            words.append(f"{work.recompute} recompute")
+        return ", ".join(words)
+
+
+def _counts(work: Workload, counts: tuple[int, ...]) -> list[Workload]:
+    """``work`` at each count that changes its per-GPU need (all of them when sharded)."""
+    if work.training and not work.zero:
+        return [work]
+    ok = (c for c in counts if work.training or c == 1 or tensor_parallel_ok(work.model, c))
+    return [replace(work, gpus=c) for c in ok]
+
+
+def _first_fit(lever: str, candidates: list[Workload], headroom: float) -> Remedy | None:
+    for work in candidates:
+        est = estimate(work)
+        found = fits(est, headroom)
+        if found:
+            size = {g.name: g.memory_bytes for g in GPUS}
+            names = sorted((f.gpu_model for f in found), key=lambda n: (size[n], n))
+            return Remedy(lever, work, est.total_bytes, tuple(names))
+    return None
+
+
+def remedies(
+    work: Workload, headroom: float = DEFAULT_HEADROOM, counts: tuple[int, ...] = COUNTS
+) -> list[Remedy]:
+    """What would make ``work`` fit: one option per lever, cheapest lever first.
+
+    Training: activation recompute (costs compute), a higher ZeRO stage (communication), LoRA
+    then QLoRA adapters (what is trained changes), then GPUs beyond one instance (money). Each
+    option is the lever's cheapest setting that fits, with the least recompute it needs, at
+    the fewest GPUs. Inference: lower-precision weights, then more tensor-parallel GPUs (at the
+    least precision loss they need).
+    """
+    counts = tuple(sorted(set(counts) | {work.gpus}))
+    levers: list[tuple[str, list[Workload]]] = []
+    if work.training:
+        assert work.recompute is not None
+        recomputes = RECOMPUTE[RECOMPUTE.index(work.recompute) :]
+        stages = [z for z in ZERO_STAGES if z >= (work.zero or 0)]
+
+        def search(base: Workload, zeros: list[int], gpus: tuple[int, ...]) -> list[Workload]:
+            return [
+                w
+                for z in zeros
+                for r in recomputes
+                for w in _counts(replace(base, zero=z, recompute=r), gpus)
+            ]
+
+        more_recompute = search(work, stages[:1], counts)
+        levers.append(("recompute", [w for w in more_recompute if w.recompute != work.recompute]))
+        levers.append(("zero", search(work, stages[1:], tuple(c for c in counts if c > 1))))
+        if work.mode == "train":
+            lora = replace(work, mode="lora", lora_rank=DEFAULT_LORA_RANK)
+            levers.append(("lora", search(lora, stages, counts)))
+        if work.mode != "qlora":
+            qlora = replace(
+                work, mode="qlora", precision="int4", lora_rank=work.lora_rank or DEFAULT_LORA_RANK
+            )
+            levers.append(("qlora", search(qlora, stages, counts)))
+        beyond = [
+            replace(work, zero=3, gpus=n, recompute=r)
+            for n in MORE_GPUS
+            if n > max(counts)
+            for r in recomputes
+        ]
+        levers.append(("more-gpus", beyond))
+    else:
+        lower = [p for p in ("bf16", "int8", "int4") if BITS[p] < BITS[work.precision]]
+        levers.append(
+            ("precision", [w for p in lower for w in _counts(replace(work, precision=p), counts)])
+        )
+        beyond = [n for n in MORE_GPUS if n > max(counts) and tensor_parallel_ok(work.model, n)]
+        precisions = [work.precision, *lower]
+        wider = [replace(work, gpus=n, precision=p) for n in beyond for p in precisions]
+        levers.append(("more-gpus", wider))
+    found = (_first_fit(lever, candidates, headroom) for lever, candidates in levers)
+    return [remedy for remedy in found if remedy is not None]
+
+
+def placements(
+    model: str,
+    mode: str,
+    precision: str | None,
+    batch: int | None,
+    seq: int | None,
+    zero: int | None,
+    gpus: int | None,
+    recompute: str | None,
+) -> dict[tuple[str, int], str]:
+    """Every (GPU model, count) the sized workload fits on, with the settings that make it fit.
+
+    Settings the user left out are searched from the cheapest in compute to the most
+    memory-saving (ZeRO-0, then ZeRO-3 across the instance's GPUs; no recompute, selective,
+    full), and each configuration keeps the first that fits.
+    """
+    shape = resolve_model(model, None)
+    training = mode != "infer"
+    zeros = [zero] if zero is not None or not training else [0, 3]
+    recomputes = [recompute] if recompute or not training else ["none", "selective", "full"]
+    found: dict[tuple[str, int], str] = {}
+    for stage in zeros:
+        for rec in recomputes:
+            work = make_workload(
+                shape,
+                mode=mode,
+                precision=precision,
+                batch=batch,
+                seq=seq,
+                zero=stage,
+                gpus=gpus or (1 if stage else None),
+                recompute=rec,
+            )
+            for fit in requirements(work):
+                label = f"ZeRO-{stage}, recompute {rec}" if training else "tensor parallel"
+                found.setdefault((fit.gpu_model, fit.count), label)
+    if not found:
+        raise UsageError(
+            f"{model} ({mode}) fits no GPU at 1-8 GPUs per instance even with "
+            "ZeRO-3 and full recompute; see `cloudbroker size` (try --mode qlora)"
+        )
+    return found
