@@ -8,13 +8,14 @@ import shutil
 import sys
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 
-DEFAULT_WIDTH = 200  # neither a terminal nor COLUMNS says how wide (piped): wide tables stay whole
+DEFAULT_WIDTH = 100  # neither a terminal nor COLUMNS says how wide (piped to a file, say)
 
 
 def output_width() -> int:
-    """The width tables must fit: the terminal's, else ``COLUMNS`` (piped), else 200."""
+    """The width tables must fit: the terminal's, else ``COLUMNS`` (piped), else 100."""
     if sys.stdout.isatty():
         return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
     columns = os.environ.get("COLUMNS", "")
@@ -23,6 +24,21 @@ def output_width() -> int:
 
 console = Console(highlight=False, emoji=False, width=output_width())
 err_console = Console(stderr=True, highlight=False)
+
+
+def field(name: str, text: str) -> None:
+    """One ``NAME  text`` line of an explanation, the text wrapped under itself to the width.
+
+    Words are never cut, so a long URL stays whole (and copyable) on a line of its own.
+    """
+    width = max(console.width - 18, 20)
+    lines = [""]
+    for word in text.split():
+        if lines[-1] and cell_len(f"{lines[-1]} {word}") > width:
+            lines.append("")
+        lines[-1] = f"{lines[-1]} {word}" if lines[-1] else word
+    for i, line in enumerate(lines):
+        console.print(f"  {name if i == 0 else '':15} {line}", markup=False, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:

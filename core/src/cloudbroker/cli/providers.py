@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cloudbroker import plugins
@@ -52,7 +53,7 @@ def providers_command(
         table.add_column(column)
     for row in rows:
         creds = row["credentials"]
-        table.add_row(
+        cells = (
             row["name"],
             row["distribution"] or "-",
             row["version"] or "-",
@@ -61,4 +62,5 @@ def providers_command(
             row["catalog_as_of"] or "-",
             row["status"],
         )
+        table.add_row(*map(escape, cells))
     console.print(table)

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
-from cloudbroker import plugins
-from cloudbroker.cli import app, economics
-from cloudbroker.cli.output import console, print_json
+from cloudbroker import plugins, sizing
+from cloudbroker.cli import app, economics, options
+from cloudbroker.cli.output import console, field, print_json
+from cloudbroker.cli.table import Column, FitTable, amount, show
 from cloudbroker.errors import UsageError
-from cloudbroker.models import Market
-from cloudbroker.money import CURRENCIES, FxTable, Money, parse_decimal, parse_fx
-from cloudbroker.quote import Job, Location, Quote, QuoteResult, quote
+from cloudbroker.gpus import describe as describe_gpus
+from cloudbroker.models import Market, cautions
+from cloudbroker.money import FxRate, FxTable, Money, parse_currency
+from cloudbroker.quote import Job, Location, Quote, QuoteResult, Ranking, quote
 
 MARKETS = [m.value for m in Market] + ["any"]
+CAUTION = "*"  # the marker of a price whose source is old or second-hand, as in `gpus`
+RANKINGS = [r.value for r in Ranking]
 
 
 def _markets(value: str) -> tuple[Market, ...]:
@@ -27,6 +32,13 @@ def _markets(value: str) -> tuple[Market, ...]:
         raise UsageError(f"unknown --market {value!r}; accepted: {', '.join(MARKETS)}") from None
 
 
+def _ranking(value: str) -> Ranking:
+    try:
+        return Ranking(value)
+    except ValueError:
+        raise UsageError(f"unknown --rank {value!r}; accepted: {', '.join(RANKINGS)}") from None
+
+
 def _location(value: str) -> Location:
     provider, sep, region = value.partition(":")
     if not sep or not provider or not region:
@@ -36,67 +48,144 @@ def _location(value: str) -> Location:
     return Location(provider, region)
 
 
-def _money(money: Money | None, *, prefix: str = "") -> str:
-    return "unknown" if money is None else f"{prefix}{money.rounded().amount:,}"
+COLUMNS = (
+    Column("rank", "#", 0, "right"),
+    Column("provider", "provider", 1),
+    Column("region", "region (zones)", 3),
+    Column("zones", "zones", 99),
+    Column("instance", "instance type", 2),
+    Column("gpus", "GPUs", 4),
+    Column("vcpus", "vCPUs", 99, "right"),
+    Column("memory", "memory GiB", 99, "right"),
+    Column("market", "market", 5),
+    Column("hourly", "hourly", 7, "right"),
+    Column("billed", "billed h", 99, "right"),
+    Column("compute", "compute", 99, "right"),
+    Column("uplift", "min. uplift", 8, "right"),
+    Column("egress", "egress", 9, "right"),
+    Column("storage", "storage + snap.", 10, "right"),
+    Column("total", "total", 0, "right"),
+    Column("per-gpu-hour", "per GPU-h", 6, "right"),
+    Column("markers", "", 0),
+)
+WIDE_ONLY = {"zones", "vcpus", "memory", "billed", "compute"}
+HIDDEN_COSTS = {  # shown by default when not zero for a shown offer
+    "uplift": ("minimum-uplift",),
+    "egress": ("egress",),
+    "storage": ("storage", "snapshot"),
+}
 
 
-def _table(result: QuoteResult) -> Table:
-    cur = result.currency
-    table = Table(title=f"GPU offers, totals in {cur}", header_style="bold")
-    for name, justify in (
-        ("#", "right"), ("provider", "left"), ("region / zone", "left"),
-        ("instance type", "left"), ("GPUs", "left"), ("market", "left"),
-        ("hourly (published)", "right"), ("billed h", "right"), ("compute", "right"),
-        ("min. uplift", "right"), ("egress", "right"), ("storage + snap.", "right"),
-        ("total", "right"), ("per GPU-h", "right"),
-    ):  # fmt: skip
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for q in (*result.quotes, *result.unpriced):
-        storage = _sum(q, "storage", "snapshot")
-        table.add_row(
-            str(q.rank) if q.rank else "-",
-            q.provider,
-            _where(q),
-            q.instance_type + (" ⚑" if q.flags else ""),
-            f"{q.gpu.count}x {q.gpu.model}"
-            + (f" {q.gpu.memory_gb.normalize():f} GB" if q.gpu.memory_gb else ""),
-            q.market.value,
-            "price unknown"
-            if q.hourly is None
-            else f"{q.hourly.rounded(3).amount:,} {q.hourly.currency}",
-            f"{q.billed_hours.normalize():f}",
-            _money(q.line("compute")) if q.hourly else "-",
-            _money(q.line("minimum-uplift") or Money.of(0, cur)) if q.hourly else "-",
-            _money(q.line("egress")) if any(ln.kind == "egress" for ln in q.lines) else "-",
-            _money(storage) if storage != "-" else "-",
-            "price unknown"
-            if q.total is None
-            else _money(q.total, prefix="" if q.complete else "≥ "),
-            _money(q.per_gpu_hour, prefix="" if q.complete else "≥ ") if q.total else "-",
-        )
+def _cash(money: Money | None) -> str:
+    """Money for people: the currency's cents ("< 0.01" for a smaller cost, never "0.00")."""
+    if money is None:
+        return "unknown"
+    if 0 < abs(money.amount) < Decimal("0.005"):
+        return f"< 0.01 {money.currency}"
+    return f"{amount(money.amount)} {money.currency}"
+
+
+def _hours(value: Decimal) -> str:
+    """Hours for people: at most 4 decimals ("0.0167", "48"); exact values are in --json."""
+    return f"{value.quantize(Decimal('0.0001')).normalize():f}"
+
+
+def _sum(q: Quote, *kinds: str) -> str:
+    """The converted lines of these kinds: "-" when there are none, "unknown" if one is."""
+    lines = [ln.converted for ln in q.lines if ln.kind in kinds]
+    if not lines:
+        return "-"
+    if any(money is None for money in lines):
+        return "unknown"
+    return amount(sum((money.amount for money in lines if money), Decimal(0)))
+
+
+def _markers(q: Quote) -> str:
+    """What the footer explains: a lower-bound total, a data-quality flag, a price to check."""
+    return (
+        ("≥" if q.total is not None and not q.complete else "")
+        + ("⚑" if q.flags else "")
+        + (CAUTION if _cautions(q) else "")
+    )
+
+
+def _cautions(q: Quote) -> tuple[str, ...]:
+    """Why the compute price needs checking before buying: its age, or trust below high."""
+    if q.price_as_of is None:
+        return ()
+    return cautions(q.price_as_of, q.price_trust, date.today())
+
+
+def _gpus(q: Quote) -> str:
+    size = q.gpu.memory_gb
+    shown = "" if size is None or "GB" in q.gpu.model else f" {size.normalize():f}GB"
+    return f"{q.gpu.count}x {q.gpu.model}{shown}"
+
+
+def _row(q: Quote) -> dict[str, str]:
+    zones = tuple(z for z in (q.zone, *q.other_zones) if z)
+    return {
+        "rank": str(q.rank) if q.rank else "-",
+        "provider": q.provider,
+        "region": f"{q.region} ({len(zones)})" if zones else q.region or "-",
+        "zones": ", ".join(zones) or "-",
+        "instance": q.instance_type,
+        "gpus": _gpus(q),
+        "vcpus": "?" if q.vcpus is None else str(q.vcpus),
+        "memory": "?" if q.memory_gib is None else f"{q.memory_gib.normalize():f}",
+        "market": q.market.value,
+        "hourly": "unknown"
+        if q.hourly is None
+        else f"{amount(q.hourly.amount, 3)} {q.hourly.currency}",
+        "billed": _hours(q.billed_hours),
+        "compute": _sum(q, "compute"),
+        **{key: _sum(q, *kinds) for key, kinds in HIDDEN_COSTS.items()},
+        "total": "unknown" if q.total is None else amount(q.total.amount),
+        "per-gpu-hour": "-" if q.per_gpu_hour is None else amount(q.per_gpu_hour.amount),
+        "markers": _markers(q),
+    }
+
+
+def _default(column: Column, quotes: tuple[Quote, ...]) -> bool:
+    """In the default view: not a wide-only column, and not empty for every shown offer."""
+    if column.key in WIDE_ONLY:
+        return False
+    if column.key == "markers":
+        return any(_markers(q) for q in quotes)
+    kinds = HIDDEN_COSTS.get(column.key)
+    return kinds is None or any(
+        ln.converted is None or ln.converted.amount for q in quotes for ln in q.lines
+        if ln.kind in kinds
+    )  # fmt: skip
+
+
+def _table(result: QuoteResult, *, every: bool) -> FitTable:
+    """Every column if ``every`` (--wide, --columns), else those of the default view."""
+    quotes = (*result.quotes, *result.unpriced)
+    columns = [c for c in COLUMNS if every or _default(c, quotes)]
+    table = FitTable(columns, title=f"GPU offers, totals in {result.currency}")
+    rows = [_row(q) for q in quotes]
+    for r in rows:
+        table.add_row(*(r[c.key] for c in columns))
     return table
 
 
-def _where(q: Quote) -> str:
-    if not q.zone:
-        return q.region
-    more = f" +{len(q.other_zones)}" if q.other_zones else ""
-    return f"{q.region} / {q.zone}{more}"
+def _print_table(result: QuoteResult, *, wide: bool, keys: list[str] | None) -> None:
+    """The table fitted to the screen, then the footer, each note wrapped to the width."""
+    table = _table(result, every=wide or bool(keys))
+    hidden = show(console, table, wide=wide, keys=keys)
+    notes = _footer(result)
+    if hidden:
+        names = ", ".join(
+            c.header if table.same(c) is None else f"{c.header} ({table.same(c)} for all)"
+            for c in hidden
+        )
+        notes.append(f"not shown at {console.width} columns: {names}; --wide shows every column")
+    for note in notes:
+        console.print(note, markup=False)
 
 
-def _sum(q: Quote, *kinds: str) -> Money | str | None:
-    lines = [ln for ln in q.lines if ln.kind in kinds]
-    if not lines:
-        return "-"
-    if any(ln.converted is None for ln in lines):
-        return None
-    total = Money.of(0, lines[0].converted.currency)  # type: ignore[union-attr]
-    for ln in lines:
-        total = total + ln.converted  # type: ignore[operator]
-    return total
-
-
-def _footer(result: QuoteResult) -> list[str]:
+def _footer(result: QuoteResult) -> list[str | Text]:
     notes = [
         "catalogs: " + ", ".join(f"{p} {d.isoformat()}" for p, d in sorted(result.catalogs.items()))
     ]
@@ -105,176 +194,212 @@ def _footer(result: QuoteResult) -> list[str]:
             f"fx: 1 {rate.base} = {rate.rate} {rate.quote} "
             f"({rate.source}, {rate.as_of.isoformat()})"
         )
-    if len(result.cheapest_by_market) > 1:
-        best = ", ".join(
-            f"{q.market.value} {_money(q.total)} ({q.provider} {q.instance_type}, "
-            f"billed {q.billed_hours.normalize():f} h)"
-            for q in result.cheapest_by_market
-        )
-        notes.append(f"cheapest per market for this job, minimums paid: {best}")
-    if any(not q.complete for q in result.quotes):
-        notes.append(
-            "≥: a hidden-cost rate is unknown for that offer, the total is a lower bound "
-            "(see --explain N)"
-        )
-    if any(q.flags for q in result.quotes):
+    notes.extend(_ranking_notes(result))
+    if any(q.flags for q in (*result.quotes, *result.unpriced)):
         notes.append("⚑: a data-quality flag on the source row (see --explain N)")
+    if any(_cautions(q) for q in result.quotes):
+        notes.append(
+            f"{CAUTION}: the price's source is older than 12 months or second-hand below high "
+            "trust; check it before buying (see --explain N)"
+        )
     if result.unpriced:
         notes.append("price unknown: the catalog has specs but no published price; never ranked")
+    notes.extend(f"sibling also sold: {sibling}" for sibling in result.siblings)
     for provider, reason in sorted(result.failures.items()):
-        notes.append(f"[red]failed: {provider}: {reason}[/red]")
+        notes.append(Text(f"failed: {provider}: {reason}", style="red"))
     notes.append(f"{result.matched} matching offers; showing {len(result.quotes)} ranked")
     return notes
 
 
-def _explain(q: Quote, currency: str) -> None:
-    console.print(
-        f"\n[bold]#{q.rank} {q.provider} {q.instance_type} {q.region}"
-        f"{' / ' + q.zone if q.zone else ''} ({q.market.value})[/bold]"
-    )
+def _ranking_notes(result: QuoteResult) -> list[str]:
+    """The market comparison, what the lower bounds are and why, and refused markets."""
+    notes = []
+    if len(result.cheapest_by_market) > 1:
+        base = next(
+            (q for q in result.cheapest_by_market if q.market is Market.ON_DEMAND and q.complete),
+            None,
+        )
+        best = []
+        for q in result.cheapest_by_market:
+            days = q.billed_hours / 24
+            block = f" = {days.normalize():f} days" if q.market is Market.CAPACITY_BLOCK else ""
+            versus = ""
+            if base is not None and q is not base and q.complete and q.total and base.total:
+                change = (q.total.amount / base.total.amount - 1) * 100
+                versus = f", {change:+.{1 if abs(change) >= 1 else 2}f} % vs on-demand"
+            bound = "" if q.complete else "≥ "
+            best.append(
+                f"{q.market.value} {bound}{_cash(q.total)} ({q.provider} {q.instance_type}, "
+                f"billed {_hours(q.billed_hours)} h{block}{versus})"
+            )
+        notes.append(f"cheapest per market for this job, minimums paid: {'; '.join(best)}")
+    if result.lower_bounds:
+        order = (
+            "ranked after every complete offer, by their known part (--rank lower-bound "
+            "orders all offers by known part)"
+            if result.ranking is Ranking.COMPLETE
+            else "ranked with the complete ones by their known part (--rank lower-bound)"
+        )
+        reasons = list(result.unknown.items())
+        why = "; ".join(f"{reason} ({n} offers)" for reason, n in reasons[:3])
+        more = f"; {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
+        notes.append(
+            f"≥: {result.lower_bounds} of {result.matched} matching offers are lower bounds "
+            f"(a price is unknown, never counted as 0), {order}; unknown: {why}{more} "
+            "(see --explain N)"
+        )
+    notes.extend(f"refused: {reason}" for reason in result.refused)
+    return notes
+
+
+def _explain(q: Quote) -> None:
+    """Every line of ``q``: what, how much (rounded to cents), the rule and its source."""
+    where = f"{q.region} / {q.zone}" if q.zone else q.region
+    title = f"#{q.rank} {q.provider} {q.instance_type} {where} ({q.market.value})"
+    console.print(Text(f"\n{title}", style="bold"))
+    field("gpu", describe_gpus(q.gpu))
     for ln in q.lines:
-        native = (
-            "unknown"
-            if ln.amount is None
-            else f"{ln.amount.amount.normalize():f} {ln.amount.currency}"
-        )
-        converted = (
-            "unknown" if ln.converted is None else f"{ln.converted.rounded(4).amount} {currency}"
-        )
-        console.print(
-            f"  {ln.kind:15} {ln.label}\n"
-            f"  {'':15} = {native} -> {converted}\n"
-            f"  {'':15} rule: {ln.rule}"
-        )
+        field(ln.kind, ln.label)
+        field("", f"= {_cash(ln.amount)} -> {_cash(ln.converted)}")
+        field("", f"rule: {ln.rule}")
         if ln.source:
-            console.print(
-                f"  {'':15} source: {ln.source.name} ({ln.source.as_of.isoformat()})"
-                + (f" {ln.source.url}" if ln.source.url else ""),
-                soft_wrap=True,
-            )
+            url = f" {ln.source.url}" if ln.source.url else ""
+            field("", f"source: {ln.source.name} ({ln.source.as_of.isoformat()}){url}")
     for flag in q.flags:
-        console.print(f"  flag: {flag}")
-    console.print(
-        f"  total = sum of lines = {_money(q.total)} {currency}"
-        + ("" if q.complete else " (lower bound: a rate is unknown)")
-    )
-
-
-def _configs(
-    model: str,
-    mode: str,
-    precision: str | None,
-    batch: int | None,
-    seq: int | None,
-    zero: int | None,
-    gpus: int | None,
-    recompute: str | None,
-) -> dict[tuple[str, int], str]:
-    """Every (GPU model, count) the sized workload fits on, with the settings that make it fit.
-
-    Settings the user left out are searched from the cheapest in compute to the most
-    memory-saving (ZeRO-0, then ZeRO-3 across the instance's GPUs; no recompute, selective,
-    full), and each configuration keeps the first that fits.
-    """
-    from cloudbroker import sizing
-
-    shape = sizing.resolve_model(model, None)
-    training = mode != "infer"
-    zeros = [zero] if zero is not None or not training else [0, 3]
-    recomputes = [recompute] if recompute or not training else ["none", "selective", "full"]
-    found: dict[tuple[str, int], str] = {}
-    for stage in zeros:
-        for rec in recomputes:
-            work = sizing.make_workload(
-                shape,
-                mode=mode,
-                precision=precision,
-                batch=batch,
-                seq=seq,
-                zero=stage,
-                gpus=gpus or (1 if stage else None),
-                recompute=rec,
-            )
-            for fit in sizing.requirements(work):
-                label = f"ZeRO-{stage}, recompute {rec}" if training else "tensor parallel"
-                found.setdefault((fit.gpu_model, fit.count), label)
-    if not found:
-        raise UsageError(
-            f"{model} ({mode}) fits no GPU at 1-8 GPUs per instance even with "
-            "ZeRO-3 and full recompute; see `cloudbroker size` (try --mode qlora)"
-        )
-    return found
+        field("flag", flag)
+    for caution in _cautions(q):
+        field("check price", caution)
+    bound = "" if q.complete else f" (a lower bound; unknown: {'; '.join(q.unknown)})"
+    console.print(Text(f"  total = sum of lines = {_cash(q.total)}{bound}"))
 
 
 @app.command("quote", rich_help_panel="Plan")
 def quote_command(
-    gpu: str = typer.Option(None, "--gpu", help="GPU model or family, e.g. A100, A100-80GB, T4."),
-    count: int = typer.Option(None, "--count", help="GPUs per instance (default 1)."),
-    model: str = typer.Option(None, "--model", help="Size the job: a preset (see `size`)."),
-    mode: str = typer.Option("train", "--mode", help="With --model: train|lora|qlora|infer."),
-    precision: str = typer.Option(None, "--precision", help="With --model: fp32|bf16|..."),
-    batch: int = typer.Option(None, "--batch", help="With --model: micro-batch per GPU."),
-    seq: int = typer.Option(None, "--seq", help="With --model: sequence length."),
-    zero: int = typer.Option(None, "--zero", help="With --model: ZeRO stage (needs --gpus)."),
-    gpus: int = typer.Option(None, "--gpus", help="With --model: data-parallel GPUs."),
-    recompute: str = typer.Option(None, "--recompute", help="With --model: none|selective|full."),
-    hours: str = typer.Option("1", "--hours", help="Job length in hours."),
-    market: str = typer.Option("on-demand", "--market", help=f"One of {', '.join(MARKETS)}."),
-    provider: list[str] | None = typer.Option(None, "--provider", help="Only these providers."),
-    region: list[str] | None = typer.Option(None, "--region", help="Only these regions."),
-    min_gpu_memory: str = typer.Option(None, "--min-gpu-memory", help="GB per GPU, at least."),
-    currency: str = typer.Option("USD", "--currency", help="Currency of the totals."),
-    fx: list[str] | None = typer.Option(None, "--fx", help="Override a rate: CNY=7.10 (per USD)."),
-    data_gb: str = typer.Option("0", "--data-gb", help="GB of data that must move in."),
-    data_from: str = typer.Option(None, "--data-from", help="PROVIDER:REGION of that data."),
-    checkpoint_gb: str = typer.Option("0", "--checkpoint-gb", help="GB of checkpoints kept."),
-    snapshot_days: str = typer.Option("0", "--snapshot-days", help="Days snapshots are kept."),
-    top: int = typer.Option(10, "--top", help="How many offers to show."),
+    gpu: str | None = options.option(
+        options.TEXT, None, "--gpu", help="GPU model or family, e.g. A100, A100-80GB, T4."
+    ),
+    count: int | None = options.option(
+        options.GPUS, None, "--count", help="GPUs per instance (default 1)."
+    ),
+    model: str | None = options.option(
+        options.TEXT, None, "--model", help="Size the job: a preset (see `size`)."
+    ),
+    mode: str = options.option(
+        options.TEXT, "train", "--mode", help="With --model: train|lora|qlora|infer."
+    ),
+    precision: str | None = options.option(
+        options.TEXT, None, "--precision", help="With --model: fp32|bf16|..."
+    ),
+    batch: int | None = options.option(
+        options.BATCH, None, "--batch", help="With --model: micro-batch per GPU."
+    ),
+    seq: int | None = options.option(
+        options.TOKENS, None, "--seq", help="With --model: sequence length."
+    ),
+    zero: int | None = options.option(
+        options.ZERO, None, "--zero", help="With --model: ZeRO stage (needs --gpus)."
+    ),
+    gpus: int | None = options.option(
+        options.PARALLEL, None, "--gpus", help="With --model: data-parallel GPUs."
+    ),
+    recompute: str | None = options.option(
+        options.TEXT, None, "--recompute", help="With --model: none|selective|full."
+    ),
+    hours: Decimal = options.option(options.HOURS, "1", "--hours", help="Job length in hours."),
+    market: str = options.option(
+        options.TEXT, "on-demand", "--market", help=f"One of {', '.join(MARKETS)}."
+    ),
+    provider: list[str] | None = options.option(
+        options.TEXT, None, "--provider", help="Only these providers."
+    ),
+    region: list[str] | None = options.option(
+        options.TEXT, None, "--region", help="Only these regions."
+    ),
+    min_gpu_memory: Decimal | None = options.option(
+        options.GPU_MEMORY_GB, None, "--min-gpu-memory", help="GB per GPU, at least."
+    ),
+    currency: str = options.option(
+        options.TEXT, "USD", "--currency", help="Currency of the totals."
+    ),
+    fx: list[FxRate] | None = options.option(
+        options.FX, None, "--fx", help="Override a rate: CNY=7.10 (per USD)."
+    ),
+    data_gb: Decimal = options.option(
+        options.GB, "0", "--data-gb", help="GB of data that must move in."
+    ),
+    data_from: str | None = options.option(
+        options.TEXT, None, "--data-from", help="PROVIDER:REGION of that data."
+    ),
+    checkpoint_gb: Decimal = options.option(
+        options.GB, "0", "--checkpoint-gb", help="GB of checkpoints kept."
+    ),
+    snapshot_days: Decimal = options.option(
+        options.DAYS, "0", "--snapshot-days", help="Days snapshots are kept."
+    ),
+    top: int = options.option(options.OFFERS, 10, "--top", help="How many offers to show."),
+    rank: str = typer.Option(
+        "complete",
+        "--rank",
+        help="complete: complete totals first, lower bounds (≥) after; "
+        "lower-bound: all by their known part.",
+    ),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    explain: int = typer.Option(None, "--explain", help="Every line of quote N with sources."),
-    utilization: str = typer.Option("1", "--utilization", help="Commitments: term use."),
-    interruptions: str = typer.Option(None, "--interruptions-per-day", help="Spot: override rate."),
-    restart_minutes: str = typer.Option(None, "--restart-minutes", help="Spot: resume time (10)."),
-    checkpoint_minutes: str = typer.Option(None, "--checkpoint-minutes", help="Spot: write time."),
+    wide: bool = typer.Option(False, "--wide", help="Every column, however wide the screen."),
+    columns: str = typer.Option(
+        None, "--columns", help="Only these columns, e.g. rank,provider,total."
+    ),
+    explain: int | None = options.option(
+        options.OFFERS, None, "--explain", help="Every line of quote N with sources."
+    ),
+    utilization: Decimal = options.option(
+        options.SHARE, "1", "--utilization", help="Commitments: term use."
+    ),
+    show_commitments: bool = typer.Option(
+        False, "--commitments", help="Also commitments whose term outlasts the job."
+    ),
+    interruptions: Decimal | None = options.option(
+        options.PER_DAY, None, "--interruptions-per-day", help="Spot: override rate."
+    ),
+    restart_minutes: Decimal | None = options.option(
+        options.MINUTES, None, "--restart-minutes", help="Spot: resume time (10)."
+    ),
+    checkpoint_minutes: Decimal | None = options.option(
+        options.MINUTES, None, "--checkpoint-minutes", help="Spot: write time."
+    ),
 ) -> None:
     """Rank GPU offers across every installed provider, with every hidden cost itemised."""
     if not gpu and not model:
         raise UsageError("give --gpu MODEL (e.g. A100), or --model NAME to size the job")
-    sized = _configs(model, mode, precision, batch, seq, zero, gpus, recompute) if model else {}
+    sized = {}
+    if model:
+        sized = sizing.placements(model, mode, precision, batch, seq, zero, gpus, recompute)
     configs = frozenset(sized)
     explicit_count = count is not None
     count = 1 if count is None else count
-    if count < 1:
-        raise UsageError(f"--count must be at least 1, got {count}")
-    if top < 1:
-        raise UsageError(f"--top must be at least 1, got {top}")
-    currency = currency.upper()
-    if currency not in CURRENCIES:
-        raise UsageError(f"unknown --currency {currency!r}; accepted: {', '.join(CURRENCIES)}")
+    currency = parse_currency(currency, "--currency")
     table = FxTable()
-    for text in fx or ():
-        table.add(parse_fx(text, date.today()))
+    for rate in fx or ():
+        table.add(rate)
     risk = economics.spot_settings(interruptions, restart_minutes, checkpoint_minutes)
-    use = economics.utilization(utilization)
-    data = parse_decimal(data_gb, "--data-gb")
+    use = economics.commitment_settings(utilization, show_commitments)
+    data = data_gb
     if data and not data_from:
         raise UsageError("--data-gb needs --data-from PROVIDER:REGION (where the data is now)")
     job = Job(
         gpu=gpu,
         count=count,
-        hours=parse_decimal(hours, "--hours", positive=True),
+        hours=hours,
         markets=_markets(market),
         providers=tuple(provider or ()),
         regions=tuple(region or ()),
-        min_gpu_memory_gb=None
-        if min_gpu_memory is None
-        else parse_decimal(min_gpu_memory, "--min-gpu-memory"),
+        min_gpu_memory_gb=min_gpu_memory,
         currency=currency,
         data_gb=data,
         data_from=_location(data_from) if data_from else None,
-        checkpoint_gb=parse_decimal(checkpoint_gb, "--checkpoint-gb"),
-        snapshot_days=parse_decimal(snapshot_days, "--snapshot-days"),
+        checkpoint_gb=checkpoint_gb,
+        snapshot_days=snapshot_days,
         top=max(top, explain or 0),
+        ranking=_ranking(rank),
         configs=frozenset(c for c in configs if c[1] == count) if explicit_count else configs,
     )
     pm = plugins.load()
@@ -287,14 +412,14 @@ def quote_command(
     if explain is not None:
         if not 1 <= explain <= len(result.quotes):
             raise UsageError(f"--explain {explain}: there are {len(result.quotes)} ranked quotes")
-        _explain(result.quotes[explain - 1], currency)
+        _explain(result.quotes[explain - 1])
         economics.explain(pm, result.quotes[explain - 1], job, result, table, risk)
         return
-    console.print(_table(result))
-    for note in _footer(result):
-        console.print(note, soft_wrap=True)
+    _print_table(
+        result, wide=wide, keys=[k.strip() for k in columns.split(",")] if columns else None
+    )
     economics.print_sections(pm, job, result, table, risk, use)
     shown = {(q.gpu.model, q.gpu.count) for q in result.quotes}
     for (gpu_model, n), how in sorted(sized.items()):
         if (gpu_model, n) in shown:
-            console.print(f"{model} fits {n}x {gpu_model} with {how}", soft_wrap=True)
+            console.print(f"{model} fits {n}x {gpu_model} with {how}", markup=False)

@@ -1,0 +1,134 @@
+"""Tables that fit the width they are given: whole columns are left out, cells are never cut.
+
+Rich shrinks a table that is too wide by cutting its cells ("5,904…"), which leaves a table of
+prices unreadable. Here every column has a priority: the always-shown columns come first, then
+the others from the most to the least important, each kept if it still fits, so a narrow
+terminal loses whole columns (named by :func:`show`'s answer) and every number stays whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Literal
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cloudbroker.errors import UsageError
+
+GAP = 2  # blank characters between two columns
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: ``key`` names it on the command line, ``priority`` 0 means always shown."""
+
+    key: str
+    header: str
+    priority: int = 0  # otherwise: the lower, the more important
+    justify: Literal["left", "right"] = "left"
+
+
+def amount(value: Decimal, places: int = 2) -> str:
+    """A number for a money column: rounded half-even, thousands separated ("5,520.91")."""
+    return f"{value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN):,}"
+
+
+class FitTable:
+    """Rows of text under prioritised columns, rendered whole at any width."""
+
+    def __init__(self, columns: Sequence[Column], *, title: str | None = None) -> None:
+        self.columns = list(columns)
+        self.title = title
+        self.rows: list[tuple[str, ...]] = []
+
+    def add_row(self, *cells: str) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns")
+        self.rows.append(cells)
+
+    def _width(self, index: int) -> int:
+        cells = (row[index] for row in self.rows)
+        return max(cell_len(text) for text in (self.columns[index].header, *cells))
+
+    def width(self, columns: Iterable[Column]) -> int:
+        """Characters a line takes with these columns shown."""
+        widths = [self._width(self.columns.index(c)) for c in columns]
+        return sum(widths) + GAP * max(len(widths) - 1, 0)
+
+    def same(self, column: Column) -> str | None:
+        """The one value of a column that is the same on every row (of two or more)."""
+        values = {row[self.columns.index(column)] for row in self.rows}
+        return values.pop() if len(values) == 1 and len(self.rows) > 1 else None
+
+    def fit(self, width: int) -> list[Column]:
+        """The columns shown at ``width``, in table order (always-shown ones even if too wide).
+
+        A column with the same value on every row tells least, so it is the first left out.
+        """
+        kept = [c for c in self.columns if c.priority == 0]
+        optional = [c for c in self.columns if c.priority]
+        for column in sorted(optional, key=lambda c: (self.same(c) is not None, c.priority)):
+            if self.width([*kept, column]) <= width:
+                kept.append(column)
+        return [c for c in self.columns if c in kept]
+
+    def pick(self, keys: Sequence[str]) -> list[Column]:
+        """The columns named by ``keys``, in that order."""
+        by_key = {c.key: c for c in self.columns}
+        for key in keys:
+            if key not in by_key:
+                raise UsageError(f"unknown column {key!r}; accepted: {', '.join(by_key)}")
+        return [by_key[k] for k in dict.fromkeys(keys)]
+
+    def render(self, columns: Sequence[Column]) -> Table:
+        """A Rich table of these columns; plain text cells, so brackets print as they are."""
+        table = Table(
+            title=Text(self.title) if self.title else None,
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, GAP - 1, 0, 0),
+            header_style="bold",
+        )
+        for column in columns:
+            table.add_column(Text(column.header), justify=column.justify, no_wrap=True)
+        indices = [self.columns.index(c) for c in columns]
+        for row in self.rows:
+            table.add_row(*(Text(row[i]) for i in indices))
+        return table
+
+
+def show(
+    console: Console, table: FitTable, *, wide: bool = False, keys: Sequence[str] | None = None
+) -> list[Column]:
+    """Print ``table`` to fit ``console`` (every column if ``wide``, or those ``keys`` name).
+
+    Returns the columns left out to fit, so that the caller can say how to see them.
+    """
+    if keys:
+        shown = table.pick(keys)
+    elif wide:
+        shown = table.columns
+    else:
+        shown = table.fit(console.width)
+    with _at_least(console, table.width(shown)):
+        console.print(table.render(shown))
+    return [c for c in table.columns if c not in shown]
+
+
+@contextmanager
+def _at_least(console: Console, width: int) -> Iterator[None]:
+    """Columns asked for explicitly are shown whole, even when wider than the screen."""
+    saved = console.width
+    console.width = max(saved, width)
+    try:
+        yield
+    finally:
+        console.width = saved
