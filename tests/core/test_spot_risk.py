@@ -1,11 +1,10 @@
-"""Spot risk: the expected-time model, Young/Daly against brute force, rates and the CLI."""
+"""Spot risk: the expected-time model, Young/Daly against brute force, a band's two ends, and
+the quote's spot section (in-process)."""
 
 from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from datetime import date
 from decimal import Decimal
 from importlib.resources import files
@@ -13,6 +12,7 @@ from importlib.resources import files
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.cli import run_cli
 
 from cloudbroker import spot_risk
 from cloudbroker.catalog import CatalogError, packaged
@@ -110,13 +110,43 @@ def aws_table() -> spot_risk.InterruptionTable:
 def test_packaged_aws_bands_pick_the_most_specific_rate():
     table = aws_table()
     p4d = table.rate("us-east-1", "p4d.24xlarge")
-    assert p4d.bound == "at most" and "15-20%" in p4d.basis
-    assert p4d.per_day == pytest.approx(spot_risk.per_day(Decimal("0.20")))
+    assert p4d.band == "15-20%" and p4d.specific
+    assert p4d.low == pytest.approx(spot_risk.per_day(Decimal("0.15")))
+    assert p4d.high == pytest.approx(spot_risk.per_day(Decimal("0.20")))
     assert p4d.source is not None and "spot-advisor-data.json" in p4d.source.name
     elsewhere = table.rate("eu-central-1", "p4d.24xlarge")
-    assert "<10%" in elsewhere.basis and "global" in elsewhere.basis
+    assert elsewhere.band == "<10%" and not elsewhere.specific  # the feed's global average
+    assert "not specific to GPUs" in elsewhere.basis
     g5 = table.rate("us-east-1", "g5.xlarge")
-    assert g5.bound == "at least"  # ">20%" has no upper end: a lower bound only
+    assert g5.open and g5.high is None  # ">20%" has no upper end: a lower bound only
+
+
+def band(monthly: str, instance_type: str = "big") -> spot_risk.InterruptionRate:
+    return spot_risk.Band("*", instance_type, monthly, source=_SRC).rate()
+
+
+def test_a_band_is_a_range_and_a_fleet_average_is_not_specific():
+    low, high = band("<10%"), band("15-20%")
+    assert (low.low, low.high) == (0.0, pytest.approx(spot_risk.per_day(Decimal("0.1"))))
+    assert high.low == pytest.approx(spot_risk.per_day(Decimal("0.15"))) and not high.open
+    assert high.planned == high.high  # checkpoints are planned for the high end
+    assert band(">20%").open and band(">20%").planned == band(">20%").low
+    assert band("<5%").specific and not band("<5%", instance_type="*").specific
+
+
+def test_both_ends_of_a_band_run_the_plan_made_for_its_high_end():
+    rate = band("<10%")
+    low, high = spot_risk.bracket(36.0, rate, 10 * MIN, 5 * MIN)
+    assert low is not None and high is not None
+    assert high.interval == pytest.approx(spot_risk.daly_interval(5 * MIN, 24 / rate.high))
+    assert low.interval == high.interval  # one recommendation, priced at both ends
+    assert math.isinf(low.mtbf) and low.interruptions == 0  # the band's low end is 0 %
+    assert low.expected == pytest.approx(36 + low.checkpoint_writes)
+    assert high.expected > low.expected  # the high end costs more: the range is real
+    # an open band has only its low end; an unknown rate neither
+    assert spot_risk.bracket(36.0, band(">20%"), 0.1, None)[1] is None
+    unknown = spot_risk.InterruptionRate(None, None, "unknown")
+    assert spot_risk.bracket(36.0, unknown, 0.1, None) == (None, None)
 
 
 def test_every_packaged_band_names_a_real_instance_type_of_the_catalog():
@@ -130,7 +160,7 @@ def test_clouds_without_a_published_rate_are_unknown(provider):
     text = (files(f"cloudbroker_{provider}") / "data" / spot_risk.FILE).read_text("utf-8")
     table = spot_risk.parse_interruptions(provider, text)
     rate = table.rate("any-region", "any-type")
-    assert rate.per_day is None and rate.mtbf_hours is None
+    assert not rate.known and rate.planned is None
     assert "no published interruption frequency" in rate.basis
 
 
@@ -159,68 +189,94 @@ def test_extra_cost_is_money_and_unbounded_is_unknown():
 
 def test_override_is_exact_and_sourced_to_the_user():
     rate = spot_risk.override(Decimal(2))
-    assert rate.per_day == 2 and rate.mtbf_hours == 12 and rate.bound == "exact"
-    assert spot_risk.InterruptionRate(0.0, "exact", "none").mtbf_hours == math.inf
-    assert spot_risk.Band("*", "*", "<5%", source=_SRC).rate().bound == "at most"
+    assert rate.low == rate.high == 2 and rate.band is None and "user" in rate.basis
+    low, high = spot_risk.bracket(36.0, rate, 0.1, None)
+    assert low is high and low is not None and low.mtbf == 12
+    assert spot_risk.mtbf_hours(0.0) == math.inf
 
 
 _SRC = Source(name="t", as_of=date(2026, 11, 29))
 
 
-# -- CLI ----------------------------------------------------------------------------------
+# -- CLI (in-process) ----------------------------------------------------------------------
 
 
-def quote(*args: str, gpu: str = "A100") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cloudbroker", "quote", "--gpu", gpu, "--count", "8", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def quote(env, *args: str, gpu: str = "A100", count: str = "8"):
+    return run_cli("quote", "--gpu", gpu, "--count", count, "--market", "spot", *args, env=env,
+                   width=200)  # fmt: skip
 
 
-def test_quote_spot_shows_expected_totals_and_the_recommended_interval(clean_env):
-    done = quote("--hours", "36", "--market", "spot", "--checkpoint-minutes", "5", "--json")
+def by_rank(data: dict) -> dict[int, tuple[dict, dict]]:
+    """rank -> (quote, spot-risk row) from ``quote --json``."""
+    quotes = {q["rank"]: q for q in data["quotes"]}
+    return {r["rank"]: (quotes[r["rank"]], r) for r in data["spot_risk"]}
+
+
+def test_quote_spot_prices_both_ends_of_the_band(clean_env):
+    done = quote(clean_env, "--hours", "36", "--provider", "aws", "--checkpoint-minutes", "5",
+                 "--json", "--top", "30")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
-    first = data["spot_risk"][0]
-    assert first["rank"] == 1 and first["bound"] == "at most" and first["restart_assumed"]
-    mtbf = first["mtbf_hours"]
-    assert first["checkpoint_interval_hours"] == pytest.approx(
-        spot_risk.daly_interval(5 / 60, mtbf)
-    )
-    plan = spot_risk.plan(36.0, mtbf, 10 / 60, 5 / 60)
-    assert first["expected_wall_hours"] == pytest.approx(plan.expected)
-    quoted = Decimal(first["quoted_total"])
-    hourly = Decimal(data["quotes"][0]["hourly"]["amount"])
-    assert Decimal(first["expected_total"]) == pytest.approx(
+    rows = by_rank(json.loads(done.stdout))
+    banded = [(q, r) for q, r in rows.values() if r["band"] == "15-20%"]
+    generic = [(q, r) for q, r in rows.values() if not r["specific_to_instance_type"]]
+    assert banded and generic
+    q, r = banded[0]
+    assert q["region"] == "us-east-1" and q["instance_type"] in r["basis"]
+    high = 24 / r["interruptions_per_day"]["high"]
+    assert r["checkpoint_interval_hours"] == pytest.approx(spot_risk.daly_interval(5 / 60, high))
+    plan = spot_risk.plan(36.0, high, 10 / 60, 5 / 60)
+    assert r["expected_wall_hours"]["high"] == pytest.approx(plan.expected)
+    hourly = Decimal(q["hourly"]["amount"])
+    quoted = Decimal(r["quoted_total"])
+    assert Decimal(r["expected_total"]["high"]) == pytest.approx(
         quoted + hourly * Decimal(plan.extra), rel=Decimal("1e-6")
     )
-    table = quote("--hours", "36", "--market", "spot", "--checkpoint-minutes", "5")
-    assert "Spot risk" in table.stdout and "(assumption; --restart-minutes)" in table.stdout
-    assert "15-20% of instances interrupted per month" in table.stdout
+    assert quoted < Decimal(r["expected_total"]["low"]) < Decimal(r["expected_total"]["high"])
+    # the fleet-wide "<10%" band starts at no interruptions at all: the range starts at the
+    # quoted total plus the checkpoint writes, and is labelled as not specific to the GPU
+    q, r = generic[0]
+    assert r["band"] == "<10%" and r["interruptions_per_day"]["low"] == 0
+    assert r["expected_total"]["low"] < r["expected_total"]["high"]
+
+
+def test_quote_spot_table_shows_the_range_and_says_a_rate_is_not_gpu_specific(clean_env):
+    done = quote(clean_env, "--hours", "36", "--provider", "aws", "--top", "30")
+    assert done.returncode == 0, done.stderr
+    assert "Spot risk" in done.stdout and "(assumption; --restart-minutes)" in done.stdout
+    assert "15-20% of instances interrupted per month" in done.stdout
+    assert "<10% ◇" in done.stdout and "not a rate for this GPU type" in done.stdout
+    assert "MTBF" not in done.stdout  # a band's upper end alone made spot look risk-free
+    line = next(ln for ln in done.stdout.splitlines() if "15-20%" in ln and "us-east-1" in ln)
+    assert "–" in line  # the expected total is a range, low–high
+    open_band = quote(clean_env, "--hours", "36", "--provider", "aws", "--region", "us-east-1",
+                      gpu="A10G", count="1")  # fmt: skip
+    line = next(ln for ln in open_band.stdout.splitlines() if ">20%" in ln)
+    assert "≥" in line  # an open band gives a lower bound only
 
 
 def test_override_and_unknown_rates(clean_env):
-    done = quote("--market", "spot", "--hours", "200", "--json", gpu="A100-80GB")
+    done = quote(clean_env, "--hours", "200", "--json", gpu="A100-80GB")
     data = json.loads(done.stdout)
-    unknown = [r for r in data["spot_risk"] if r["interruptions_per_day"] is None]
+    unknown = [r for r in data["spot_risk"] if r["interruptions_per_day"]["low"] is None]
     assert unknown and all("aliyun" in r["basis"] for r in unknown)
-    assert all(r["expected_total"] is None for r in unknown)
-    forced = quote("--market", "spot", "--hours", "200", "--interruptions-per-day", "2",
+    assert all(r["expected_total"] == {"low": None, "high": None} for r in unknown)
+    forced = quote(clean_env, "--hours", "200", "--interruptions-per-day", "2",
                    "--checkpoint-minutes", "3", "--restart-minutes", "20", "--json",
                    gpu="A100-80GB")  # fmt: skip
     rows = json.loads(forced.stdout)["spot_risk"]
-    assert all(r["interruptions_per_day"] == 2 and r["expected_total"] for r in rows)
+    assert all(r["interruptions_per_day"] == {"low": 2, "high": 2} for r in rows)
+    assert all(r["expected_total"]["low"] == r["expected_total"]["high"] for r in rows)
     assert rows[0]["checkpoint_interval_hours"] == pytest.approx(spot_risk.daly_interval(0.05, 12))
 
 
-def test_explain_shows_the_formula_and_its_inputs(clean_env):
-    done = quote("--hours", "36", "--market", "spot", "--checkpoint-minutes", "5", "--explain", "1")
+def test_explain_shows_the_formula_and_both_ends(clean_env):
+    done = quote(clean_env, "--hours", "36", "--provider", "aws", "--region", "us-east-1",
+                 "--checkpoint-minutes", "5", "--explain", "1")  # fmt: skip
     assert done.returncode == 0, done.stderr
     for text in ("√(2·C·M)", "T(τ) = (W/τ)·M·e^(R/M)·(e^((τ+C)/M) − 1)", "MTBF M = 24 / rate",
-                 "restart R = 10 min (assumption)", "expected total = quoted total"):  # fmt: skip
-        assert text in done.stdout
+                 "restart R = 10 min (assumption)", "expected total = quoted total",
+                 "band 15-20% a month", "(planned for the band's high end)"):  # fmt: skip
+        assert text in done.stdout, text
 
 
 @pytest.mark.parametrize(
@@ -232,6 +288,6 @@ def test_explain_shows_the_formula_and_its_inputs(clean_env):
     ],
 )
 def test_bad_spot_input_is_one_line_and_exit_2(clean_env, args, message):
-    done = quote("--market", "spot", *args)
+    done = quote(clean_env, *args)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and message in done.stderr

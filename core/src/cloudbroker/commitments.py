@@ -13,6 +13,11 @@ the terms it publishes in ``data/commitments.toml``:
 
 Rates are compared with the catalog's on-demand price of the same type and region today; a
 rate older than that price is flagged by its source data, never silently rescaled.
+
+A commitment is an answer for a job only when the job lasts its whole term (at the user's
+utilization, a job of ``H`` used hours lasts ``H / utilization``): a 36-hour job does not
+make a 3-year reservation worth anything. :meth:`CommitmentReport.for_job` keeps those, and
+every term only when the user asks for them.
 """
 
 from __future__ import annotations
@@ -202,11 +207,25 @@ class CommitmentOffer:
         """The job's compute under the commitment (its share of the term at this use)."""
         return self.per_used_hour * hours
 
+    def spanned_by(self, hours: Decimal) -> bool:
+        """True when a job of ``hours`` used hours lasts the whole term at this utilization."""
+        return hours / self.utilization >= self.term_hours
+
 
 @dataclass(frozen=True)
 class CommitmentReport:
     offers: tuple[CommitmentOffer, ...]
     notes: tuple[str, ...]  # per provider: gaps, ladders without a list price
+
+    def for_job(
+        self, hours: Decimal, every_term: bool = False
+    ) -> tuple[tuple[CommitmentOffer, ...], tuple[CommitmentOffer, ...]]:
+        """(shown, hidden): the commitments a job of ``hours`` lasts through, and the rest;
+        ``every_term`` shows them all."""
+        if every_term:
+            return self.offers, ()
+        shown = tuple(o for o in self.offers if o.spanned_by(hours))
+        return shown, tuple(o for o in self.offers if not o.spanned_by(hours))
 
 
 def short(source: Source) -> str:

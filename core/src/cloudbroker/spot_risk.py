@@ -16,10 +16,13 @@ module recommends, is ``τ = √(2CM)·[1 + ⅓·√(C/2M) + (C/2M)/9] − C`` f
 ``T = M · e^(R/M) · (e^(W/M) − 1)``.
 
 Interruption rates come from each provider's ``spot_interruptions.toml``: published bands of
-"share of instances interrupted in a month" (AWS Spot Instance Advisor), turned into a rate
-per day with ``−ln(1 − p) · 24 / 730``. A provider that publishes none is *unknown*; the user
-then gives ``--interruptions-per-day``. Floats are fine here (an optimisation over hours);
-money stays Decimal at the call site.
+"share of instances interrupted in a month" (AWS Spot Instance Advisor), turned into rates per
+day with ``−ln(1 − p) · 24 / 730``. A band is a range, and so is the cost it implies: the
+checkpoint interval is planned for the band's high end and the expected total is given at both
+ends, so a wide band (or a fleet-wide average standing in for a GPU type) reads as the
+uncertainty it is, not as one reassuring figure. A provider that publishes none is *unknown*;
+the user then gives a rate. Floats are fine here (an optimisation over hours); money stays
+Decimal.
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Literal
 
 from cloudbroker.catalog import CatalogError, parse_sourced_toml, source_ref
 from cloudbroker.costs import HOURS_PER_MONTH
-from cloudbroker.models import Source
-from cloudbroker.money import Money
+from cloudbroker.models import Market, Source
+from cloudbroker.money import FxTable, Money
 from cloudbroker.provider_data import read_data_file
+from cloudbroker.quote import Job, Quote, QuoteResult
 
 FILE = "spot_interruptions.toml"
 
@@ -41,7 +44,7 @@ FILE = "spot_interruptions.toml"
 #: covering a new instance, image start and reloading the last checkpoint.
 DEFAULT_RESTART_MINUTES = Decimal(10)
 
-Bound = Literal["exact", "at most", "at least"]
+MINUTES_PER_HOUR = Decimal(60)
 
 
 # -- the expected-time model -------------------------------------------------------------
@@ -110,8 +113,18 @@ class SpotPlan:
         return 0.0 if math.isinf(self.mtbf) else self.expected / self.mtbf
 
 
-def plan(work: float, mtbf: float, restart: float, checkpoint: float | None) -> SpotPlan:
-    """The recommended plan: Daly's interval (capped at the job) or no checkpoints at all."""
+def plan(
+    work: float,
+    mtbf: float,
+    restart: float,
+    checkpoint: float | None,
+    interval: float | None = None,
+) -> SpotPlan:
+    """The recommended plan: Daly's interval (capped at the job) or no checkpoints at all.
+
+    ``interval`` runs a plan made for another rate at this one (both ends of a band share the
+    interval chosen for the high end).
+    """
     base = {"work": work, "mtbf": mtbf, "restart": restart, "checkpoint": checkpoint}
     if checkpoint is None:
         expected = without_checkpoints(work, restart, mtbf)
@@ -122,7 +135,8 @@ def plan(work: float, mtbf: float, restart: float, checkpoint: float | None) -> 
         young = daly = math.inf
     else:
         young, daly = young_interval(checkpoint, mtbf), daly_interval(checkpoint, mtbf)
-    interval = min(daly, work)  # beyond the job's length: checkpoint only at the end
+    if interval is None:
+        interval = min(daly, work)  # beyond the job's length: checkpoint only at the end
     expected = expected_wall_hours(work, interval, checkpoint, restart, mtbf)
     return SpotPlan(
         **base,
@@ -171,20 +185,41 @@ def parse_band(text: str) -> tuple[Decimal, Decimal | None]:
     return low / hundred, None if high is None else high / hundred
 
 
+def mtbf_hours(rate_per_day: float) -> float:
+    """Mean time between interruptions; unbounded at a rate of zero."""
+    return math.inf if rate_per_day == 0 else 24 / rate_per_day
+
+
 @dataclass(frozen=True)
 class InterruptionRate:
-    """Interruptions per day for one offer, how sure that is, and where it came from."""
+    """Interruptions per day for one offer, as the range its source gives, and that source.
 
-    per_day: float | None  # None: unknown
-    bound: Bound
+    A band ("15-20%") gives both ends; an open band (">20%") only the low one, so costs at it
+    are lower bounds; the user's own figure is one value (low = high); unknown has neither.
+    ``specific`` is False when the figure is the source's average over other instance types
+    standing in for this one.
+    """
+
+    low: float | None
+    high: float | None
     basis: str
     source: Source | None = None
+    band: str | None = None  # as published, e.g. "15-20%"
+    specific: bool = True
 
     @property
-    def mtbf_hours(self) -> float | None:
-        if self.per_day is None:
-            return None
-        return math.inf if self.per_day == 0 else 24 / self.per_day
+    def known(self) -> bool:
+        return self.low is not None
+
+    @property
+    def open(self) -> bool:
+        """Only the low end is known (an open band)."""
+        return self.low is not None and self.high is None
+
+    @property
+    def planned(self) -> float | None:
+        """The rate the checkpoint interval is planned for: the high end, else the low one."""
+        return self.low if self.high is None else self.high
 
 
 @dataclass(frozen=True)
@@ -198,22 +233,19 @@ class Band:
     note: str = ""
 
     def rate(self) -> InterruptionRate:
-        """The band's upper end (conservative); an open band gives a lower bound only."""
+        """Both ends of the band; an open band gives its low end only."""
         low, high = parse_band(self.monthly)
         where = self.note or f"{self.instance_type} in {self.region}"
+        basis = f"{self.monthly} of instances interrupted per month ({where})"
         if high is None:
-            return InterruptionRate(
-                per_day(low),
-                "at least",
-                f"{self.monthly} of instances interrupted per month ({where}); the band has "
-                "no upper end, so this rate and the expected total are lower bounds",
-                self.source,
-            )
+            basis += "; the band has no upper end, so costs at it are lower bounds"
         return InterruptionRate(
-            per_day(high),
-            "at most",
-            f"{self.monthly} of instances interrupted per month ({where}); upper end used",
+            per_day(low),
+            None if high is None else per_day(high),
+            basis,
             self.source,
+            self.monthly,
+            specific=self.instance_type != "*",
         )
 
 
@@ -237,7 +269,7 @@ class InterruptionTable:
                 if band.region == want_region and band.instance_type == want_type:
                     return band.rate()
         why = "; ".join(self.gaps) or "no interruption rate is published"
-        return InterruptionRate(None, "exact", f"unknown for {self.provider}: {why}")
+        return InterruptionRate(None, None, f"unknown for {self.provider}: {why}")
 
 
 def parse_interruptions(provider: str, text: str) -> InterruptionTable:
@@ -262,8 +294,9 @@ def parse_interruptions(provider: str, text: str) -> InterruptionTable:
 
 
 def override(per_day_value: Decimal) -> InterruptionRate:
-    """The user's ``--interruptions-per-day``."""
-    return InterruptionRate(float(per_day_value), "exact", "--interruptions-per-day (user)")
+    """The user's own rate: one value, exact."""
+    value = float(per_day_value)
+    return InterruptionRate(value, value, "given by the user")
 
 
 def load_table(pm, provider: str) -> InterruptionTable:
@@ -272,3 +305,86 @@ def load_table(pm, provider: str) -> InterruptionTable:
     if text is None:
         return InterruptionTable(provider, (), (f"ships no {FILE}",))
     return parse_interruptions(provider, text)
+
+
+# -- the ranked spot offers of a quote --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpotSettings:
+    """The user's spot-risk inputs (minutes); restart defaults to a stated assumption."""
+
+    interruptions_per_day: Decimal | None = None
+    restart_minutes: Decimal = DEFAULT_RESTART_MINUTES
+    restart_assumed: bool = True
+    checkpoint_minutes: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class SpotCost:
+    """A ranked spot offer's expected run at both ends of its interruption rate.
+
+    One checkpoint interval is planned for the rate's high end (the safe side); ``low`` and
+    ``high`` run that same plan at each end, so their totals bracket the expected cost.
+    """
+
+    quote: Quote
+    rate: InterruptionRate
+    low: SpotPlan | None  # None: the rate is unknown
+    high: SpotPlan | None  # None: unknown, or an open band
+    low_total: Money | None  # None as well when the expected wall time is unbounded
+    high_total: Money | None
+
+    @property
+    def plan(self) -> SpotPlan | None:
+        """The plan the checkpoint interval was chosen for."""
+        return self.high or self.low
+
+
+def bracket(
+    work: float, rate: InterruptionRate, restart: float, checkpoint: float | None
+) -> tuple[SpotPlan | None, SpotPlan | None]:
+    """The plan made for the rate's high end (else its low end), run at the low and high ends."""
+    if rate.planned is None:
+        return None, None
+    planned = plan(work, mtbf_hours(rate.planned), restart, checkpoint)
+
+    def at(value: float | None) -> SpotPlan | None:
+        if value is None:
+            return None
+        if value == rate.planned:
+            return planned
+        return plan(work, mtbf_hours(value), restart, checkpoint, planned.interval)
+
+    return at(rate.low), at(rate.high)
+
+
+def spot_costs(
+    pm, job: Job, result: QuoteResult, fx: FxTable, settings: SpotSettings
+) -> list[SpotCost]:
+    """Every ranked spot quote with its interruption rate and expected totals at both ends."""
+    tables: dict[str, InterruptionTable] = {}
+    restart = float(settings.restart_minutes / MINUTES_PER_HOUR)
+    checkpoint = (
+        None
+        if settings.checkpoint_minutes is None
+        else float(settings.checkpoint_minutes / MINUTES_PER_HOUR)
+    )
+    found = []
+    for q in result.quotes:
+        if q.market is not Market.SPOT or q.hourly is None or q.total is None:
+            continue
+        if settings.interruptions_per_day is not None:
+            rate = override(settings.interruptions_per_day)
+        else:
+            if q.provider not in tables:
+                tables[q.provider] = load_table(pm, q.provider)
+            rate = tables[q.provider].rate(q.region, q.instance_type)
+        low, high = bracket(float(job.hours), rate, restart, checkpoint)
+        hourly = fx.convert(q.hourly, job.currency)
+        totals = []
+        for run in (low, high):
+            extra = None if run is None else extra_cost(hourly, run)
+            totals.append(None if extra is None else q.total + extra)
+        found.append(SpotCost(q, rate, low, high, *totals))
+    return found

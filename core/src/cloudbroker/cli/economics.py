@@ -7,102 +7,106 @@ and calls :func:`print_sections`, :func:`explain` and :func:`as_json`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from rich.table import Table
-
 from cloudbroker import commitments, spot_risk, tco
-from cloudbroker.cli.output import console
+from cloudbroker.cli.output import console, field
+from cloudbroker.cli.table import Column, FitTable, show
 from cloudbroker.models import Market
-from cloudbroker.money import FxTable, Money, parse_decimal
+from cloudbroker.money import FxTable, Money
 from cloudbroker.quote import Job, Quote, QuoteResult
+from cloudbroker.spot_risk import SpotCost, SpotPlan, SpotSettings
 
-MINUTES = Decimal(60)
-
-
-@dataclass(frozen=True)
-class SpotSettings:
-    """The user's spot-risk inputs; restart defaults to a stated assumption."""
-
-    interruptions_per_day: Decimal | None
-    restart_minutes: Decimal
-    restart_assumed: bool
-    checkpoint_minutes: Decimal | None
+#: Marks a rate that is the source's average over other instance types, not this one's.
+GENERIC = "◇"
 
 
 def spot_settings(
-    interruptions: str | None, restart: str | None, checkpoint: str | None
+    interruptions: Decimal | None, restart: Decimal | None, checkpoint: Decimal | None
 ) -> SpotSettings:
-    return SpotSettings(
-        None if interruptions is None else parse_decimal(interruptions, "--interruptions-per-day"),
-        spot_risk.DEFAULT_RESTART_MINUTES
-        if restart is None
-        else parse_decimal(restart, "--restart-minutes"),
-        restart is None,
-        None if checkpoint is None else parse_decimal(checkpoint, "--checkpoint-minutes"),
-    )
-
-
-def utilization(text: str) -> Decimal:
-    return tco.check_utilization(parse_decimal(text, "--utilization"))
+    """The user's spot inputs (checked by their options); restart defaults to an assumption."""
+    restart_assumed = restart is None
+    if restart is None:
+        restart = spot_risk.DEFAULT_RESTART_MINUTES
+    return SpotSettings(interruptions, restart, restart_assumed, checkpoint)
 
 
 @dataclass(frozen=True)
-class SpotRow:
-    quote: Quote
-    rate: spot_risk.InterruptionRate
-    plan: spot_risk.SpotPlan | None  # None when the rate is unknown
-    extra: Money | None
-    expected_total: Money | None
+class CommitmentSettings:
+    """Utilization of a commitment's term, and whether to show terms the job does not span."""
+
+    utilization: Decimal
+    every_term: bool = False  # --commitments
 
 
-def spot_rows(pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings) -> list[SpotRow]:
-    """Every ranked spot quote with its interruption rate, plan and expected total."""
-    tables: dict[str, spot_risk.InterruptionTable] = {}
-    rows = []
-    for q in result.quotes:
-        if q.market is not Market.SPOT or q.hourly is None or q.total is None:
-            continue
-        if s.interruptions_per_day is not None:
-            rate = spot_risk.override(s.interruptions_per_day)
-        else:
-            if q.provider not in tables:
-                tables[q.provider] = spot_risk.load_table(pm, q.provider)
-            rate = tables[q.provider].rate(q.region, q.instance_type)
-        mtbf = rate.mtbf_hours
-        if mtbf is None:
-            rows.append(SpotRow(q, rate, None, None, None))
-            continue
-        plan = spot_risk.plan(
-            float(job.hours),
-            mtbf,
-            float(s.restart_minutes / MINUTES),
-            None if s.checkpoint_minutes is None else float(s.checkpoint_minutes / MINUTES),
-        )
-        extra = spot_risk.extra_cost(fx.convert(q.hourly, job.currency), plan)
-        rows.append(SpotRow(q, rate, plan, extra, None if extra is None else q.total + extra))
-    return rows
+def commitment_settings(utilization: Decimal, every_term: bool = False) -> CommitmentSettings:
+    return CommitmentSettings(tco.check_utilization(utilization), every_term)
 
 
-def _hours(value: float | None, days: bool = False) -> str:
-    """Hours with two decimals; ``days`` shows 48 h and more in days (for MTBFs)."""
+def _wanted(job: Job, c: CommitmentSettings) -> bool:
+    """Commitments are a section of ``--market any``, or of any quote with ``--commitments``."""
+    return c.every_term or set(job.markets) == set(Market)
+
+
+# -- formatting ---------------------------------------------------------------------------
+
+
+def _hours(value: float | None) -> str:
     if value is None:
         return "-"
-    if math.isinf(value):
-        return "unbounded"
-    return f"{value / 24:,.1f} d" if days and value >= 48 else f"{value:,.2f} h"
-
-
-def _bound(rate: spot_risk.InterruptionRate) -> str:
-    return {"at most": "≤ ", "at least": "≥ ", "exact": ""}[rate.bound]
+    return "unbounded" if math.isinf(value) else f"{value:,.2f} h"
 
 
 def _money(value: Money | None) -> str:
     return "unknown" if value is None else f"{value.rounded().amount:,}"
 
 
-def _spot_table(rows: list[SpotRow], s: SpotSettings, currency: str) -> Table:
+def _ends(cost: SpotCost, show: Callable[[SpotPlan, Money | None], str]) -> str:
+    """One figure for an exact rate, ``low–high`` for a band, ``≥ low`` for an open band."""
+    if cost.low is None:
+        return "-"
+    low = show(cost.low, cost.low_total)
+    if cost.high is None:
+        return f"≥ {low}"
+    high = show(cost.high, cost.high_total)
+    return low if low == high else f"{low}–{high}"
+
+
+def _total(plan: SpotPlan, total: Money | None) -> str:
+    return "unbounded" if total is None and math.isinf(plan.extra) else _money(total)
+
+
+def _wall(plan: SpotPlan, _: Money | None) -> str:
+    return "unbounded" if math.isinf(plan.expected) else f"{plan.expected:,.2f}"
+
+
+def _rate_cell(rate: spot_risk.InterruptionRate) -> str:
+    if not rate.known:
+        return "unknown"
+    if rate.band is None:
+        return f"{rate.low:.4g} / day (given)"
+    return f"{rate.band}" + ("" if rate.specific else f" {GENERIC}")
+
+
+# -- spot risk ----------------------------------------------------------------------------
+
+
+SPOT_COLUMNS = (
+    Column("rank", "#", 0, "right"),
+    Column("provider", "provider", 3),
+    Column("region", "region", 2),
+    Column("instance", "instance type", 1),
+    Column("band", "interrupted / month", 0),
+    Column("checkpoint", "checkpoint every", 4, "right"),
+    Column("wall", "expected hours", 5, "right"),
+    Column("quoted", "quoted total", 0, "right"),
+    Column("expected", "expected total", 0, "right"),
+)
+
+
+def _spot_table(rows: list[SpotCost], s: SpotSettings, currency: str) -> FitTable:
     restart = f"restart {s.restart_minutes} min" + (
         " (assumption; --restart-minutes)" if s.restart_assumed else ""
     )
@@ -111,100 +115,85 @@ def _spot_table(rows: list[SpotRow], s: SpotSettings, currency: str) -> Table:
         if s.checkpoint_minutes is None
         else f"checkpoint writes {s.checkpoint_minutes} min"
     )
-    table = Table(
-        title=f"Spot risk, totals in {currency}: {restart}, {checkpoint}", header_style="bold"
+    table = FitTable(
+        SPOT_COLUMNS, title=f"Spot risk, totals in {currency}: {restart}, {checkpoint}"
     )
-    for name in (
-        "#",
-        "provider",
-        "region",
-        "instance type",
-        "interruptions / day",
-        "MTBF",
-        "checkpoint every",
-        "expected wall time",
-        "quoted total",
-        "expected total",
-    ):
-        table.add_column(name, justify="right" if name in ("#", "quoted total") else "left")
     for row in rows:
-        q, rate, plan = row.quote, row.rate, row.plan
+        q, plan = row.quote, row.plan
         table.add_row(
             str(q.rank),
             q.provider,
             q.region,
             q.instance_type,
-            "unknown: give --interruptions-per-day"
-            if rate.per_day is None
-            else f"{_bound(rate)}{rate.per_day:.4g}",
-            _hours(rate.mtbf_hours, days=True),
+            _rate_cell(row.rate),
             "-" if plan is None else "none" if plan.interval is None else _hours(plan.interval),
-            "-" if plan is None else _hours(plan.expected),
+            _ends(row, _wall),
             _money(q.total),
-            "-" if plan is None else _bound(rate) + _money(row.expected_total),
+            _ends(row, _total),
         )
     return table
 
 
-def _spot_notes(rows: list[SpotRow], result: QuoteResult) -> list[str]:
+def _spot_notes(rows: list[SpotCost], result: QuoteResult) -> list[str]:
     notes = []
-    for basis in dict.fromkeys(r.rate.basis for r in rows):
-        notes.append(f"interruptions: {basis}")
-    priced = [r for r in rows if r.expected_total is not None]
+    for rate in {r.rate.basis: r.rate for r in rows}.values():
+        if not rate.known:
+            notes.append(f"interruptions {rate.basis}: give --interruptions-per-day")
+        elif rate.specific:
+            notes.append(f"interruptions: {rate.basis}")
+        else:
+            notes.append(
+                f"{GENERIC} interruptions: {rate.basis}: not a rate for this GPU type, so the "
+                "expected total spans the whole band"
+            )
+    if any(r.low is not None and r.high is not r.low for r in rows):
+        notes.append(
+            "a band's expected total runs from its low to its high end (checkpoints planned "
+            "for the high end); ≥: the band has no upper end, a lower bound"
+        )
+    worst = {id(r): r.low_total if r.high is None else r.high_total for r in rows}
+    priced = [r for r in rows if worst[id(r)] is not None]
     on_demand = next((q for q in result.cheapest_by_market if q.market is Market.ON_DEMAND), None)
     if priced and on_demand is not None and on_demand.total is not None:
-        best = min(priced, key=lambda r: r.expected_total.amount)  # type: ignore[union-attr]
-        saving = 1 - best.expected_total.amount / on_demand.total.amount  # type: ignore[union-attr]
+        best = min(priced, key=lambda r: worst[id(r)].amount)  # type: ignore[union-attr]
+        saving = 1 - worst[id(best)].amount / on_demand.total.amount  # type: ignore[union-attr]
         verdict = "saves" if saving > 0 else "costs"
+        end = "its band's low end (no high end)" if best.high is None else "its rate's high end"
         notes.append(
-            f"best spot expected total {_bound(best.rate)}{_money(best.expected_total)} "
-            f"(#{best.quote.rank}) vs cheapest on-demand {_money(on_demand.total)} "
-            f"({on_demand.provider} {on_demand.instance_type}): spot {verdict} "
-            f"{abs(saving) * 100:.1f}%"
+            f"best spot expected total {_ends(best, _total)} (#{best.quote.rank}) vs cheapest "
+            f"on-demand {_money(on_demand.total)} ({on_demand.provider} "
+            f"{on_demand.instance_type}): spot {verdict} {abs(saving) * 100:.1f}% at {end}"
         )
     notes.append("model: Daly's expected wall time with Poisson interruptions (see --explain N)")
     return notes
 
 
-def _commitment_table(report: commitments.CommitmentReport, job: Job, use: Decimal) -> Table:
-    pct = f"{use * 100:.0f}%"
-    table = Table(
-        title=f"Commitments at {pct} utilization of the term, {job.currency} "
+# -- commitments --------------------------------------------------------------------------
+
+
+def _commitment_table(
+    offers: tuple[commitments.CommitmentOffer, ...], job: Job, use: Decimal
+) -> FitTable:
+    table = FitTable(
+        (
+            Column("provider", "provider", 5),
+            Column("instance", "instance type", 0),
+            Column("region", "region", 4),
+            Column("term", "term", 0),
+            Column("hourly", "committed / h", 7, "right"),
+            Column("term-cost", "term cost", 6, "right"),
+            Column("per-used-hour", "per used h", 1, "right"),
+            Column("on-demand", "on-demand / h now", 2, "right"),
+            Column("vs", "vs on-demand", 0, "right"),
+            Column("break-even", "break-even", 0, "right"),
+            Column("job", f"this job ({job.hours} h)", 3, "right"),
+            Column("as-of", "as of", 8),
+        ),
+        title=f"Commitments at {use * 100:.0f}% utilization of the term, {job.currency} "
         "(billed every hour of the term, used or not)",
-        header_style="bold",
     )
-    for name in (
-        "provider",
-        "instance type",
-        "region",
-        "term",
-        "committed / h",
-        "term cost",
-        f"per used h at {pct}",
-        "on-demand / h now",
-        "vs on-demand",
-        "break-even use",
-        f"this job ({job.hours} h)",
-        "as of",
-    ):
-        table.add_column(
-            name,
-            justify="left"
-            if name in ("provider", "instance type", "region", "term", "as of")
-            else "right",
-        )
-    for o in report.offers:
-        saving = o.saving
-        vs = (
-            "unknown"
-            if saving is None
-            else (
-                f"[green]-{saving * 100:.1f}%[/green]"
-                if saving > 0
-                else f"[red]+{-saving * 100:.1f}%[/red]"
-            )
-        )
-        even = o.breakeven_utilization
+    for o in offers:
+        saving, even = o.saving, o.breakeven_utilization
         table.add_row(
             o.provider,
             o.instance_type + (" ⚑" if o.flags else ""),
@@ -214,19 +203,20 @@ def _commitment_table(report: commitments.CommitmentReport, job: Job, use: Decim
             _money(o.term_cost),
             _money(o.per_used_hour),
             _money(o.on_demand),
-            vs,
+            "unknown" if saving is None else f"{-saving * 100:+.1f}%",
             "unknown" if even is None else f"{even * 100:.1f}%",
-            f"{_money(o.job_cost(job.hours))} vs "
-            + ("unknown" if o.on_demand is None else _money(o.on_demand * job.hours)),
+            _money(o.job_cost(job.hours)),
             o.source.as_of.isoformat(),
         )
     return table
 
 
-def _commitment_notes(report: commitments.CommitmentReport) -> list[str]:
+def _commitment_notes(
+    offers: tuple[commitments.CommitmentOffer, ...], report: commitments.CommitmentReport
+) -> list[str]:
     """Published discounts by source, each flag's note once, then what is not published."""
     by_source: dict[str, list[str]] = {}
-    for o in sorted(report.offers, key=lambda o: (o.instance_type, o.term_months)):
+    for o in sorted(offers, key=lambda o: (o.instance_type, o.term_months)):
         if o.published_discount is not None:
             beside = (
                 "" if o.at_source is None else f" of {o.at_source.amount} {o.at_source.currency}"
@@ -235,87 +225,123 @@ def _commitment_notes(report: commitments.CommitmentReport) -> list[str]:
                 f"{o.instance_type} {o.term_months} mo -{o.published_discount * 100:.1f}%{beside}"
             )
     notes = [f"at the source ({where}): {', '.join(items)}" for where, items in by_source.items()]
-    notes.extend(dict.fromkeys(f"⚑ {o.note}" for o in report.offers if o.flags))
+    notes.extend(dict.fromkeys(f"⚑ {o.note}" for o in offers if o.flags))
     notes.extend(report.notes)
     return notes
 
 
+def _hidden_note(hidden: tuple[commitments.CommitmentOffer, ...], job: Job, use: Decimal) -> str:
+    terms = sorted({o.term_months for o in hidden})
+    span = f"{terms[0]}" if len(terms) == 1 else f"{terms[0]}-{terms[-1]}"
+    at = "" if use == 1 else f" at {use * 100:.0f}% use"
+    return (
+        f"commitments: {len(hidden)} published for this GPU bill a {span}-month term, longer "
+        f"than this {job.hours} h job{at}, so they are not shown; --commitments shows them "
+        "(with --utilization for how much of the term you would use)"
+    )
+
+
 def print_sections(
-    pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, use: Decimal
+    pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, c: CommitmentSettings
 ) -> None:
-    """Spot risk for the ranked spot offers; commitments when every market was asked for."""
-    rows = spot_rows(pm, job, result, fx, s)
+    """Spot risk for the ranked spot offers; the commitments this job spans, or all asked for."""
+    rows = spot_risk.spot_costs(pm, job, result, fx, s)
     if rows:
-        console.print(_spot_table(rows, s, job.currency))
+        show(console, _spot_table(rows, s, job.currency))
         for note in _spot_notes(rows, result):
-            console.print(note, soft_wrap=True)
-    if set(job.markets) == set(Market):
-        report = commitments.report(pm, job, fx, use)
-        if report.offers:
-            console.print(_commitment_table(report, job, use))
-        for note in _commitment_notes(report):
-            console.print(note, soft_wrap=True)
+            console.print(note, markup=False)
+    if not _wanted(job, c):
+        return
+    report = commitments.report(pm, job, fx, c.utilization)
+    shown, hidden = report.for_job(job.hours, c.every_term)
+    if shown:
+        show(console, _commitment_table(shown, job, c.utilization))
+    if hidden:
+        console.print(_hidden_note(hidden, job, c.utilization), markup=False)
+    if shown or not hidden:
+        for note in _commitment_notes(shown, report):
+            console.print(note, markup=False)
+
+
+def _explain_rate(cost: SpotCost, s: SpotSettings) -> str:
+    rate = cost.rate
+    assert cost.low is not None
+    restart = f"restart R = {s.restart_minutes} min" + (
+        " (assumption)" if s.restart_assumed else ""
+    )
+    if cost.high is cost.low or rate.low == rate.high:
+        return (
+            f"rate {rate.low:.6g} per day; MTBF M = 24 / rate = {_hours(cost.low.mtbf)}; {restart}"
+        )
+    if cost.high is None:
+        return (
+            f"band {rate.band} a month: rate = −ln(1 − p)·24/730 ≥ {rate.low:.6g} per day; "
+            f"MTBF M = 24 / rate ≤ {_hours(cost.low.mtbf)}; {restart}"
+        )
+    return (
+        f"band {rate.band} a month: rate = −ln(1 − p)·24/730 = {rate.low:.6g} to "
+        f"{rate.high:.6g} per day; MTBF M = 24 / rate = {_hours(cost.high.mtbf)} (high end) to "
+        f"{_hours(cost.low.mtbf)} (low end); {restart}"
+    )
 
 
 def explain(pm, q: Quote, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings) -> None:
     """The spot-risk arithmetic of quote ``q``, formula and inputs (spot quotes only)."""
-    found = [r for r in spot_rows(pm, job, result, fx, s) if r.quote is q]
+    found = [r for r in spot_risk.spot_costs(pm, job, result, fx, s) if r.quote is q]
     if not found:
         return
-    row = found[0]
-    rate, plan = row.rate, row.plan
-    console.print(f"  {'spot risk':15} interruptions: {rate.basis}", soft_wrap=True)
+    cost = found[0]
+    rate, plan = cost.rate, cost.plan
+
+    def say(text: str) -> None:
+        field("", text)
+
+    field("spot risk", f"interruptions: {rate.basis}")
     if rate.source is not None:
-        console.print(
-            f"  {'':15} source: {rate.source.name} ({rate.source.as_of.isoformat()})"
-            + (f" {rate.source.url}" if rate.source.url else ""),
-            soft_wrap=True,
+        say(
+            f"source: {rate.source.name} ({rate.source.as_of.isoformat()})"
+            + (f" {rate.source.url}" if rate.source.url else "")
         )
-    if plan is None or rate.per_day is None:
-        console.print(f"  {'':15} give --interruptions-per-day to price the risk")
+    if plan is None or cost.low is None:
+        say("give --interruptions-per-day to price the risk")
         return
-    mtbf = plan.mtbf
-    console.print(
-        f"  {'':15} rate {_bound(rate)}{rate.per_day:.6g} per day; MTBF M = 24 / rate = "
-        f"{mtbf:,.1f} h; restart R = {s.restart_minutes} min"
-        + (" (assumption)" if s.restart_assumed else ""),
-        soft_wrap=True,
-    )
+    say(_explain_rate(cost, s))
+    if not rate.specific:
+        say(
+            f"{GENERIC} not a rate for this GPU type (the source's average over other instance "
+            "types): the expected total is given at both ends of the band"
+        )
+    end = "" if cost.high is cost.low else " (planned for the band's high end)"
+    if cost.high is None:
+        end = " (planned for the band's low end: it has no high end)"
     if plan.checkpoint is None:
-        console.print(
-            f"  {'':15} no checkpoints: T = M·e^(R/M)·(e^(W/M) − 1) = {_hours(plan.expected)} "
-            f"for W = {job.hours} h (give --checkpoint-minutes for the best interval)",
-            soft_wrap=True,
+        say(
+            f"no checkpoints: T = M·e^(R/M)·(e^(W/M) − 1) for W = {job.hours} h: "
+            f"{_ends(cost, _wall)} h (give --checkpoint-minutes for the best interval)"
         )
     else:
-        console.print(
-            f"  {'':15} checkpoint C = {s.checkpoint_minutes} min; Young τ = √(2·C·M) = "
+        say(
+            f"checkpoint C = {s.checkpoint_minutes} min; Young τ = √(2·C·M) = "
             f"{_hours(plan.young)}; Daly τ = √(2CM)·[1 + ⅓√(C/2M) + (C/2M)/9] − C = "
-            f"{_hours(plan.daly)}; recommended: every {_hours(plan.interval)} "
-            "(capped at the job's length)",
-            soft_wrap=True,
+            f"{_hours(plan.daly)}{end}; recommended: every {_hours(plan.interval)} "
+            "(capped at the job's length)"
         )
-        console.print(
-            f"  {'':15} T(τ) = (W/τ)·M·e^(R/M)·(e^((τ+C)/M) − 1) = {_hours(plan.expected)} for "
-            f"W = {job.hours} h: {plan.checkpoint_writes:.3f} h writing checkpoints, "
-            f"{plan.interruptions:.4f} interruptions expected",
-            soft_wrap=True,
+        say(
+            f"T(τ) = (W/τ)·M·e^(R/M)·(e^((τ+C)/M) − 1) for W = {job.hours} h: "
+            f"{_ends(cost, _wall)} h, {plan.checkpoint_writes:.3f} h writing checkpoints, "
+            f"{_ends(cost, lambda p, _: f'{p.interruptions:.4f}')} interruptions expected"
         )
     hourly = fx.convert(q.hourly, job.currency) if q.hourly else None
-    bound = {
-        "at most": " (an upper bound: the band's upper end was used)",
-        "at least": " (a lower bound: the band has no upper end)",
-        "exact": "",
-    }[rate.bound]
-    console.print(
-        f"  {'':15} expected total = quoted total + spot rate x (T − W) = {_money(q.total)} + "
-        f"{'unknown' if hourly is None else hourly.rounded(4).amount} x {plan.extra:.4f} h = "
-        f"{_money(row.expected_total)} {job.currency}{bound}",
-        soft_wrap=True,
+    say(
+        f"expected total = quoted total + spot rate x (T − W) = {_money(q.total)} + "
+        f"{'unknown' if hourly is None else hourly.rounded(4).amount} x "
+        f"({_ends(cost, lambda p, _: f'{p.extra:.4f}')} h) = {_ends(cost, _total)} {job.currency}"
     )
 
 
-def as_json(pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, use: Decimal) -> dict:
+def as_json(
+    pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, c: CommitmentSettings
+) -> dict:
     """The sections as JSON-ready data (amounts as strings, hours as numbers)."""
 
     def money(m: Money | None) -> str | None:
@@ -324,15 +350,22 @@ def as_json(pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, use
     def hours(value: float | None) -> float | None:
         return None if value is None or math.isinf(value) else value
 
+    def ends(cost: SpotCost, pick: Callable[[SpotPlan, Money | None], object]) -> dict:
+        low, high = cost.low, cost.high
+        return {
+            "low": None if low is None else pick(low, cost.low_total),
+            "high": None if high is None else pick(high, cost.high_total),
+        }
+
     data: dict = {
         "spot_risk": [
             {
                 "rank": r.quote.rank,
-                "interruptions_per_day": r.rate.per_day,
-                "bound": r.rate.bound,
+                "band": r.rate.band,
+                "specific_to_instance_type": r.rate.specific,
+                "interruptions_per_day": {"low": r.rate.low, "high": r.rate.high},
                 "basis": r.rate.basis,
                 "source": None if r.rate.source is None else r.rate.source.model_dump(mode="json"),
-                "mtbf_hours": hours(r.rate.mtbf_hours),
                 "restart_minutes": format(s.restart_minutes, "f"),
                 "restart_assumed": s.restart_assumed,
                 "checkpoint_minutes": None
@@ -340,17 +373,19 @@ def as_json(pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, use
                 else format(s.checkpoint_minutes, "f"),
                 "checkpoint_interval_hours": None if r.plan is None else hours(r.plan.interval),
                 "young_hours": None if r.plan is None else hours(r.plan.young),
-                "expected_wall_hours": None if r.plan is None else hours(r.plan.expected),
+                "expected_wall_hours": ends(r, lambda p, _: hours(p.expected)),
                 "quoted_total": money(r.quote.total),
-                "expected_total": money(r.expected_total),
+                "expected_total": ends(r, lambda _, total: money(total)),
             }
-            for r in spot_rows(pm, job, result, fx, s)
+            for r in spot_risk.spot_costs(pm, job, result, fx, s)
         ]
     }
-    if set(job.markets) == set(Market):
-        report = commitments.report(pm, job, fx, use)
+    if _wanted(job, c):
+        report = commitments.report(pm, job, fx, c.utilization)
+        shown, hidden = report.for_job(job.hours, c.every_term)
         data["commitments"] = {
-            "utilization": format(use, "f"),
+            "utilization": format(c.utilization, "f"),
+            "every_term": c.every_term,
             "offers": [
                 {
                     "provider": o.provider,
@@ -358,6 +393,7 @@ def as_json(pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, use
                     "region": o.region,
                     "kind": o.kind,
                     "term_months": o.term_months,
+                    "job_spans_term": o.spanned_by(job.hours),
                     "hourly": money(o.hourly),
                     "term_cost": money(o.term_cost),
                     "per_used_hour": money(o.per_used_hour),
@@ -374,7 +410,16 @@ def as_json(pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, use
                     "note": o.note,
                     "flags": list(o.flags),
                 }
-                for o in report.offers
+                for o in shown
+            ],
+            "longer_than_job": [
+                {
+                    "provider": o.provider,
+                    "instance_type": o.instance_type,
+                    "region": o.region,
+                    "term_months": o.term_months,
+                }
+                for o in hidden
             ],
             "notes": list(report.notes),
         }
