@@ -4,7 +4,8 @@ The order is the order of the help's panels: plan, placements, storage, setup.
 """
 
 # isort: skip_file
-from cloudbroker.cli import quote, size, tco  # noqa: F401
+from cloudbroker.cli import quote, gpus, size, tco  # noqa: F401
 from cloudbroker.cli import broker  # noqa: F401
 from cloudbroker.cli import sync  # noqa: F401
 from cloudbroker.cli import providers, catalog, config  # noqa: F401
+from cloudbroker.cli import sandbox  # noqa: F401

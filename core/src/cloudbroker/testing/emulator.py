@@ -18,25 +18,36 @@ cloudbroker without an account) use:
   "seconds": 0.5}`` -- kinds: ``latency``, ``throttle``, ``server-error``, ``capacity``,
   ``lose-response`` (perform the action, then drop the connection without answering).
 * ``POST /_emulator/reclaim`` with ``{"instance_id": ...}`` -- a spot reclaim.
-* ``POST /_emulator/reset`` -- forget all instances and faults.
+* ``POST /_emulator/capacity`` with ``{"place": REGION-or-ZONE, "instance_type": ...,
+  "count": N}`` -- only N more launches of the type there (``null``: unlimited again).
+* ``POST /_emulator/outage`` with ``{"on": true}`` -- the API stops answering (connections are
+  dropped; the control API keeps working) until ``{"on": false}``.
+* ``POST /_emulator/reset`` -- forget all instances, faults and stock limits.
 
 Faults apply after authentication, to the next ``count`` requests of ``action`` (any action
 when omitted). Instances start ``pending`` and are ``running`` after
-:attr:`Emulator.boot_seconds`.
+:attr:`Emulator.boot_seconds`. An emulator's launch action calls :meth:`Emulator.take_stock`
+before creating an instance, so a stock limit answers with the cloud's capacity error.
+
+An :class:`InstanceRunner` set as :attr:`Emulator.runner` is told when an instance appears
+and when it ends (terminated or reclaimed): the sandbox runs each instance's user data as a
+local process this way.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import itertools
 import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 FAULT_KINDS = ("latency", "throttle", "server-error", "capacity", "lose-response")
@@ -111,6 +122,14 @@ class Instance:
         return "pending" if time.time() - self.created < boot_seconds else "running"
 
 
+class InstanceRunner(Protocol):
+    """Told about instance lifecycles (called with the state lock held: return quickly)."""
+
+    def started(self, emulator: Emulator, instance: Instance) -> None: ...
+
+    def ended(self, emulator: Emulator, instance: Instance) -> None: ...
+
+
 class State:
     """Everything an emulator remembers; one lock, because the server is threaded."""
 
@@ -119,6 +138,9 @@ class State:
         self.instances: dict[str, Instance] = {}
         self.faults: list[Fault] = []
         self.log: list[dict[str, Any]] = []
+        #: (region or zone, instance type) -> launches still possible there.
+        self.stock: dict[tuple[str, str], int] = {}
+        self.outage = False
         self._ids = itertools.count(1)
 
     def new_id(self, prefix: str) -> str:
@@ -157,6 +179,11 @@ class Emulator:
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self.runner: InstanceRunner | None = None
+        #: Extra control endpoints (path -> handler of the JSON body), e.g. the sandbox's.
+        self.controls: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self._started: set[str] = set()
+        self._ended: set[str] = set()
 
     # -- to implement ----------------------------------------------------------------------
 
@@ -216,16 +243,64 @@ class Emulator:
     def reclaim(self, instance_id: str) -> None:
         with self.state.lock:
             self.state.instances[instance_id].reclaimed = time.time()
+            self.notify()
 
     def reset(self) -> None:
         with self.state.lock:
             self.state.instances.clear()
             self.state.faults.clear()
             self.state.log.clear()
+            self.state.stock.clear()
+            self.state.outage = False
+
+    def set_stock(self, place: str, instance_type: str, count: int | None) -> None:
+        """Only ``count`` more launches of the type in ``place`` (a region or a zone)."""
+        if count is not None and count < 0:
+            raise ValueError(f"stock must be 0 or more, got {count}")
+        with self.state.lock:
+            if count is None:
+                self.state.stock.pop((place, instance_type), None)
+            else:
+                self.state.stock[(place, instance_type)] = count
+
+    def take_stock(self, region: str, zone: str | None, instance_type: str) -> None:
+        """Use one unit of stock; the cloud's capacity error when none is left."""
+        with self.state.lock:
+            for key in ((zone or "", instance_type), (region, instance_type)):
+                if key in self.state.stock:
+                    if self.state.stock[key] <= 0:
+                        raise ApiError(*self.fault_errors["capacity"])
+                    self.state.stock[key] -= 1
+                    return
+
+    def set_outage(self, on: bool) -> None:
+        with self.state.lock:
+            self.state.outage = on
+
+    def notify(self) -> None:
+        """Tell the runner about instances that appeared or ended since the last call."""
+        if self.runner is None:
+            return
+        with self.state.lock:
+            for instance in list(self.state.instances.values()):
+                if instance.instance_id not in self._started:
+                    self._started.add(instance.instance_id)
+                    self.runner.started(self, instance)
+                ended = instance.terminated is not None or instance.reclaimed is not None
+                if ended and instance.instance_id not in self._ended:
+                    self._ended.add(instance.instance_id)
+                    self.runner.ended(self, instance)
+
+    def startup_script(self, instance: Instance) -> str | None:
+        """The instance's user data as text (most clouds keep it Base64-encoded)."""
+        if instance.user_data is None:
+            return None
+        return base64.b64decode(instance.user_data).decode("utf-8")
 
     def snapshot(self) -> dict[str, Any]:
+        """Instances, faults and the log; stock limits and an outage only while set."""
         with self.state.lock:
-            return {
+            found: dict[str, Any] = {
                 "instances": [
                     {**asdict(i), "state": i.state(self.boot_seconds)}
                     for i in self.state.instances.values()
@@ -233,6 +308,14 @@ class Emulator:
                 "faults": [asdict(f) for f in self.state.faults],
                 "log": list(self.state.log),
             }
+            if self.state.stock:
+                found["stock"] = [
+                    {"place": place, "instance_type": name, "count": count}
+                    for (place, name), count in self.state.stock.items()
+                ]
+            if self.state.outage:
+                found["outage"] = True
+            return found
 
     def live_instances(self) -> list[Instance]:
         with self.state.lock:
@@ -254,8 +337,17 @@ class Emulator:
                 )
             elif request.path == "/_emulator/reclaim":
                 self.reclaim(body["instance_id"])
+            elif request.path == "/_emulator/capacity":
+                count = body["count"]
+                self.set_stock(
+                    body["place"], body["instance_type"], None if count is None else int(count)
+                )
+            elif request.path == "/_emulator/outage":
+                self.set_outage(bool(body["on"]))
             elif request.path == "/_emulator/reset":
                 self.reset()
+            elif request.path in self.controls:
+                self.controls[request.path](body)
             else:
                 return Response(404, {"error": f"no control endpoint {request.path}"})
         except (KeyError, ValueError, TypeError) as exc:
@@ -266,6 +358,8 @@ class Emulator:
         """The response to send, or None to drop the connection (a lost response)."""
         if request.path.startswith("/_emulator/"):
             return self._control(request)
+        if self.state.outage:
+            return None
         try:
             self.authenticate(request)
             action = self.action(request)
@@ -277,6 +371,7 @@ class Emulator:
             with self.state.lock:
                 response = self.handle(action, request)
                 self.state.log.append({"action": action, "status": response.status})
+                self.notify()
             if fault and fault.kind == "lose-response":
                 return None
             return response
@@ -335,8 +430,13 @@ def serve(emulator_class: type[Emulator], argv: list[str] | None = None) -> None
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--access-key", default="test-access-key")
     parser.add_argument("--secret-key", default="test-secret-key")
+    if hasattr(emulator_class, "from_catalog"):
+        parser.add_argument(
+            "--catalog", action="store_true", help="sell the packaged catalog's types and zones"
+        )
     args = parser.parse_args(argv)
-    emulator = emulator_class(
+    make = emulator_class.from_catalog if getattr(args, "catalog", False) else emulator_class
+    emulator = make(
         access_key=args.access_key, secret_key=args.secret_key, host=args.host, port=args.port
     )
     print(f"{emulator.name} emulator listening on {emulator.url}", flush=True)

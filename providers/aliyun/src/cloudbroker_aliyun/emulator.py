@@ -10,6 +10,8 @@ so the adapter is tested against the same bytes a real endpoint would see. Run i
 and point cloudbroker at the URL it prints (``CLOUDBROKER_ALIYUN_ENDPOINT``). The offers below
 are fixture data: GPU specs as ECS labels them and prices copied from the reference catalog
 (``shared/reference/prices/aliyun.csv``, read 2026-11-29), not live prices.
+:meth:`AliyunEcsEmulator.from_catalog` (``--catalog``) sells the packaged catalog's types in
+its regions and zones instead, at its prices, which is what the sandbox runs.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ TYPES: dict[str, TypeSpec] = {
     "ecs.g7.xlarge": TypeSpec(4, 16.0, 0, "", 0.0),
 }
 
-#: zone -> instance type -> (pay-as-you-go, spot) in CNY per hour.
-OFFERS: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
+#: zone -> instance type -> (pay-as-you-go, spot) in CNY per hour (spot None: not sold so).
+Offers = dict[str, dict[str, dict[str, tuple[str, str | None]]]]
+OFFERS: Offers = {
     "cn-hangzhou": {
         "cn-hangzhou-h": {
             "ecs.gn6e-c12g1.3xlarge": ("19.82", "6.20"),
@@ -157,8 +160,16 @@ class AliyunEcsEmulator(Emulator):
         ),
     }
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        types: dict[str, TypeSpec] | None = None,
+        offers: Offers | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
+        self.types = TYPES if types is None else types
+        self.offers = OFFERS if offers is None else offers
         self._nonces: set[str] = set()
         self._delete_tokens: set[str] = set()
         self._handlers: dict[str, Callable[[dict[str, str]], dict[str, Any]]] = {
@@ -178,6 +189,46 @@ class AliyunEcsEmulator(Emulator):
         super().reset()
         with self.state.lock:
             self._delete_tokens.clear()
+
+    @classmethod
+    def from_catalog(cls, **kwargs: Any) -> AliyunEcsEmulator:
+        """An emulator selling the packaged catalog: its types, regions, zones and prices."""
+        from cloudbroker.catalog import packaged
+        from cloudbroker.models import Market
+
+        catalog = packaged("aliyun", "cloudbroker_aliyun")
+        types = {
+            t.name: TypeSpec(
+                t.vcpus or 0,
+                float(t.memory_gib or 0),
+                t.gpu.count,
+                f"NVIDIA {t.gpu.label}",
+                float(t.gpu.memory_gb or 0),
+            )
+            for t in catalog.instance_types
+        }
+        prices: dict[tuple[str, str, str], dict[Market, str]] = {}
+        zones: dict[str, set[str]] = {}
+        for row in catalog.prices:
+            if row.zone:
+                zones.setdefault(row.region, set()).add(row.zone)
+        for row in sorted(catalog.prices, key=lambda r: r.zone is None):
+            # A row priced for the whole region is sold in each of its zones (its first
+            # zone, ``<region>-a``, when the catalog names none), unless a zone row says more.
+            for zone in (
+                [row.zone] if row.zone else sorted(zones.get(row.region, {f"{row.region}-a"}))
+            ):
+                if row.price is not None:
+                    key = (row.region, zone, row.instance_type)
+                    prices.setdefault(key, {}).setdefault(row.market, str(row.price.amount))
+        offers: Offers = {}
+        for (region, zone, name), by_market in sorted(prices.items()):
+            if Market.ON_DEMAND in by_market:  # spot only where the catalog has its price
+                offers.setdefault(region, {}).setdefault(zone, {})[name] = (
+                    by_market[Market.ON_DEMAND],
+                    by_market.get(Market.SPOT),
+                )
+        return cls(types=types, offers=offers, **kwargs)
 
     # -- authentication --------------------------------------------------------------------
 
@@ -289,14 +340,14 @@ class AliyunEcsEmulator(Emulator):
 
     def _region(self, params: dict[str, str]) -> dict[str, dict[str, tuple[str, str]]]:
         region = params.get("RegionId", "")
-        if region not in OFFERS:
+        if region not in self.offers:
             raise _bad(400, "InvalidRegionId.NotFound", f"The RegionId {region!r} does not exist.")
-        return OFFERS[region]
+        return self.offers[region]
 
     def _describe_regions(self, params: dict[str, str]) -> dict[str, Any]:
         regions = [
             {"RegionId": r, "LocalName": r, "RegionEndpoint": f"ecs.{r}.aliyuncs.com"}
-            for r in OFFERS
+            for r in self.offers
         ]
         return {"Regions": {"Region": regions}}
 
@@ -335,7 +386,7 @@ class AliyunEcsEmulator(Emulator):
         minimum_gpus = int(params.get("MinimumGPUAmount", 0))
         names = [
             n
-            for n, spec in sorted(TYPES.items())
+            for n, spec in sorted(self.types.items())
             if (not wanted or n in wanted) and spec.gpu_amount >= minimum_gpus
         ]
         start = int(params.get("NextToken") or 0)
@@ -343,7 +394,7 @@ class AliyunEcsEmulator(Emulator):
         page = names[start : start + size]
         more = start + size < len(names)
         return {
-            "InstanceTypes": {"InstanceType": [_type_view(n, TYPES[n]) for n in page]},
+            "InstanceTypes": {"InstanceType": [_type_view(n, self.types[n]) for n in page]},
             "NextToken": str(start + size) if more else "",
         }
 
@@ -369,7 +420,14 @@ class AliyunEcsEmulator(Emulator):
     def _describe_price(self, params: dict[str, str]) -> dict[str, Any]:
         prices = self._offer(params, params.get("ZoneId"))
         spot = params.get("SpotStrategy", "NoSpot") != "NoSpot"
-        instance = min(float(spot_price if spot else on_demand) for on_demand, spot_price in prices)
+        sold = [float(s if spot else d) for d, s in prices if (s if spot else d) is not None]
+        if not sold:
+            raise _bad(
+                400,
+                "InvalidResourceType.NotSupported",
+                "The instance type is not sold as spot in this zone or region.",
+            )
+        instance = min(sold)
         disk = round(int(params.get("SystemDisk.Size", DEFAULT_DISK_GIB)) * DISK_PRICE_PER_GIB, 4)
         details = [
             {
@@ -401,6 +459,8 @@ class AliyunEcsEmulator(Emulator):
         for name, offers in self._region(params).items():
             if zone in (None, name) and params.get("InstanceType") in offers:
                 on_demand, spot = offers[params["InstanceType"]]
+                if spot is None:
+                    continue
                 points.append(
                     {
                         "ZoneId": name,
@@ -426,7 +486,7 @@ class AliyunEcsEmulator(Emulator):
                 "Status": "Available",
                 "CidrBlock": f"172.16.{n}.0/24",
             }
-            for n, zone in enumerate(OFFERS[region])
+            for n, zone in enumerate(self.offers[region])
         ]
 
     def _describe_vswitches(self, params: dict[str, str]) -> dict[str, Any]:
@@ -484,6 +544,14 @@ class AliyunEcsEmulator(Emulator):
                 "InvalidResourceType.NotSupported",
                 f"The instance type {params['InstanceType']} is not offered in {zone}.",
             )
+        spot = params.get("SpotStrategy", "NoSpot") != "NoSpot"
+        if spot and zones[zone][params["InstanceType"]][1] is None:
+            raise _bad(
+                400,
+                "InvalidResourceType.NotSupported",
+                f"The instance type {params['InstanceType']} is not sold as spot in {zone}.",
+            )
+        self.take_stock(region, zone, params["InstanceType"])
         user_data = params.get("UserData")
         if user_data is not None:
             try:
@@ -496,7 +564,7 @@ class AliyunEcsEmulator(Emulator):
             region=region,
             zone=zone,
             instance_type=params["InstanceType"],
-            spot=params.get("SpotStrategy", "NoSpot") != "NoSpot",
+            spot=spot,
             client_token=params.get("ClientToken"),
             tags=_tags(params),
             image=params["ImageId"],
@@ -508,7 +576,7 @@ class AliyunEcsEmulator(Emulator):
 
     def _view(self, instance: Instance) -> dict[str, Any]:
         state = instance.state(self.boot_seconds)
-        spec = TYPES[instance.instance_type]
+        spec = self.types[instance.instance_type]
         number = int(instance.instance_id[-4:], 16)
         bandwidth = int(instance.extra.get("InternetMaxBandwidthOut", 0))
         public = [f"47.96.{number // 256}.{number % 256}"] if bandwidth > 0 else []

@@ -128,6 +128,18 @@ class AwsEmulator(Emulator):
         moto_host, moto_port = self.moto.get_host_and_port()
         self.moto_url = f"http://{moto_host}:{moto_port}"
 
+    @classmethod
+    def from_catalog(cls, **kwargs: Any) -> AwsEmulator:
+        """Prices from the packaged catalog (also the default); types and zones are moto's."""
+        return cls(prices=PriceBook.from_catalog(), **kwargs)
+
+    @staticmethod
+    def linux_image() -> str:
+        """A Linux AMI moto registers in every region: an ``image`` setting that launches."""
+        from moto.ec2.models.amis import AMIS
+
+        return next(a["ami_id"] for a in AMIS if a.get("platform") != "windows")
+
     def stop(self) -> None:
         super().stop()
         self.moto.stop()
@@ -201,6 +213,7 @@ class AwsEmulator(Emulator):
             if not mirrored.spot:
                 raise ValueError(f"{instance_id} is on-demand: EC2 only reclaims spot")
             mirrored.reclaimed = time.time()
+            self.notify()
         instance = ec2_backends[MOTO_ACCOUNT][mirrored.region].get_instance(instance_id)
         instance.terminate()
         instance.state_reason = StateReason(
@@ -235,6 +248,8 @@ class AwsEmulator(Emulator):
         earlier = self.state.by_token(f"{region}/{token}") if token else None
         if earlier is not None:
             return earlier.extra["response"]
+        zone = form.get("Placement.AvailabilityZone")
+        self.take_stock(region, zone, form.get("InstanceType", ""))
         response = self._forward(request)
         if response.status == 200:
             for instance_id, zone in _launched(response.body):
@@ -247,6 +262,7 @@ class AwsEmulator(Emulator):
                     client_token=f"{region}/{token}" if token else None,
                     tags=_instance_tags(form),
                     image=form.get("ImageId"),
+                    user_data=form.get("UserData"),
                     extra={"response": response},
                 )
         return response

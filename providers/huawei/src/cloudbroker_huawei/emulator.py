@@ -15,7 +15,8 @@ Fixture data: the GPU flavors below carry the specs of the reference list
 (``shared/reference/prices/huawei.csv``, from the Open Telekom Cloud ECS docs, same flavor
 names). No public Huawei GPU price was found, so the BSS inquiry knows no price until a test
 (or a person) fills :attr:`HuaweiEcsEmulator.ratings`; an unknown product is answered with
-BSS's ``CBC.99006006``, exactly the "price unknown" case.
+BSS's ``CBC.99006006``, exactly the "price unknown" case. :meth:`HuaweiEcsEmulator.from_catalog`
+(``--catalog``) sells the packaged catalog's flavors instead (prices still unknown).
 
 Behaviour modelled on the documented API: ``X-Client-Token`` makes CreatePostPaidServers
 idempotent (same token and body: the first answer again; same token, other body:
@@ -152,8 +153,9 @@ class HuaweiEcsEmulator(Emulator):
         ),
     }
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, flavors: dict[str, Flavor] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.flavors = FLAVORS if flavors is None else flavors
         #: BSS ``resource_spec`` (``p2s.2xlarge.8.linux``) -> CNY per hour; empty by default.
         self.ratings: dict[str, Decimal] = {}
         self.jobs: dict[str, dict[str, Any]] = {}
@@ -175,6 +177,27 @@ class HuaweiEcsEmulator(Emulator):
             super().reset()
             self.jobs.clear()
             self.tokens.clear()
+
+    @classmethod
+    def from_catalog(cls, **kwargs: Any) -> HuaweiEcsEmulator:
+        """An emulator selling the packaged catalog's GPU flavors (any region and zone)."""
+        from cloudbroker.catalog import packaged
+
+        catalog = packaged("huawei", "cloudbroker_huawei")
+        flavors = {
+            t.name: Flavor(
+                t.vcpus or 0,
+                int((t.memory_gib or 0) * 1024),
+                {
+                    "ecs:performancetype": "gpu",
+                    "info:gpus": _gpus(
+                        f"NVIDIA-{t.gpu.label}", int(t.gpu.memory_gb or 0), t.gpu.count
+                    ),
+                },
+            )
+            for t in catalog.instance_types
+        }
+        return cls(flavors=flavors, **kwargs)
 
     # -- authentication --------------------------------------------------------------------
 
@@ -249,7 +272,7 @@ class HuaweiEcsEmulator(Emulator):
     # -- flavors and prices ----------------------------------------------------------------
 
     def _list_flavors(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
-        return 200, {"flavors": [_flavor_view(n, f) for n, f in FLAVORS.items()]}
+        return 200, {"flavors": [_flavor_view(n, f) for n, f in self.flavors.items()]}
 
     def _rate_on_demand(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         if not request.header("x-domain-id"):
@@ -305,17 +328,19 @@ class HuaweiEcsEmulator(Emulator):
             raise ApiError(
                 400, "Ecs.0005", f"Invalid parameter values: {', '.join(missing)} missing."
             )
-        flavor = FLAVORS.get(server["flavorRef"])
+        flavor = self.flavors.get(server["flavorRef"])
         if flavor is None or flavor.extra.get("cond:operation:status") == "abandon":
             raise ApiError(400, "Ecs.0008", f"The flavor {server['flavorRef']} is not sold.")
         extend = server.get("extendparam") or {}
         if extend.get("chargingMode", 0) not in (0, "0", "postPaid"):
             raise ApiError(400, "Ecs.0005", "Invalid parameter values: chargingMode must be 0.")
         region = extend.get("regionID") or "local-1"
+        zone = server.get("availability_zone") or f"{region}a"
+        self.take_stock(region, zone, server["flavorRef"])
         instance = Instance(
             instance_id=str(uuid.uuid4()),
             region=region,
-            zone=server.get("availability_zone") or f"{region}a",
+            zone=zone,
             instance_type=server["flavorRef"],
             spot=extend.get("marketType") == "spot",
             client_token=token or None,
@@ -428,7 +453,7 @@ class HuaweiEcsEmulator(Emulator):
             "os_type": "Linux",
             **extra["metadata"],
         }
-        flavor = FLAVORS[instance.instance_type]
+        flavor = self.flavors[instance.instance_type]
         return {
             "id": instance.instance_id,
             "name": extra["name"],

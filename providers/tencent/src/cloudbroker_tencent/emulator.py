@@ -23,6 +23,9 @@ TerminateInstances, which is what DescribeInstances shows of one. Fault injectio
 The offerings (types, zones, prices) are emulator data: the on-demand prices are the China
 site's list prices from the packaged catalog's source, the spot prices are made up (Tencent
 documents spot at 3%-20% of pay-as-you-go); tests build their own with :func:`offering`.
+:meth:`TencentEmulator.from_catalog` (``--catalog``) sells the packaged catalog's types in its
+regions and zones at its prices instead (spot only where the catalog has a spot price), which
+is what the sandbox runs.
 """
 
 from __future__ import annotations
@@ -188,6 +191,38 @@ class TencentEmulator(Emulator):
     ) -> None:
         super().__init__(access_key=access_key, secret_key=secret_key, host=host, port=port)
         self.offerings = offerings
+
+    @classmethod
+    def from_catalog(cls, **kwargs: Any) -> TencentEmulator:
+        """An emulator selling the packaged catalog: its types, regions, zones and prices."""
+        from cloudbroker.catalog import packaged
+        from cloudbroker.models import Market
+
+        catalog = packaged("tencent", "cloudbroker_tencent")
+        specs = {t.name: t for t in catalog.instance_types}
+        prices: dict[tuple[str, str, str], dict[Market, Decimal]] = {}
+        for row in catalog.prices:
+            if row.zone and row.price is not None:
+                key = (row.region, row.zone, row.instance_type)
+                prices.setdefault(key, {})[row.market] = row.price.amount
+        offerings = tuple(
+            Offering(
+                region=region,
+                zone=zone,
+                instance_type=name,
+                cpu=specs[name].vcpus or 0,
+                memory=int(specs[name].memory_gib or 0),
+                gpus=specs[name].gpu.count,
+                on_demand=by_market.get(Market.ON_DEMAND),
+                spot=by_market.get(Market.SPOT),
+            )
+            for (region, zone, name), by_market in sorted(prices.items())
+            if name in specs
+        )
+        return cls(offerings=offerings, **kwargs)
+
+    def startup_script(self, instance: Instance) -> str | None:
+        return instance.user_data  # kept decoded, as DescribeInstances never returns it
 
     # -- the four methods of the kit -----------------------------------------------------
 
@@ -372,6 +407,7 @@ class TencentEmulator(Emulator):
         if known:  # the same request again: the same instances, nothing new
             return {"InstanceIdSet": [i.instance_id for i in known]}
         found, charge_type = self._offering(params, region)
+        self.take_stock(region, found.zone, found.instance_type)
         user_data = _user_data(params.get("UserData"))
         count = int(params.get("InstanceCount") or 1)
         network = params.get("VirtualPrivateCloud") or {}

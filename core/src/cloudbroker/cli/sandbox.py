@@ -1,0 +1,181 @@
+"""``cloudbroker sandbox``: every installed cloud, emulated on this machine; and ``logs``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from cloudbroker.cli import app
+from cloudbroker.cli.output import err_console, print_json
+from cloudbroker.errors import UsageError
+
+sandbox_app = typer.Typer(
+    help="A local sandbox of every installed cloud: try placements and failover offline.",
+    no_args_is_help=True,
+)
+app.add_typer(sandbox_app, name="sandbox", rich_help_panel="Setup")
+
+DIR = typer.Option(
+    None, "--dir", help="Sandbox directory (default: $CLOUDBROKER_SANDBOX, else a temp dir)."
+)
+
+
+def _env_output(directory: Path, info: dict, json_output: bool) -> None:
+    from cloudbroker.sandbox.env import environment, shell_exports
+
+    env = environment(directory, info)
+    if json_output:
+        print_json(env)
+    else:
+        sys.stdout.write(shell_exports(env))
+
+
+@sandbox_app.command("up")
+def up(
+    directory: Path = DIR,
+    time_factor: float = typer.Option(
+        0.01, "--time-factor", help="Scales the clouds' notice periods (0.01: 300 s -> 3 s)."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="The environment as one object."),
+) -> None:
+    """Start the sandbox in the background and print the environment that points at it."""
+    from cloudbroker.sandbox.env import sandbox_dir
+    from cloudbroker.sandbox.supervisor import up as start
+
+    where = sandbox_dir(directory)
+    info = start(where, time_factor)
+    err_console.print(
+        f"sandbox up in {where}: {', '.join(info['clouds'])}; "
+        f'use it with: eval "$(cloudbroker sandbox env)"',
+        markup=False,
+    )
+    _env_output(where, info, json_output)
+
+
+@sandbox_app.command("env")
+def env(directory: Path = DIR, json_output: bool = typer.Option(False, "--json")) -> None:
+    """Print the environment (``export`` lines) that points cloudbroker at the sandbox."""
+    from cloudbroker.sandbox.env import read_info, sandbox_dir
+
+    where = sandbox_dir(directory)
+    _env_output(where, read_info(where), json_output)
+
+
+@sandbox_app.command("status")
+def status(directory: Path = DIR, json_output: bool = typer.Option(False, "--json")) -> None:
+    """Which clouds run where, and every process the sandbox started."""
+    from cloudbroker.sandbox.env import sandbox_dir
+    from cloudbroker.sandbox.supervisor import status as sandbox_status
+
+    report = sandbox_status(sandbox_dir(directory))
+    if json_output:
+        print_json(report)
+        return
+    print(f"sandbox in {report['directory']}: {'up' if report['up'] else 'DOWN'}")
+    for name, cloud in report["clouds"].items():
+        print(f"  {name}: API {cloud['api']}, storage {cloud['storage']}")
+    running = [p for p in report["processes"] if p["running"]]
+    print(f"  {len(running)} process(es) running:")
+    for process in running:
+        print(f"    {process['pid']} {process['what']}")
+
+
+@sandbox_app.command("down")
+def down(
+    directory: Path = DIR,
+    keep: bool = typer.Option(False, "--keep", help="Keep the directory (logs, state)."),
+) -> None:
+    """Stop every process the sandbox started; remove its directory unless --keep."""
+    from cloudbroker.sandbox.env import sandbox_dir
+    from cloudbroker.sandbox.supervisor import down as stop
+
+    where = sandbox_dir(directory)
+    forced = stop(where, keep=keep)
+    note = f" ({forced} process(es) ended by signal)" if forced else ""
+    print(f"sandbox in {where} is down{note}{'; directory kept' if keep else ''}")
+
+
+@sandbox_app.command("reclaim")
+def reclaim(
+    provider: str,
+    instance: str = typer.Argument(None, help="Default: the cloud's only live instance."),
+    directory: Path = DIR,
+) -> None:
+    """Reclaim a spot instance, as the cloud does (the job gets SIGTERM, then SIGKILL)."""
+    from cloudbroker.sandbox import faults
+    from cloudbroker.sandbox.env import read_info, sandbox_dir
+
+    reclaimed = faults.reclaim(read_info(sandbox_dir(directory)), provider, instance)
+    print(f"{provider} {reclaimed} reclaimed")
+
+
+@sandbox_app.command("outage")
+def outage(
+    provider: str,
+    storage: bool = typer.Option(False, "--storage", help="Its object storage goes dark too."),
+    end: bool = typer.Option(False, "--end", help="End the outage."),
+    directory: Path = DIR,
+) -> None:
+    """The cloud's API (and, with --storage, its object storage) stops answering."""
+    from cloudbroker.sandbox import faults
+    from cloudbroker.sandbox.env import read_info, sandbox_dir
+
+    faults.outage(read_info(sandbox_dir(directory)), provider, storage=storage, on=not end)
+    what = "API and object storage" if storage else "API"
+    print(f"{provider}: outage ended" if end else f"{provider}: {what} unreachable")
+
+
+@sandbox_app.command("capacity")
+def capacity(
+    provider: str,
+    place: str = typer.Argument(..., help="A region (every zone) or one zone."),
+    instance_type: str = typer.Argument(...),
+    count: str = typer.Argument(..., help="Launches still possible, or 'unlimited'."),
+    directory: Path = DIR,
+) -> None:
+    """Set how many more instances of a type the cloud can launch in a region or zone."""
+    from cloudbroker.sandbox import faults
+    from cloudbroker.sandbox.env import read_info, sandbox_dir
+
+    if count != "unlimited" and not count.isdigit():
+        raise UsageError(f"the count must be a whole number or 'unlimited', got {count!r}")
+    stock = None if count == "unlimited" else int(count)
+    faults.capacity(read_info(sandbox_dir(directory)), provider, place, instance_type, stock)
+    print(f"{provider}: {count} more {instance_type} in {place}")
+
+
+@app.command("logs", rich_help_panel="Placements and failover")
+def logs(
+    placement_id: str,
+    side: str = typer.Option("primary", "--side", help="primary or standby (the roles now)."),
+    state: str = typer.Option(None, "--state", help="State file (CLOUDBROKER_STATE)."),
+) -> None:
+    """The output of the placement's job on one side (sandbox instances)."""
+    from cloudbroker.sandbox.env import DIR_ENV, sandbox_dir
+    from cloudbroker.sandbox.instances import log_path
+    from cloudbroker.state import Store
+
+    if side not in ("primary", "standby"):
+        raise UsageError(f"unknown --side {side!r}; accepted: primary, standby")
+    store = Store(state)
+    placement = store.placement(placement_id)
+    if placement is None:
+        known = ", ".join(p["id"] for p in store.placements()) or "none"
+        raise UsageError(f"unknown placement {placement_id!r}; known: {known}")
+    primary = placement["primary_side"]
+    wanted = primary if side == "primary" else ("b" if primary == "a" else "a")
+    rows = [r for r in store.instances(placement_id) if r.side == wanted and r.instance_id]
+    if not rows:
+        raise UsageError(f"{placement_id} has launched no instance on its {side} side")
+    where = sandbox_dir()
+    for row in rows:
+        path = log_path(where, row.provider, row.instance_id)
+        if not path.exists():
+            raise UsageError(
+                f"no log of {row.provider} {row.instance_id} in {where}: job output is kept "
+                f"for sandbox instances only (set {DIR_ENV}, see `cloudbroker sandbox env`)"
+            )
+        print(f"== {row.provider} {row.instance_id} ({row.state})")
+        sys.stdout.write(path.read_text(encoding="utf-8", errors="replace"))

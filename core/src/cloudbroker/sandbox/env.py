@@ -1,0 +1,85 @@
+"""Where a sandbox lives and the environment that points cloudbroker at it.
+
+Everything is under one directory: ``sandbox.json`` (what runs where, with the sandbox's own
+fake keys; mode 0600), ``config.toml``, ``state.sqlite3``, ``data/`` (catalogs written by
+``catalog refresh``), ``instances/`` (each instance's working dir and log), ``pids/`` and
+``supervisor.log``. The environment sets every path cloudbroker would otherwise take from the
+user's home, so nothing the sandbox does touches the user's config, catalogs or state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cloudbroker.errors import UsageError
+
+DIR_ENV = "CLOUDBROKER_SANDBOX"
+#: Variables from the user's shell that would mix a real account into the sandbox.
+UNSET = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "CLOUDBROKER_DISABLE_PLUGINS")
+
+
+def default_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"cloudbroker-sandbox-{os.getuid()}"
+
+
+def sandbox_dir(explicit: str | Path | None = None) -> Path:
+    """``explicit``, else ``$CLOUDBROKER_SANDBOX``, else a per-user directory in the temp dir."""
+    chosen = explicit or os.environ.get(DIR_ENV) or default_dir()
+    return Path(chosen).expanduser().resolve()
+
+
+def info_path(directory: Path) -> Path:
+    return directory / "sandbox.json"
+
+
+def read_info(directory: Path) -> dict[str, Any]:
+    """What ``sandbox up`` recorded; UsageError when no sandbox is up in ``directory``."""
+    try:
+        return json.loads(info_path(directory).read_text())
+    except FileNotFoundError:
+        raise UsageError(
+            f"no sandbox in {directory}; start one with `cloudbroker sandbox up`"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {info_path(directory)}: {exc}") from None
+
+
+def write_info(directory: Path, info: dict[str, Any]) -> None:
+    path = info_path(directory)
+    temporary = path.with_suffix(".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(info, out, indent=2)
+    temporary.replace(path)
+
+
+def environment(directory: Path, info: dict[str, Any]) -> dict[str, str]:
+    """The variables to export: sandbox paths, plugins, endpoints and the fake keys."""
+    from cloudbroker.sandbox.clouds import CLOUDS
+
+    env = {
+        DIR_ENV: str(directory),
+        "CLOUDBROKER_CONFIG": str(directory / "config.toml"),
+        "CLOUDBROKER_STATE": str(directory / "state.sqlite3"),
+        "CLOUDBROKER_DATA_DIR": str(directory / "data"),
+        "CLOUDBROKER_PLUGINS": ",".join(info["clouds"]),
+        # no profile or shared file of a real AWS account is read in the sandbox
+        "AWS_CONFIG_FILE": str(directory / "aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(directory / "aws-credentials"),
+    }
+    for cloud in CLOUDS:
+        if cloud.name in info["clouds"]:
+            c = info["clouds"][cloud.name]
+            env |= cloud.env(c["api"], c["storage"], c["key"], c["secret"])
+    return env
+
+
+def shell_exports(env: dict[str, str]) -> str:
+    lines = [f"unset {' '.join(UNSET)}"]
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
+    return "\n".join(lines) + "\n"

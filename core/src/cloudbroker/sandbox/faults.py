@@ -1,0 +1,73 @@
+"""The faults people rehearse in a sandbox, sent to each emulator's ``/_emulator/`` API.
+
+A spot reclaim of an instance, an outage of a cloud's API (and, with ``storage``, of its
+object storage), and the stock of an instance type in a region or zone.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from cloudbroker.errors import UsageError
+from cloudbroker.sandbox.supervisor import SandboxError
+
+
+def cloud(info: dict[str, Any], provider: str) -> dict[str, Any]:
+    if provider not in info["clouds"]:
+        raise UsageError(
+            f"the sandbox has no cloud {provider!r}; it runs: {', '.join(info['clouds'])}"
+        )
+    return info["clouds"][provider]
+
+
+def control(info: dict[str, Any], provider: str, path: str, body: dict | None = None) -> Any:
+    """One control call; a refusal is a UsageError with the emulator's reason."""
+    url = f"{cloud(info, provider)['api']}/_emulator/{path}"
+    data = None if body is None else json.dumps(body).encode()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as answer:
+            return json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        reason = json.loads(exc.read() or b"{}").get("error", exc.reason)
+        raise UsageError(f"{provider}: {reason}") from None
+    except OSError as exc:
+        raise SandboxError(
+            f"the {provider} emulator does not answer ({exc}); is the sandbox up?"
+        ) from None
+
+
+def live_instances(info: dict[str, Any], provider: str) -> list[dict[str, Any]]:
+    state = control(info, provider, "state")
+    return [i for i in state["instances"] if i["state"] in ("pending", "running")]
+
+
+def reclaim(info: dict[str, Any], provider: str, instance_id: str | None = None) -> str:
+    """Reclaim ``instance_id``, or the cloud's only live instance; the id reclaimed."""
+    if instance_id is None:
+        live = [i["instance_id"] for i in live_instances(info, provider)]
+        if len(live) != 1:
+            found = ", ".join(live) if live else "none"
+            raise UsageError(f"name the {provider} instance to reclaim; live instances: {found}")
+        instance_id = live[0]
+    control(info, provider, "reclaim", {"instance_id": instance_id})
+    return instance_id
+
+
+def outage(info: dict[str, Any], provider: str, *, storage: bool, on: bool) -> None:
+    """The cloud's API (and its object storage, with ``storage``) stops or resumes answering."""
+    control(info, provider, "outage", {"on": on})
+    if storage or not on:
+        control(info, provider, "storage-outage", {"on": on and storage})
+
+
+def capacity(
+    info: dict[str, Any], provider: str, place: str, instance_type: str, count: int | None
+) -> None:
+    """Only ``count`` more launches of the type in ``place`` (None: unlimited again)."""
+    if count is not None and count < 0:
+        raise UsageError(f"the stock must be 0 or more, got {count}")
+    body = {"place": place, "instance_type": instance_type, "count": count}
+    control(info, provider, "capacity", body)

@@ -1,0 +1,142 @@
+"""Sandbox instances: each emulated instance runs its user data as a local process.
+
+An instance gets its own working directory (``instances/<cloud>/<instance id>/``) with the
+user data, a ``root/`` standing in for the paths the broker's preamble writes (``/etc``,
+``/opt``), and ``output.log`` with everything the script prints. It runs in a process group
+of its own with the environment a cloud image gives a job: ``HOME``, a ``PATH`` with python
+and rclone, and the cloud account's storage key as ``AWS_ACCESS_KEY_ID`` /
+``AWS_SECRET_ACCESS_KEY``, standing in for the instance role that rclone's ``env_auth``
+reads. Terminating or reclaiming the instance sends SIGTERM to the group, then SIGKILL after
+the cloud's spot notice period times the sandbox's time factor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from cloudbroker.sandbox.processes import PidBook
+
+#: Absolute paths the broker's user-data preamble writes; redirected under the instance dir.
+ROOT_PATHS = ("/etc/cloudbroker.env", "/opt/cloudbroker")
+
+
+def localise(script: str, root: Path) -> str:
+    """The script with :data:`ROOT_PATHS` moved under ``root`` (no write outside it)."""
+    for path in ROOT_PATHS:
+        script = script.replace(path, shlex.quote(str(root) + path))
+    return script
+
+
+def log_path(directory: Path, cloud: str, instance_id: str) -> Path:
+    return directory / "instances" / cloud / instance_id / "output.log"
+
+
+class ProcessRunner:
+    """The emulators' :class:`~cloudbroker.testing.emulator.InstanceRunner` for one cloud."""
+
+    def __init__(
+        self,
+        directory: Path,
+        cloud: str,
+        credentials: tuple[str, str],
+        notice_seconds: float,
+        pids: PidBook,
+    ) -> None:
+        self.directory = directory
+        self.cloud = cloud
+        self.credentials = credentials
+        self.notice_seconds = notice_seconds
+        self.pids = pids
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        from cloudbroker.rclone import find_rclone
+
+        tools = [str(Path(find_rclone().path).parent), str(Path(sys.executable).parent)]
+        self.path = os.pathsep.join([*dict.fromkeys(tools), "/usr/local/bin", "/usr/bin", "/bin"])
+
+    def environment(self, home: Path, instance_id: str) -> dict[str, str]:
+        key, secret = self.credentials
+        return {
+            "HOME": str(home),
+            "PATH": self.path,
+            "LANG": "C.UTF-8",
+            "AWS_ACCESS_KEY_ID": key,
+            "AWS_SECRET_ACCESS_KEY": secret,
+            "CLOUDBROKER_SANDBOX_INSTANCE": f"{self.cloud}:{instance_id}",
+        }
+
+    def started(self, emulator: Any, instance: Any) -> None:
+        log = log_path(self.directory, self.cloud, instance.instance_id)
+        home = log.parent
+        (home / "root" / "etc").mkdir(parents=True, exist_ok=True)
+        script = emulator.startup_script(instance)
+        with log.open("ab") as out:
+            out.write(_note(f"{instance.instance_type} in {instance.zone or instance.region}"))
+            if script is None:
+                out.write(_note("no user data: nothing to run"))
+                return
+            path = home / "user-data"
+            path.write_text(localise(script, home / "root"), encoding="utf-8")
+            path.chmod(0o700)
+            command = [str(path)] if script.startswith("#!") else ["/bin/sh", str(path)]
+            process = subprocess.Popen(
+                command,
+                cwd=home,
+                env=self.environment(home, instance.instance_id),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.pids.add(process.pid, f"{self.cloud} instance {instance.instance_id}", group=True)
+        self.processes[instance.instance_id] = process
+        threading.Thread(target=self._reap, args=(log, process), daemon=True).start()
+
+    def ended(self, emulator: Any, instance: Any) -> None:
+        process = self.processes.get(instance.instance_id)
+        if process is None or process.poll() is not None:
+            return
+        why = "reclaimed" if instance.terminated is None else "terminated"
+        log = log_path(self.directory, self.cloud, instance.instance_id)
+        with log.open("ab") as out:
+            out.write(_note(f"{why}: SIGTERM, SIGKILL in {self.notice_seconds:g} s"))
+        _signal(process, signal.SIGTERM)
+        timer = threading.Timer(self.notice_seconds, _signal, (process, signal.SIGKILL))
+        timer.daemon = True
+        timer.start()
+
+    def stop_all(self, grace: float) -> None:
+        """SIGTERM every instance still running, SIGKILL after ``grace`` seconds."""
+        running = [p for p in self.processes.values() if p.poll() is None]
+        for process in running:
+            _signal(process, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for process in running:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            _signal(process, signal.SIGKILL)
+
+    @staticmethod
+    def _reap(log: Path, process: subprocess.Popen[bytes]) -> None:
+        code = process.wait()
+        with log.open("ab") as out:
+            out.write(_note(f"exited with code {code}"))
+
+
+def _note(text: str) -> bytes:
+    stamp = time.strftime("%H:%M:%S")
+    return f"[sandbox {stamp}] {text}\n".encode()
+
+
+def _signal(process: subprocess.Popen[bytes], signum: int) -> None:
+    """Signal the instance's whole process group (the script and what it started)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)

@@ -1,0 +1,151 @@
+"""Object storage for the sandbox: one moto S3 server process per cloud, behind a gate.
+
+Each store checks credentials (moto's IAM authentication is switched on after the account's
+key is made, so a wrong key gets a real 403) and starts with one bucket, ``ckpt``. The
+:class:`Gate` is a TCP relay in front of it that the sandbox can close, so that a storage
+outage refuses connections at once, as an unreachable endpoint does, while the data survives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+BUCKET = "ckpt"
+
+SERVER = r"""
+import json, logging, os, sys
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "bootstrap")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bootstrap")
+from moto import settings
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.iam.models import iam_backends
+from moto.s3.models import s3_backends
+from moto.server import ThreadedMotoServer
+
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
+iam = iam_backends[DEFAULT_ACCOUNT_ID]["aws"]
+iam.create_user(region_name="us-east-1", user_name="sandbox", path="/", tags=[])
+policy = {"Version": "2012-10-17",
+          "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+iam.put_user_policy("sandbox", "s3-all", json.dumps(policy))
+key = iam.create_access_key("sandbox")
+s3_backends[DEFAULT_ACCOUNT_ID]["aws"].create_bucket(sys.argv[1], "us-east-1")
+settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # from here on, every request is authenticated
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server.start()
+print(json.dumps({"port": server.get_host_and_port()[1], "key": key.access_key_id,
+                  "secret": key.secret_access_key}), flush=True)
+sys.stdin.read()  # serve until the supervisor closes stdin (or dies)
+server.stop()
+"""
+
+
+@dataclass
+class Store:
+    """A running store process: its port and the account's key."""
+
+    process: subprocess.Popen[str]
+    port: int
+    key: str
+    secret: str
+
+    @classmethod
+    def start(cls, log: Path) -> Store:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        with log.open("a") as errors:
+            process = subprocess.Popen(
+                [sys.executable, "-c", SERVER, BUCKET],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                env=env,
+            )
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            process.wait(timeout=10)
+            raise RuntimeError(f"the object store did not start (see {log})")
+        info = json.loads(line)
+        return cls(process, int(info["port"]), info["key"], info["secret"])
+
+    def stop(self, timeout: float = 10) -> None:
+        with contextlib.suppress(OSError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class Gate:
+    """A TCP relay on 127.0.0.1 to ``upstream``; closed, it refuses every connection."""
+
+    def __init__(self, upstream: int) -> None:
+        self.upstream = upstream
+        self.closed = False
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True, name="gate").start()
+
+    def set_closed(self, closed: bool) -> None:
+        """Close (cutting connections in flight) or open the gate."""
+        with self._lock:
+            self.closed = closed
+            if closed:
+                for sock in self._open:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        self.set_closed(True)
+        with contextlib.suppress(OSError):
+            self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                refuse = self.closed
+            if refuse:
+                client.close()
+                continue
+            try:
+                server = socket.create_connection(("127.0.0.1", self.upstream), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            server.settimeout(None)
+            with self._lock:
+                self._open |= {client, server}
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            with self._lock:
+                self._open.discard(source)
+            source.close()

@@ -1,0 +1,226 @@
+"""The sandbox supervisor: one detached process that owns every process of a sandbox.
+
+``up`` starts ``python -m cloudbroker.sandbox.supervisor DIR FACTOR`` in a session of its
+own and waits (bounded) until it has written ``sandbox.json``. The supervisor starts one
+object store per installed built-in cloud (a child process, behind a :class:`Gate`), that
+cloud's emulator selling the packaged catalog (in its own threads), and runs each emulated
+instance's user data as a process (:class:`ProcessRunner`). Every child's pid is recorded
+under DIR. On SIGTERM it ends instances, emulators and stores; ``down`` then checks that no
+recorded process is left (signalling any survivor itself) and removes DIR.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from cloudbroker.errors import CloudBrokerError, UsageError
+from cloudbroker.sandbox.env import info_path, read_info, write_info
+from cloudbroker.sandbox.processes import PidBook, alive, end_all, start_time, wait_gone
+
+START_TIMEOUT = 90.0  # seconds for every store and emulator to come up
+STOP_TIMEOUT = 30.0
+#: Used when a catalog states no spot notice: the shortest any built-in cloud gives.
+FALLBACK_NOTICE_SECONDS = 120
+
+
+class SandboxError(CloudBrokerError):
+    """The sandbox could not be started or stopped cleanly."""
+
+
+# -- the supervisor process ------------------------------------------------------------------
+
+
+def notice_seconds(provider: str, package: str) -> int:
+    """The cloud's spot notice period from its packaged terms."""
+    from cloudbroker.catalog import packaged
+
+    notices = [t.spot_notice_seconds for t in packaged(provider, package).terms]
+    return next((n for n in notices if n), FALLBACK_NOTICE_SECONDS)
+
+
+def _config(clouds: list[Any], emulators: dict[str, Any]) -> str:
+    lines = []
+    for cloud in clouds:
+        settings = dict(cloud.settings)
+        if cloud.name == "aws":
+            settings["image"] = emulators["aws"].linux_image()
+        lines.append(f"[providers.{cloud.name}]")
+        lines += [f'{key} = "{value}"' for key, value in settings.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def run(directory: Path, time_factor: float) -> None:
+    """Start everything, record it, serve until SIGTERM, then stop everything."""
+    from cloudbroker.sandbox.clouds import installed
+    from cloudbroker.sandbox.instances import ProcessRunner
+    from cloudbroker.sandbox.stores import Gate, Store
+
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    pids = PidBook(directory)
+    clouds = installed()
+    stores: dict[str, Store] = {}
+    gates: dict[str, Gate] = {}
+    emulators: dict[str, Any] = {}
+    runners: dict[str, ProcessRunner] = {}
+    try:
+        with ThreadPoolExecutor(max_workers=len(clouds) or 1) as pool:
+            started = pool.map(lambda c: Store.start(directory / "supervisor.log"), clouds)
+            for cloud, store in zip(clouds, started, strict=True):
+                stores[cloud.name] = store
+                pids.add(store.process.pid, f"{cloud.name} object store")
+        for cloud in clouds:
+            store = stores[cloud.name]
+            gates[cloud.name] = gate = Gate(store.port)
+            emulator = cloud.emulator_class().from_catalog(
+                access_key=store.key, secret_key=store.secret
+            )
+            notice = notice_seconds(cloud.name, cloud.package) * time_factor
+            runners[cloud.name] = emulator.runner = ProcessRunner(
+                directory, cloud.name, (store.key, store.secret), notice, pids
+            )
+            emulator.controls["/_emulator/storage-outage"] = lambda body, g=gate: g.set_closed(
+                bool(body["on"])
+            )
+            emulators[cloud.name] = emulator.start()
+        (directory / "config.toml").write_text(_config(clouds, emulators))
+        write_info(
+            directory,
+            {
+                "pid": os.getpid(),
+                "started": start_time(os.getpid()),
+                "time_factor": time_factor,
+                "clouds": {
+                    cloud.name: {
+                        "api": emulators[cloud.name].url,
+                        "storage": f"http://127.0.0.1:{gates[cloud.name].port}",
+                        "key": stores[cloud.name].key,
+                        "secret": stores[cloud.name].secret,
+                        "notice_seconds": runners[cloud.name].notice_seconds,
+                    }
+                    for cloud in clouds
+                },
+            },
+        )
+        print(f"sandbox up: {', '.join(emulators)}", flush=True)
+        stop.wait()
+    finally:
+        for runner in runners.values():
+            runner.stop_all(grace=min(5.0, runner.notice_seconds))
+        for emulator in emulators.values():
+            with contextlib.suppress(Exception):
+                emulator.stop()
+        for gate in gates.values():
+            gate.stop()
+        with ThreadPoolExecutor(max_workers=len(stores) or 1) as pool:
+            list(pool.map(lambda store: store.stop(), stores.values()))
+        print("sandbox stopped", flush=True)
+
+
+# -- what the CLI calls ----------------------------------------------------------------------
+
+
+def up(directory: Path, time_factor: float) -> dict[str, Any]:
+    """Start a sandbox in ``directory`` (detached) and wait until it serves; its info."""
+    if time_factor <= 0:
+        raise UsageError(f"the time factor must be positive, got {time_factor}")
+    if importlib.util.find_spec("moto") is None:
+        raise SandboxError("the sandbox needs moto: pip install 'cloudbroker[sandbox]'")
+    if info_path(directory).exists():
+        info = read_info(directory)
+        if alive(info["pid"], info.get("started")):
+            raise UsageError(
+                f"a sandbox is already up in {directory}; `cloudbroker sandbox down` stops it"
+            )
+        raise UsageError(
+            f"{directory} holds a stopped sandbox; remove it with `cloudbroker sandbox down`"
+        )
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log = directory / "supervisor.log"
+    command = [sys.executable, "-m", "cloudbroker.sandbox.supervisor", str(directory)]
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [*command, repr(time_factor)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=directory,
+            env={k: v for k, v in os.environ.items() if not k.startswith("CLOUDBROKER_")},
+        )
+    PidBook(directory).add(process.pid, "supervisor")
+    deadline = time.monotonic() + START_TIMEOUT
+    while not info_path(directory).exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+            raise SandboxError(
+                f"the sandbox supervisor did not start: {' | '.join(tail) or 'no output'} "
+                f"(log: {log})"
+            )
+        time.sleep(0.1)
+    return read_info(directory)
+
+
+def down(directory: Path, keep: bool = False) -> int:
+    """Stop every process of the sandbox, then remove ``directory`` unless ``keep``.
+
+    Returns how many processes had to be ended by signal here (not by the supervisor).
+    """
+    if not (info_path(directory).is_file() or (directory / "pids").is_dir()):
+        # never stop or remove a folder that `sandbox up` did not make (`--dir ~`, `--dir ''`)
+        raise UsageError(f"no sandbox in {directory}")
+    pids = PidBook(directory)
+    supervisor = [r for r in pids.records() if r["what"] == "supervisor"]
+    for record in supervisor:
+        if alive(record["pid"], record["started"]):
+            os.kill(record["pid"], signal.SIGTERM)
+    wait_gone(supervisor, STOP_TIMEOUT)
+    survivors = pids.running()
+    left = end_all(survivors, grace=5)
+    if left:
+        names = ", ".join(f"{r['what']} (pid {r['pid']})" for r in left)
+        raise SandboxError(f"could not stop {names}; {directory} is kept")
+    if not keep:
+        shutil.rmtree(directory)
+    return len(survivors)
+
+
+def status(directory: Path) -> dict[str, Any]:
+    """The sandbox's clouds and which of its recorded processes run."""
+    info = read_info(directory)
+    records = PidBook(directory).records()
+    running = {r["pid"] for r in records if alive(r["pid"], r["started"])}
+    return {
+        "directory": str(directory),
+        "up": info["pid"] in running,
+        "time_factor": info["time_factor"],
+        "clouds": {
+            name: {k: v for k, v in c.items() if k not in ("key", "secret")}
+            for name, c in info["clouds"].items()
+        },
+        "processes": [{**r, "running": r["pid"] in running} for r in records],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    run(Path(args[0]), float(args[1]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""A small training job that survives losing its machine: logistic regression, pure Python.
+
+It fits a logistic regression on a generated (seeded, hence identical everywhere) data set by
+full-batch gradient descent, writes a checkpoint every ``CHECKPOINT_EVERY`` steps to
+``$CLOUDBROKER_CHECKPOINT_URI`` with rclone, and on start resumes from the newest checkpoint
+there. Every step prints ``step N loss L``; the weights are saved exactly (JSON floats round
+trip), so a resumed run prints the same losses an uninterrupted run would.
+
+Used as a placement's startup script (``--startup-script examples/train/train.py``): the
+broker's preamble exports ``CLOUDBROKER_CHECKPOINT_URI`` and the rclone remote ``ckpt`` for
+the cloud it runs on. Without ``CLOUDBROKER_CHECKPOINT_URI`` it trains without checkpoints.
+Settings (environment): ``TRAIN_STEPS`` (1000), ``CHECKPOINT_EVERY`` (25), ``STEP_SECONDS``
+(0.05, a pause per step standing in for real work).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SEED = 17
+SAMPLES = 512
+FEATURES = 8
+LEARNING_RATE = 0.5
+CHECKPOINT = re.compile(r"^step-(\d+)\.json$")
+
+
+def dataset() -> tuple[list[list[float]], list[int]]:
+    """Points around a hidden linear boundary, with label noise; the same on every machine."""
+    rng = random.Random(SEED)
+    truth = [rng.uniform(-2, 2) for _ in range(FEATURES)]
+    points, labels = [], []
+    for _ in range(SAMPLES):
+        x = [rng.gauss(0, 1) for _ in range(FEATURES)]
+        margin = sum(w * v for w, v in zip(truth, x, strict=True)) + rng.gauss(0, 0.5)
+        points.append(x)
+        labels.append(1 if margin > 0 else 0)
+    return points, labels
+
+
+def _sigmoid(z: float) -> float:
+    return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
+
+
+def loss(weights: list[float], points: list[list[float]], labels: list[int]) -> float:
+    """Mean log loss; ``weights[-1]`` is the bias."""
+    total = 0.0
+    for x, y in zip(points, labels, strict=True):
+        p = _sigmoid(sum(w * v for w, v in zip(weights, x, strict=False)) + weights[-1])
+        p = min(max(p, 1e-12), 1 - 1e-12)
+        total -= y * math.log(p) + (1 - y) * math.log(1 - p)
+    return total / len(points)
+
+
+def step(weights: list[float], points: list[list[float]], labels: list[int]) -> list[float]:
+    """One full-batch gradient descent step."""
+    gradient = [0.0] * len(weights)
+    for x, y in zip(points, labels, strict=True):
+        error = _sigmoid(sum(w * v for w, v in zip(weights, x, strict=False)) + weights[-1]) - y
+        for i, v in enumerate(x):
+            gradient[i] += error * v
+        gradient[-1] += error
+    return [w - LEARNING_RATE * g / len(points) for w, g in zip(weights, gradient, strict=True)]
+
+
+def rclone(*args: str) -> str:
+    done = subprocess.run(["rclone", *args], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise SystemExit(f"rclone {args[0]} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def newest_checkpoint(uri: str, local: Path) -> dict | None:
+    """The newest ``step-N.json`` under ``uri``, downloaded and read; None if there is none."""
+    names = [n for n in rclone("lsf", uri).split() if CHECKPOINT.match(n)]
+    if not names:
+        return None
+    name = max(names, key=lambda n: int(CHECKPOINT.match(n).group(1)))
+    rclone("copyto", f"{uri}/{name}", str(local / name))
+    return json.loads((local / name).read_text())
+
+
+def save_checkpoint(uri: str, local: Path, number: int, weights: list[float]) -> None:
+    path = local / f"step-{number:06d}.json"
+    path.write_text(json.dumps({"step": number, "weights": weights}))
+    rclone("copyto", str(path), f"{uri}/{path.name}")  # the object appears only when whole
+
+
+def main() -> None:
+    steps = int(os.environ.get("TRAIN_STEPS", "1000"))
+    every = int(os.environ.get("CHECKPOINT_EVERY", "25"))
+    pause = float(os.environ.get("STEP_SECONDS", "0.05"))
+    uri = os.environ.get("CLOUDBROKER_CHECKPOINT_URI")
+    local = Path("checkpoints")
+    local.mkdir(exist_ok=True)
+    points, labels = dataset()
+    weights, done = [0.0] * (FEATURES + 1), 0
+    found = newest_checkpoint(uri, local) if uri else None
+    if found is not None:
+        weights, done = found["weights"], found["step"]
+        print(f"resumed from step {done} ({uri})", flush=True)
+    else:
+        print(f"starting at step 0 ({uri or 'no checkpoint URI'})", flush=True)
+
+    def stop(signum: int, frame: object) -> None:
+        print(f"SIGTERM after step {done}; stopping", flush=True)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    while done < steps:
+        weights = step(weights, points, labels)
+        done += 1
+        print(f"step {done} loss {loss(weights, points, labels)!r}", flush=True)
+        if uri and done % every == 0:
+            save_checkpoint(uri, local, done, weights)
+            print(f"checkpoint step {done}", flush=True)
+        time.sleep(pause)
+    print(f"done: {done} steps", flush=True)
+
+
+if __name__ == "__main__":
+    main()

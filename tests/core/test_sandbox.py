@@ -1,0 +1,161 @@
+"""The sandbox's decisions that need no process: paths, environment, fault and CLI checks."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+from support.cli import run_cli
+
+from cloudbroker.broker import user_data
+from cloudbroker.errors import UsageError
+from cloudbroker.sandbox import faults
+from cloudbroker.sandbox.env import environment, shell_exports, write_info
+from cloudbroker.sandbox.instances import localise
+from cloudbroker.testing.emulator import ApiError, Emulator, Instance
+
+INFO = {
+    "pid": 1,
+    "started": None,
+    "time_factor": 0.01,
+    "clouds": {
+        "aliyun": {"api": "http://127.0.0.1:1", "storage": "http://127.0.0.1:2", "key": "k",
+                   "secret": "s e/cr$t", "notice_seconds": 3.0},
+        "tencent": {"api": "http://127.0.0.1:3", "storage": "http://127.0.0.1:4", "key": "k2",
+                    "secret": "s2", "notice_seconds": 1.2},
+    },
+}  # fmt: skip
+
+
+def test_the_broker_preamble_writes_only_under_the_instance_root(tmp_path):
+    script = user_data("pl-1", "a", {"provider": "Alibaba"}, "ckpt", "run", "#!/bin/sh\necho hi")
+    root = tmp_path / "a dir" / "root"
+    local = localise(script, root)
+    assert "/etc/" in script and "/opt/" in script
+    outside = local.replace(shlex.quote(str(root) + "/etc/cloudbroker.env"), "")
+    outside = outside.replace(shlex.quote(str(root) + "/opt/cloudbroker"), "")
+    assert "/etc/" not in outside and "/opt/" not in outside
+
+
+def test_the_environment_keeps_config_state_and_catalogs_in_the_sandbox(tmp_path):
+    env = environment(tmp_path, INFO)
+    for name in ("CLOUDBROKER_CONFIG", "CLOUDBROKER_STATE", "CLOUDBROKER_DATA_DIR"):
+        assert env[name].startswith(str(tmp_path))
+    assert env["CLOUDBROKER_PLUGINS"] == "aliyun,tencent"
+    assert env["CLOUDBROKER_ALIYUN_ENDPOINT"] == "127.0.0.1:1"  # the SDK takes host:port
+    assert env["CLOUDBROKER_TENCENT_STORAGE_ENDPOINT"] == "http://127.0.0.1:4"
+    assert "AWS_ENDPOINT_URL" not in env  # AWS is not in this sandbox
+
+
+def test_exports_quote_every_value(tmp_path):
+    text = shell_exports(environment(tmp_path, INFO))
+    first, *exports = text.splitlines()
+    assert first.startswith("unset AWS_PROFILE")
+    parsed = dict(shlex.split(line)[1].split("=", 1) for line in exports)
+    assert parsed["ALIBABA_CLOUD_ACCESS_KEY_SECRET"] == "s e/cr$t"
+
+
+def test_an_unknown_cloud_names_the_ones_running():
+    with pytest.raises(UsageError, match="runs: aliyun, tencent"):
+        faults.reclaim(INFO, "huawei")
+
+
+def test_a_negative_stock_is_refused_before_any_call():
+    with pytest.raises(UsageError, match="0 or more"):
+        faults.capacity(INFO, "aliyun", "cn-hangzhou", "ecs.x", -1)
+
+
+class Kit(Emulator):
+    fault_errors = {"capacity": (403, "NoStock", "sold out")}  # noqa: RUF012
+
+
+@pytest.fixture
+def kit():
+    emulator = Kit(access_key="k", secret_key="s").start()
+    yield emulator
+    emulator.stop()
+
+
+def test_stock_in_a_zone_wins_over_the_region_and_runs_out(kit):
+    kit.set_stock("r1", "t", 5)
+    kit.set_stock("r1-a", "t", 1)
+    kit.take_stock("r1", "r1-a", "t")
+    with pytest.raises(ApiError) as refused:
+        kit.take_stock("r1", "r1-a", "t")
+    assert refused.value.code == "NoStock"
+    kit.take_stock("r1", "r1-b", "t")  # another zone draws on the region's stock
+    assert kit.snapshot()["stock"] == [
+        {"place": "r1", "instance_type": "t", "count": 4},
+        {"place": "r1-a", "instance_type": "t", "count": 0},
+    ]
+    kit.take_stock("r2", None, "t")  # no limit set there: unlimited
+
+
+def test_the_runner_hears_of_each_start_and_end_once(kit):
+    heard = []
+
+    class Runner:
+        def started(self, emulator, instance):
+            heard.append(("started", instance.instance_id))
+
+        def ended(self, emulator, instance):
+            heard.append(("ended", instance.instance_id))
+
+    kit.runner = Runner()
+    kit.state.instances["i-1"] = Instance("i-1", "r1", "r1-a", "t")
+    kit.notify()
+    kit.notify()
+    kit.reclaim("i-1")
+    kit.state.instances["i-1"].terminated = 1.0
+    kit.notify()
+    assert heard == [("started", "i-1"), ("ended", "i-1")]
+
+
+def test_sandbox_commands_without_a_sandbox_are_one_line(clean_env, tmp_path):
+    result = run_cli("sandbox", "env", "--dir", str(tmp_path / "none"), env=clean_env)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: no sandbox in") and result.stderr.count("\n") == 1
+
+
+def test_a_count_that_is_not_a_number_is_refused(clean_env, tmp_path):
+    write_info(tmp_path, INFO)
+    result = run_cli(
+        "sandbox", "capacity", "aliyun", "cn-hangzhou", "ecs.x", "lots", "--dir", str(tmp_path),
+        env=clean_env,
+    )  # fmt: skip
+    assert result.returncode == 2 and "whole number or 'unlimited'" in result.stderr
+
+
+def test_sandbox_env_prints_what_up_recorded(clean_env, tmp_path):
+    write_info(tmp_path, INFO)
+    result = run_cli("sandbox", "env", "--dir", str(tmp_path), "--json", env=clean_env)
+    assert result.returncode == 0, result.stderr
+    assert f'"CLOUDBROKER_SANDBOX": "{tmp_path}"' in result.stdout
+    assert (tmp_path / "sandbox.json").stat().st_mode & 0o077 == 0  # the keys stay private
+
+
+def test_logs_of_an_unknown_placement_or_side(clean_env, tmp_path):
+    env = {**clean_env, "CLOUDBROKER_STATE": str(tmp_path / "state.sqlite3")}
+    result = run_cli("logs", "pl-nope", env=env)
+    assert result.returncode == 2 and "unknown placement 'pl-nope'" in result.stderr
+    result = run_cli("logs", "pl-nope", "--side", "left", env=env)
+    assert result.returncode == 2 and "accepted: primary, standby" in result.stderr
+
+
+def test_packaged_shapes_are_sold(tmp_path):
+    from cloudbroker_aliyun.emulator import AliyunEcsEmulator
+    from cloudbroker_tencent.emulator import TencentEmulator
+
+    ecs = AliyunEcsEmulator.from_catalog(access_key="k", secret_key="s").start()
+    cvm = TencentEmulator.from_catalog(access_key="k", secret_key="s").start()
+    try:
+        assert ecs.types["ecs.gn7e-c16g1.32xlarge"].gpu_amount == 8
+        assert "ecs.gn7e-c16g1.32xlarge" in ecs.offers["ap-northeast-1"]["ap-northeast-1b"]
+        [gt4] = [
+            o for o in cvm.offerings
+            if o.instance_type == "GT4.41XLARGE948" and o.zone == "ap-nanjing-1"
+        ]  # fmt: skip
+        assert gt4.gpus == 8 and gt4.spot is None  # no spot price in the catalog: none sold
+    finally:
+        ecs.stop()
+        cvm.stop()

@@ -1,0 +1,71 @@
+"""The sandbox as processes: up, the faults it injects, down leaving nothing behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cloudbroker.sandbox.processes import alive
+
+pytestmark = pytest.mark.slow
+
+
+def cli(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "cloudbroker", *args],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture
+def sandbox(clean_env, tmp_path):
+    home, where = tmp_path / "home", tmp_path / "sandbox"
+    home.mkdir()
+    env = {**clean_env, "HOME": str(home)}
+    up = cli(env, "sandbox", "up", "--dir", str(where), "--json")
+    yield {**env, **json.loads(up.stdout)}, where, home
+    if where.exists():
+        cli(env, "sandbox", "down", "--dir", str(where), check=False)
+
+
+def test_no_stock_moves_the_launch_to_the_next_offer_and_down_ends_everything(sandbox):
+    env, where, home = sandbox
+    records = list((where / "pids").glob("*.json"))
+    assert len(records) == 1 + len(env["CLOUDBROKER_PLUGINS"].split(","))  # supervisor, stores
+    placed = cli(
+        env, "place", "--gpu", "A100", "--count", "8", "--hours", "1", "--primary", "tencent",
+        "--standby", "aliyun", "--bucket", "tencent:ckpt/a", "--standby-bucket", "aliyun:ckpt/b",
+        "--json",
+    )  # fmt: skip
+    plan = json.loads(placed.stdout)
+    first, second = plan["sides"]["a"]["offers"][:2]
+    cli(env, "sandbox", "capacity", "tencent", first["zone"], first["instance_type"], "0")
+    cli(env, "up", plan["id"])
+    status = json.loads(cli(env, "status", plan["id"], "--json").stdout)
+    [running] = [i for i in status["instances"] if i["state"] == "running"]
+    assert (running["region"], running["instance_type"]) == (
+        second["region"],
+        second["instance_type"],
+    )
+    assert "launch-no-capacity" in [e["kind"] for e in status["events"]]
+
+    cli(env, "sandbox", "outage", "tencent")
+    status = json.loads(cli(env, "status", plan["id"], "--json").stdout)
+    assert any(i.get("error") for i in status["instances"])  # the API does not answer
+    cli(env, "sandbox", "outage", "tencent", "--end")
+
+    refused = cli(env, "sandbox", "reclaim", "tencent", check=False)  # an on-demand instance
+    assert refused.returncode == 2 and "not a spot instance" in refused.stderr
+
+    pids = [json.loads(r.read_text()) for r in (where / "pids").glob("*.json")]
+    assert len(pids) == len(records) + 1  # the instance's process was recorded too
+    cli(env, "sandbox", "down", "--dir", str(where))
+    assert not where.exists()
+    assert [p for p in pids if alive(p["pid"], p["started"])] == []  # a zombie counts as gone
+    assert list(home.iterdir()) == []
