@@ -3,12 +3,14 @@
 Run: ./uvw run python benchmarks/sync_overhead.py   (results go in benchmarks/README.md)
 Target (issue #6): median(ours) / median(plain) <= 1.10.
 
-Two moto S3 servers (one per "cloud", each its own process, credentials checked) hold the
-same 200 x 1 MiB; each round copies them into a fresh, empty destination bucket with:
+Two moto S3 servers (the sandbox's stores: one per "cloud", each its own process, credentials
+checked) hold the same 200 x 1 MiB; each round copies them into a fresh, empty destination
+bucket with:
 
 * plain   -- ``rclone sync --checksum SRC DST`` with the very remotes our sync uses, nothing else;
-* library -- :func:`cloudbroker.storage.sync`: probes both sides, copies with JSON stats,
-  ``rclone check``, prices the egress (what the broker calls);
+* library -- :func:`cloudbroker.storage.sync`: probes and lists both sides, copies with JSON
+  stats, verifies by listing the destination again and comparing it with the source's listing
+  (in Python, not ``rclone check``), prices the egress (what the broker calls);
 * cli     -- the whole ``cloudbroker sync`` process, Python start-up included (information).
 
 Rounds alternate the order so that neither contender always runs on a warmer server.

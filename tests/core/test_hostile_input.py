@@ -14,6 +14,8 @@ import socket
 import subprocess
 import threading
 from collections.abc import Callable
+from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,16 @@ import pytest
 import typer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.broker_fakes import FakeReplicator, fake_world
 from support.cli import CliResult, run_cli
 
 import cloudbroker.cli.commands  # noqa: F401  (registers the commands)
+from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.cli import app, options
 from cloudbroker.errors import UsageError
+from cloudbroker.models import parse_bucket
+from cloudbroker.sandbox import env as sandbox_env
+from cloudbroker.state import Store
 
 PLACE = ["--gpu", "A10", "--hours", "1"]
 PLACE += ["--bucket", "aliyun:ckpt-bj/r", "--standby-bucket", "tencent:ckpt-gz/r"]
@@ -53,8 +60,15 @@ def env(clean_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    # no sandbox command may reach the real default sandbox (in the shared temp dir)
+    monkeypatch.setattr(sandbox_env, "default_dir", lambda: tmp_path / "default-sandbox")
     state, config = tmp_path / "state.db", tmp_path / "config.toml"
-    return Env(clean_env, CLOUDBROKER_STATE=str(state), CLOUDBROKER_CONFIG=str(config))
+    return Env(
+        clean_env,
+        CLOUDBROKER_STATE=str(state),
+        CLOUDBROKER_CONFIG=str(config),
+        CLOUDBROKER_SANDBOX=str(tmp_path / "sandbox"),
+    )
 
 
 def one_error_line(done: CliResult) -> str:
@@ -115,6 +129,55 @@ def test_option_kinds_normalise_what_they_accept():
     ):
         with pytest.raises(UsageError, match=message):
             kind.parse(text, "--x")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("sync", "aws:bkt-a/p", "aliyun:bkt-b/p", "--deadline", "٣s"), "--deadline must be a du"),
+        (("watch", "pl-0", "--interval", "３s"), "--interval must be a duration, got '３s'"),
+        (("quote", "--gpu", "A100", "--hours", "١٢"), "--hours must be a number in ASCII digits"),
+        (("quote", "--gpu", "A100", "--count", "８"), "--count must be a whole number in ASCII"),
+    ],
+)
+def test_digits_that_are_not_ascii_are_refused(env, argv, message):
+    """``\\d`` and ``Decimal()`` read Arabic-Indic or full-width digits; no one types them."""
+    error = one_error_line(run_cli(*argv, env=env))
+    assert message in error and "; accepted: " in error
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("hours", Decimal("1e308"), "hours must be at most 876,000, got '1E+308'"),
+        ("hours", 1e308, "hours must be at most 876,000"),
+        ("hours", float("nan"), "hours must be a finite number"),
+        ("hours", Decimal(0), "hours must be > 0"),
+        ("count", 10**30, "count must be at most 64"),
+        ("count", 1.5, "count must be a whole number"),
+        ("sync_every", 1e30, "sync_every must be at most 2,592,000"),
+        ("checkpoint_every", 0.0, "checkpoint_every must be at least 0.001"),
+        ("checkpoint_gb", Decimal("-1"), "checkpoint_gb must be at least 0"),
+        ("checkpoint_gb", "5", "checkpoint_gb must be a number"),
+    ],
+)
+def test_a_library_caller_gets_the_bounds_of_the_cli(tmp_path, field, value, message):
+    """``Broker.plan`` and ``place`` check what a program passes, as the CLI checks typing."""
+    pm, clouds = fake_world(ali="20", ten="25")
+    broker = Broker(pm, Store(tmp_path / "state.db"), FakeReplicator(clouds))
+    request = PlaceRequest(
+        gpu="A100",
+        count=8,
+        hours=Decimal(72),
+        bucket=parse_bucket("ali:ckpt-a/r", "--bucket"),
+        standby_bucket=parse_bucket("ten:ckpt-b/r", "--standby-bucket"),
+    )
+    broker.plan(request)  # in range: planned
+    with pytest.raises(UsageError) as caught:
+        broker.place(replace(request, **{field: value}))
+    assert message in str(caught.value) and "; accepted: " in str(caught.value)
+    assert "--" not in str(caught.value)  # a library error names the field, not a flag
+    assert broker.store.placements() == []
 
 
 # -- issue 23, case 11: a startup script is read safely --------------------------------------
@@ -207,6 +270,9 @@ BASE: dict[str, tuple[list[str], list[str]]] = {
     "sync": (["aws:bkt-a/p", "aliyun:bkt-b/p"], []),
     "catalog refresh": ([], ["--provider", "aws"]),
     **{name: (["pl-0123456789"], []) for name in ("up", "status", "down", "failover", "watch")},
+    "sandbox reclaim": (["aliyun"], []),
+    "sandbox outage": (["aliyun"], []),
+    "sandbox capacity": (["aliyun", "cn-beijing", "ecs.gn7i-c8g1.2xlarge", "1"], []),
 }
 
 HOSTILE = [
@@ -261,13 +327,16 @@ def argv_for(name: str, command: Any, changes: list[tuple[Any, str]]) -> list[st
     return [*name.split(), *positional, *flags]
 
 
-#: The ``sandbox`` commands start, stop and remove local processes and folders: that is their
-#: job, and the fuzz starts and removes nothing (``sandbox down --dir /`` must never run here).
-COMMANDS = {name: c for name, c in commands().items() if not name.startswith("sandbox")}
+#: ``sandbox up`` starts processes, which the fuzz never does; every other ``sandbox`` command
+#: is fuzzed, in a temp cwd and HOME with ``$CLOUDBROKER_SANDBOX`` there (see ``env``): a
+#: ``--dir`` of ``/``, ``~`` or a file is refused, and nothing outside the test is touched.
+COMMANDS = {name: c for name, c in commands().items() if name != "sandbox up"}
 
 
 def test_the_fuzz_covers_every_command():
     assert {"quote", "tco", "size", "place", "watch", "sync", "gc", "config show"} <= set(COMMANDS)
+    assert {"sandbox down", "sandbox env", "sandbox reclaim"} <= set(COMMANDS)
+    assert "sandbox up" not in COMMANDS
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -278,7 +347,7 @@ def test_the_fuzz_covers_every_command():
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_hostile_options_end_in_a_result_or_one_error_line(env, name, data):
+def test_hostile_options_end_in_a_result_or_one_error_line(env, name, data, tmp_path):
     command = COMMANDS[name]
     params = [p for p in command.params if p.name != "help"]
     if not params:
@@ -287,7 +356,10 @@ def test_hostile_options_end_in_a_result_or_one_error_line(env, name, data):
         st.lists(st.tuples(st.sampled_from(params), values), min_size=1, max_size=3)
     )
     argv = argv_for(name, command, changes)
+    (tmp_path / "keep").mkdir(exist_ok=True)
+    (tmp_path / "keep" / "mine.txt").write_text("not the sandbox's")
     done = run_cli(*argv, env=env)  # an exception escaping here is the traceback a user sees
+    assert (tmp_path / "keep" / "mine.txt").exists(), argv  # `sandbox down --dir .` deletes none
     assert "Traceback" not in done.stderr + done.stdout
     assert done.returncode in (0, 1, 2), (argv, done.returncode, done.stderr)
     if done.returncode:

@@ -64,3 +64,47 @@ def test_unknown_currency_names_the_accepted_ones():
 def test_malformed_fx(text):
     with pytest.raises(UsageError):
         parse_fx(text, TODAY)
+
+
+# -- RMB wherever a currency is taken ---------------------------------------------------------
+
+
+def test_tco_takes_rmb_for_its_currency_and_for_an_amount(clean_env):
+    import json
+
+    from support.cli import run_cli
+
+    done = run_cli(
+        "tco", "--gpu", "A100", "--count", "8", "--currency", "rmb",
+        "--server-price", "2000000 RMB", "--json", env=clean_env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["currency"] == "CNY"
+    assert data["inputs"]["server_price"] == {
+        "value": "2000000", "currency": "CNY", "source": "--server-price (user)", "as_of": None,
+    }  # fmt: skip
+    wrong = run_cli("tco", "--gpu", "A100", "--server-price", "5 XYZ", env=clean_env)
+    assert wrong.returncode == 2 and wrong.stderr == (
+        "error: --server-price: unknown currency 'XYZ'; accepted: USD, CNY (or RMB), EUR, SGD\n"
+    )
+
+
+def test_place_takes_rmb(clean_env, tmp_path):
+    import json
+
+    from support.cli import run_cli
+
+    env = {**clean_env, "CLOUDBROKER_STATE": str(tmp_path / "state.db")}
+    done = run_cli(
+        "place", "--gpu", "A10", "--hours", "1", "--bucket", "aliyun:ckpt-bj/r",
+        "--standby-bucket", "tencent:ckpt-gz/r", "--currency", "RMB", "--json", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["cost"]["total"]["currency"] == "CNY"
+
+
+def test_an_unknown_currency_is_shown_cut_short():
+    with pytest.raises(UsageError) as caught:
+        parse_currency("X" * 5_000, "--currency")
+    assert "(5,000 characters)" in str(caught.value) and len(str(caught.value)) < 200

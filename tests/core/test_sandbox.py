@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import shlex
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from support.cli import run_cli
 
-from cloudbroker.broker import user_data
 from cloudbroker.errors import UsageError
-from cloudbroker.sandbox import faults
+from cloudbroker.launching import user_data
+from cloudbroker.models import InstanceCredentials, StorageRemote
+from cloudbroker.sandbox import env as sandbox_env
+from cloudbroker.sandbox import faults, supervisor
 from cloudbroker.sandbox.env import environment, shell_exports, write_info
 from cloudbroker.sandbox.instances import localise
 from cloudbroker.testing.emulator import ApiError, Emulator, Instance
@@ -28,7 +33,16 @@ INFO = {
 
 
 def test_the_broker_preamble_writes_only_under_the_instance_root(tmp_path):
-    script = user_data("pl-1", "a", {"provider": "Alibaba"}, "ckpt", "run", "#!/bin/sh\necho hi")
+    recipe = InstanceCredentials(
+        service="role",
+        endpoint="http://169.254.169.254",
+        path="/credentials",
+        fields={"access_key_id": "Key", "secret_access_key": "Secret"},
+        source="https://example.com",
+    )
+    remote = StorageRemote(options={"provider": "Alibaba"}, bucket="ckpt", path="run",
+                           instance_credentials=recipe)  # fmt: skip
+    script = user_data("pl-1", "a", remote, "#!/bin/sh\necho hi")
     root = tmp_path / "a dir" / "root"
     local = localise(script, root)
     assert "/etc/" in script and "/opt/" in script
@@ -135,7 +149,12 @@ def test_sandbox_env_prints_what_up_recorded(clean_env, tmp_path):
 
 
 def test_logs_of_an_unknown_placement_or_side(clean_env, tmp_path):
+    from cloudbroker.state import Store
+
     env = {**clean_env, "CLOUDBROKER_STATE": str(tmp_path / "state.sqlite3")}
+    result = run_cli("logs", "pl-nope", env=env)  # `logs` never makes a state file
+    assert result.returncode == 2 and "no state file" in result.stderr
+    Store(tmp_path / "state.sqlite3")  # one with no placement in it
     result = run_cli("logs", "pl-nope", env=env)
     assert result.returncode == 2 and "unknown placement 'pl-nope'" in result.stderr
     result = run_cli("logs", "pl-nope", "--side", "left", env=env)
@@ -159,3 +178,137 @@ def test_packaged_shapes_are_sold(tmp_path):
     finally:
         ecs.stop()
         cvm.stop()
+
+
+# -- `sandbox down` removes what the sandbox made, nothing else --------------------------------
+
+COMMANDS = (
+    ("up",),
+    ("env",),
+    ("status",),
+    ("down",),
+    ("reclaim", "aliyun"),
+    ("outage", "aliyun"),
+    ("capacity", "aliyun", "cn-beijing", "ecs.x", "1"),
+)
+
+
+@pytest.fixture
+def home(clean_env, tmp_path, monkeypatch):
+    """A HOME and a cwd with files of the user's, a regular file, and no process started."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a sandbox command started a process")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "thesis.tex").write_text("years of it")
+    (tmp_path / "work" / "pids").mkdir()  # a folder of the user's that shares a sandbox name
+    (tmp_path / "a-file").write_text("mine")
+    env = {**clean_env, "CLOUDBROKER_SANDBOX": str(tmp_path / "sandbox")}
+    return env
+
+
+def everything(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+@pytest.mark.parametrize("where", ["", " ", "a-file", "/", "~", "work"])
+def test_a_bad_dir_is_one_line_and_nothing_is_deleted(home, tmp_path, command, where):
+    before = everything(tmp_path)
+    done = run_cli("sandbox", *command, "--dir", where, env=home)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert everything(tmp_path) == before
+
+
+def test_bad_dirs_get_messages_that_say_what_is_wrong(home, tmp_path):
+    def error(*argv: str) -> str:
+        return run_cli("sandbox", *argv, env=home).stderr
+
+    assert error("down", "--dir", " ") == "error: --dir must not be empty\n"
+    assert error("up", "--dir", "a-file") == f"error: {tmp_path / 'a-file'} is not a directory\n"
+    assert f"error: {tmp_path / 'work'} is not empty: a sandbox needs a new or empty" in error(
+        "up", "--dir", "work"
+    )
+    assert error("down", "--dir", "work") == (
+        f"error: no sandbox in {tmp_path / 'work'} (no .cloudbroker-sandbox in it)\n"
+    )
+    assert error("env", "--dir", "a-file").startswith(f"error: no sandbox in {tmp_path}/a-file")
+    (tmp_path / "work" / "sandbox.json").write_text('{"pid": 1}')
+    assert error("status", "--dir", "work") == (
+        f"error: {tmp_path}/work/sandbox.json is not a sandbox's record "
+        f"(no sandbox in {tmp_path}/work)\n"
+    )
+
+
+def made_sandbox(directory: Path) -> None:
+    """What `sandbox up` and a session in it leave, without starting anything."""
+    supervisor._take(directory)
+    write_info(directory, {**INFO, "pid": 2**31 - 1})  # no such process: a stopped sandbox
+    for name in ("config.toml", "state.sqlite3", "state.sqlite3-wal", "supervisor.log"):
+        (directory / name).write_text("x")
+    (directory / "data" / "aliyun").mkdir(parents=True)
+    (directory / "data" / "aliyun" / "catalog.csv").write_text("x")
+    (directory / "instances" / "aliyun" / "i-1").mkdir(parents=True)
+    (directory / "instances" / "aliyun" / "i-1" / "output.log").write_text("step 1")
+    (directory / "pids").mkdir()
+
+
+def test_down_removes_the_sandbox_it_made(home, tmp_path):
+    made_sandbox(tmp_path / "sandbox")
+    done = run_cli("sandbox", "down", env=home)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"sandbox in {tmp_path / 'sandbox'} is down\n"
+    assert not (tmp_path / "sandbox").exists()
+
+
+def test_down_keeps_what_the_sandbox_did_not_make_and_says_so(home, tmp_path):
+    sandbox = tmp_path / "sandbox"
+    made_sandbox(sandbox)
+    (sandbox / "notes.txt").write_text("mine")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("mine")
+    shutil.rmtree(sandbox / "data")
+    (sandbox / "data").symlink_to(outside)  # never followed
+    done = run_cli("sandbox", "down", env=home)
+    assert done.returncode == 0, done.stderr
+    assert "kept the directory: it holds what the sandbox did not make (data, notes.txt)" in (
+        done.stdout
+    )
+    left = sorted(p.name for p in sandbox.iterdir())
+    assert left == [".cloudbroker-sandbox", "data", "notes.txt"]  # the marker: down again
+    assert (outside / "precious").exists()
+    (sandbox / "notes.txt").unlink()
+    (sandbox / "data").unlink()
+    assert run_cli("sandbox", "down", env=home).returncode == 0  # finishes the job
+    assert not sandbox.exists()
+
+
+def test_down_keeps_an_empty_directory_that_existed_before_up(home, tmp_path):
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    made_sandbox(sandbox)
+    assert supervisor.down(sandbox) == supervisor.Down(forced=0, left=())
+    assert sandbox.is_dir() and list(sandbox.iterdir()) == []
+
+
+def test_up_refuses_a_directory_that_holds_a_sandbox_already(home, tmp_path):
+    made_sandbox(tmp_path / "sandbox")
+    done = run_cli("sandbox", "up", env=home)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"error: {tmp_path / 'sandbox'} holds a stopped sandbox; remove it with "
+        "`cloudbroker sandbox down`\n"
+    )
+
+
+def test_an_empty_sandbox_variable_means_the_default(monkeypatch, tmp_path):
+    monkeypatch.setenv("CLOUDBROKER_SANDBOX", " ")
+    monkeypatch.setattr(sandbox_env, "default_dir", lambda: tmp_path / "default")
+    assert sandbox_env.sandbox_dir() == tmp_path / "default"
+    with pytest.raises(UsageError, match="the sandbox directory must not be empty"):
+        sandbox_env.sandbox_dir("")

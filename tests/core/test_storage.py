@@ -43,13 +43,14 @@ from cloudbroker.models import (
 )
 from cloudbroker.money import Money
 from cloudbroker.rclone import DeadlineExceeded
-from cloudbroker.rclone_session import TransferLog
+from cloudbroker.rclone_session import Side, TransferLog
 from cloudbroker.storage import (
     DeletePlan,
     DeleteRefused,
     RcloneReplicator,
     SyncProgress,
     VerificationError,
+    price_egress,
     sync,
 )
 
@@ -662,3 +663,49 @@ def test_environment_variable_names_follow_rclone():
         "RCLONE_CONFIG_CBSRC_UPLOAD_CUTOFF": "5M",
         "RCLONE_CONFIG_CBSRC_SESSION_TOKEN": "tok",
     }
+
+
+# -- egress within one cloud: by the route to the destination ---------------------------------
+
+
+def aliyun_side(role: str, region: str) -> Side:
+    ref = BucketRef(provider="aliyun", bucket="ckpt", path="r", region=region)
+    return Side(role, ref, StorageRemote(options={}, bucket="ckpt"), "cb", region)
+
+
+@pytest.mark.parametrize(
+    ("to", "per_gb", "via"),
+    [
+        ("cn-shanghai", "0.072", "its rate to mainland"),  # mainland <-> mainland (CDT)
+        ("ap-southeast-1", "0.80", "its rate to asia-pacific"),  # cross-border
+    ],
+)
+def test_cross_region_sync_is_priced_by_the_route_to_the_destination(to, per_gb, via):
+    """Aliyun prices per destination area (its default is unknown): the area decides."""
+    from cloudbroker.catalog import packaged
+
+    sheet = packaged("aliyun", "cloudbroker_aliyun").price_sheet(None)
+    source, destination = aliyun_side("source", "cn-beijing"), aliyun_side("destination", to)
+    cost, gb, note = price_egress(sheet, source, destination, 10 * GIB)
+    assert cost == Money.of(Decimal(per_gb) * 10, "USD") and gb == 10
+    assert note == f"aliyun cross-region transfer cn-beijing -> {to}, {via}"
+
+
+def test_a_route_the_source_does_not_price_stays_unknown():
+    from cloudbroker.catalog import packaged
+
+    sheet = packaged("aliyun", "cloudbroker_aliyun").price_sheet(None)
+    source = aliyun_side("source", "ap-southeast-1")  # prices Asia-Pacific routes only
+    cost, _, note = price_egress(sheet, source, aliyun_side("destination", "eu-central-1"), GIB)
+    assert cost is None
+    assert note == (
+        "unknown: aliyun cross-region transfer ap-southeast-1 -> eu-central-1 has no published "
+        "per-GB price (to Europe or North America: not priced by the source)"
+    )
+
+
+def test_without_a_route_the_default_cross_region_rate_applies():
+    source, destination = aliyun_side("source", "r1"), aliyun_side("destination", "r2")
+    cost, _, note = price_egress(sheet("aliyun"), source, destination, 4 * GIB)
+    assert cost == Money.of(Decimal("2.00"), "CNY")  # 4 GB x 0.50 CNY
+    assert note == "aliyun cross-region transfer r1 -> r2, its default rate"

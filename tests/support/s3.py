@@ -1,8 +1,7 @@
 """Object storage for tests: one moto S3 server per "cloud", in its own process, with IAM.
 
-Each server is started with IAM authentication on, so a wrong key or secret is refused with a
-real 403 (moto checks nothing by default: ``INITIAL_NO_AUTH_ACTION_COUNT`` is set to 0 after
-the server's user and access key are created through moto's IAM backend). Shared by the sync
+Each server is the sandbox's store (:class:`cloudbroker.sandbox.stores.Store`), started with
+IAM authentication on, so a wrong key or secret is refused with a real 403. Shared by the sync
 and failover end-to-end tests and the sync benchmark. Two broken endpoints go with them: one
 that accepts connections and never answers (:class:`SilentEndpoint`), and a port where
 nothing listens (:func:`refusing_endpoint`).
@@ -11,56 +10,22 @@ nothing listens (:func:`refusing_endpoint`).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import uuid
 
-SERVER = r"""
-import json, logging, os, sys
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "bootstrap")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bootstrap")
-from moto import settings
-from moto.core import DEFAULT_ACCOUNT_ID
-from moto.iam.models import iam_backends
-from moto.server import ThreadedMotoServer
-
-logging.getLogger("werkzeug").setLevel(logging.ERROR)
-iam = iam_backends[DEFAULT_ACCOUNT_ID]["aws"]
-iam.create_user(region_name="us-east-1", user_name="sync", path="/", tags=[])
-policy = {"Version": "2012-10-17",
-          "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
-iam.put_user_policy("sync", "s3-all", json.dumps(policy))
-key = iam.create_access_key("sync")
-settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # from here on, every request is authenticated
-server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-server.start()
-print(json.dumps({"port": server.get_host_and_port()[1], "key": key.access_key_id,
-                  "secret": key.secret_access_key}), flush=True)
-sys.stdin.read()  # serve until the parent closes stdin (or dies)
-server.stop()
-"""
+from cloudbroker.sandbox.stores import Store
 
 
 class S3Server:
-    """One cloud's object storage: a moto S3 server process that checks credentials."""
+    """One cloud's object storage: the sandbox's store (a moto S3 server process that checks
+    credentials), with no bucket until a test makes one."""
 
     def __init__(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", SERVER],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        assert self.process.stdout is not None
-        info = json.loads(self.process.stdout.readline())
-        self.endpoint = f"http://127.0.0.1:{info['port']}"
-        self.key, self.secret = info["key"], info["secret"]
+        self.store = Store.start(bucket="")
+        self.endpoint = self.store.endpoint
+        self.key, self.secret = self.store.key, self.store.secret
 
     def client(self):
         import boto3
@@ -90,13 +55,7 @@ class S3Server:
         return found
 
     def stop(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self.store.stop()
 
 
 def cloud_env(clouds: dict[str, S3Server], **wrong: str) -> dict[str, str]:

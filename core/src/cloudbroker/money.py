@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, field_validator
 
-from cloudbroker.errors import UsageError
+from cloudbroker.errors import UsageError, quoted
 
 #: Currencies the catalogs publish in and the quote can convert to.
 CURRENCIES = ("USD", "CNY", "EUR", "SGD")
@@ -106,7 +106,7 @@ def parse_currency(text: str, what: str = "currency") -> str:
     if code not in CURRENCIES:
         aliases = {target: alias for alias, target in ALIASES.items()}
         accepted = ", ".join(f"{c} (or {aliases[c]})" if c in aliases else c for c in CURRENCIES)
-        raise UsageError(f"unknown {what} {text!r}; accepted: {accepted}")
+        raise UsageError(f"unknown {what} {quoted(text)}; accepted: {accepted}")
     return code
 
 

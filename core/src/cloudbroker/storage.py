@@ -15,7 +15,9 @@ replication (:class:`RcloneReplicator`). One call:
 4. verifies by listing the destination again and comparing it, in Python, with the source's
    listing (:mod:`cloudbroker.listing`); a difference, or any error rclone logged, raises
    :class:`VerificationError` naming the objects;
-5. prices the bytes moved by the source cloud's egress terms (looked up while rclone runs).
+5. prices the bytes moved by the source cloud's egress terms (looked up while rclone runs):
+   across clouds its internet tiers, within one cloud its route to the destination region
+   (or that region's price area), else its default cross-region rate.
 
 A run killed half-way loses nothing: objects appear at the destination only when complete,
 and the next run skips every object whose size and checksum already match. Every rclone run
@@ -34,10 +36,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from cloudbroker import rclone
-from cloudbroker.costs import TransferKind, egress_cost
+from cloudbroker.costs import TransferKind, egress_cost, route
 from cloudbroker.errors import CloudBrokerError, UsageError
 from cloudbroker.listing import Comparison, Listing, compare, named, shown
-from cloudbroker.models import BucketRef, RegionTerms
+from cloudbroker.models import BucketRef, PriceSheet, RegionTerms, Route
 from cloudbroker.money import DecimalStr, Money
 from cloudbroker.plugins import PluginManager
 from cloudbroker.rclone_session import (
@@ -206,8 +208,8 @@ def transfer_kind(source: Side, destination: Side) -> TransferKind | None:
     return "same-zone" if source.region == destination.region else "cross-region"
 
 
-def egress_terms(pm: PluginManager, side: Side) -> RegionTerms | str:
-    """The source region's transfer terms from its provider's price sheet, or why not.
+def price_sheet(pm: PluginManager, side: Side) -> PriceSheet | str:
+    """The price sheet of the side's provider (its region's terms), or why there is none.
 
     Asked offline: transfer terms come from the catalog either way, and a sync must not wait
     on a cloud's price API (or fail because it is down).
@@ -218,21 +220,26 @@ def egress_terms(pm: PluginManager, side: Side) -> RegionTerms | str:
     if sheet is None:
         reason = answer.failures[0].reason if answer.failures else "no price hook"
         return f"{side.ref.provider} price sheet unavailable: {reason}"
-    terms = sheet.terms_for(side.region or "*")
-    if terms is None:
-        return f"{side.ref.provider} publishes no transfer terms for region {side.region}"
-    return terms
+    return sheet
 
 
 def price_egress(
-    terms: RegionTerms | str, kind: TransferKind | None, moved: int, provider: str
+    sheet: PriceSheet | str, source: Side, destination: Side, moved: int
 ) -> tuple[Money | None, Decimal, str]:
-    """(cost or None, GB, how it was priced) for ``moved`` bytes leaving the source."""
+    """(cost or None, GB, how it was priced) for ``moved`` bytes from ``source`` to
+    ``destination``, by the source region's terms (``sheet``: its provider's)."""
     gb = Decimal(moved) / BYTES_PER_GB
+    kind = transfer_kind(source, destination)
+    provider = source.ref.provider
     if kind is None:
         return None, gb, "unknown: the regions of the two buckets are not known"
-    if isinstance(terms, str):
-        return None, gb, f"unknown: {terms}"
+    if isinstance(sheet, str):
+        return None, gb, f"unknown: {sheet}"
+    terms = sheet.terms_for(source.region or "*")
+    if terms is None:
+        return None, gb, f"unknown: {provider} publishes no transfer terms for {source.region}"
+    if kind == "cross-region":
+        return _cross_region(sheet, terms, source, destination, gb)
     cost = egress_cost(terms.egress, gb, kind)
     if cost is None:
         return None, gb, f"unknown: {provider} publishes no {kind} transfer price"
@@ -240,9 +247,27 @@ def price_egress(
         free = terms.egress.internet_free_gb
         note = f"{provider} internet egress tiers (region {terms.region}), after {free} GB free"
         return cost, gb, note + " per month"
-    if kind == "cross-region":
-        return cost, gb, f"{provider} cross-region transfer rate (region {terms.region})"
     return cost, gb, "same cloud and region: free"
+
+
+def _cross_region(
+    sheet: PriceSheet, terms: RegionTerms, source: Side, destination: Side, gb: Decimal
+) -> tuple[Money | None, Decimal, str]:
+    """Within one cloud: the source's route to the destination region (or its price area),
+    else its default cross-region rate."""
+    provider, to = source.ref.provider, destination.region
+    assert source.region is not None and to is not None  # transfer_kind checked both
+    there = sheet.terms_for(to)
+    way = route(terms.egress, to, there.area if there else None)
+    leg = f"{source.region} -> {to}"
+    if way.price is None:
+        if isinstance(way, Route) and way.bandwidth_tiers:
+            why = "is sold as bandwidth per month (a private link), not per GB"
+        else:
+            why = "has no published per-GB price" + (f" ({way.note})" if way.note else "")
+        return None, gb, f"unknown: {provider} cross-region transfer {leg} {why}"
+    via = f"its rate to {way.to}" if isinstance(way, Route) else "its default rate"
+    return way.price * gb, gb, f"{provider} cross-region transfer {leg}, {via}"
 
 
 def check_apart(src: BucketRef, dst: BucketRef) -> None:
@@ -293,7 +318,7 @@ def sync(
     destination = resolve_side(pm, "destination", dst, "cbdst")
     sides = (source, destination)
     with session(pm, sides, deadline_seconds) as run, ThreadPoolExecutor(1) as pool:
-        terms = pool.submit(egress_terms, pm, source)
+        pricing = pool.submit(price_sheet, pm, source)
         listed, before = run.survey(*sides)
         pending = compare(listed, before, mirror=delete)
         plan = delete_plan(destination, listed, before, pending) if delete else None
@@ -318,9 +343,9 @@ def sync(
             after = run.listing(destination, "after")
             arrived = [c.path for c in log.copied]
             comparison = compare(listed, after, mirror=delete, arrived=arrived)
-        sheet = terms.result()
+        sheet = pricing.result()
     moved = int(log.stats.get("bytes") or sum(c.size or 0 for c in log.copied))
-    cost, gb, note = price_egress(sheet, transfer_kind(source, destination), moved, src.provider)
+    cost, gb, note = price_egress(sheet, source, destination, moved)
     errors = tuple(rclone.redact(e, run.secrets) for e in log.errors)
     differences = () if comparison is None else comparison.differences
     result = SyncResult(

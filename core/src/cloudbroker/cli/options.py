@@ -6,10 +6,10 @@ accepts, never an overflow deep in the arithmetic. Declare an option with its ki
 
     hours: Decimal = options.option(options.HOURS, "1", "--hours", help="Job length in hours.")
 
-Bounds (documented in the README, "Input limits"): a job or a horizon at most 100 years,
-data at most 10 PB, at most 64 GPUs per instance, durations from 1 ms to 30 days, at most
-9 digits after the decimal point, names of at most 256 printable characters, a startup
-script of at most 64 KiB (no cloud accepts more user data than 32 KiB).
+Bounds (documented in the README, "Input limits"): the numeric ones are in
+:mod:`cloudbroker.limits`, where the library checks them too (numbers in ASCII digits only);
+names of at most 256 printable characters, a startup script of at most 64 KiB (no cloud
+accepts more user data than 32 KiB).
 """
 
 from __future__ import annotations
@@ -23,15 +23,13 @@ from typing import Any
 
 import typer
 
+from cloudbroker import limits
 from cloudbroker.config import read_text
 from cloudbroker.errors import UsageError, quoted
 from cloudbroker.money import FxRate, parse_fx
 
-#: Digits after the decimal point a number may have: enough for any price or share, and no
-#: 1e-400 that the money arithmetic cannot round.
-PLACES = 9
-
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
+#: ASCII digits only: ``\d`` alone also matches ``٣`` or ``３``, which no one means as a time.
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)?", re.ASCII)
 _SECONDS = {"ms": Decimal("0.001"), "s": 1, "m": 60, "h": 3600, None: 1}
 
 
@@ -55,29 +53,20 @@ class Kind:
 
 @dataclass(frozen=True)
 class Number(Kind):
-    """A number from ``low`` to ``high`` (``low`` itself excluded when ``open_low``) of ``unit``.
+    """A number within ``range`` (:mod:`cloudbroker.limits`, which the library checks too).
 
     ``whole`` numbers are returned as ``int``, the others as ``Decimal``.
     """
 
-    low: Decimal | int
-    high: Decimal | int
-    unit: str
-    note: str = ""
-    open_low: bool = False
-    whole: bool = False
+    range: limits.Range
 
     @property
     def metavar(self) -> str:  # type: ignore[override]
-        return "INTEGER" if self.whole else "NUMBER"
+        return "INTEGER" if self.range.whole else "NUMBER"
 
     @property
     def accepted(self) -> str:
-        if self.whole:
-            span = f"{self.low:,} to {self.high:,}"
-        else:
-            span = f"{'(' if self.open_low else '['}{self.low:,}, {self.high:,}]"
-        return " ".join(part for part in (span, self.unit, self.note and f"({self.note})") if part)
+        return self.range.accepted
 
     def parse(self, text: str, option: str) -> Decimal | int:
         def bad(must: str) -> UsageError:
@@ -85,44 +74,37 @@ class Number(Kind):
                 f"{option} must be {must}, got {quoted(text)}; accepted: {self.accepted}"
             )
 
+        kind = "a whole number" if self.range.whole else "a number"
+        written = str(text).strip()
+        if not written.isascii():  # Decimal() also reads '١٢' and '１２'
+            raise bad(f"{kind} in ASCII digits")
         try:
-            number = Decimal(str(text).strip())
+            number = Decimal(written)
         except InvalidOperation:
-            raise bad("a whole number" if self.whole else "a number") from None
-        if not number.is_finite():
-            raise bad("a finite number")
-        if self.whole and number != number.to_integral_value():
-            raise bad("a whole number")
-        if number < self.low or (self.open_low and number == self.low):
-            raise bad(
-                f"at least {self.low}" if self.whole or not self.open_low else f"> {self.low}"
-            )
-        if number > self.high:
-            raise bad(f"at most {self.high:,}")
-        if not self.whole and number.normalize().as_tuple().exponent < -PLACES:  # type: ignore[operator]
-            raise bad(f"a number with at most {PLACES} digits after the decimal point")
-        return int(number) if self.whole else number + 0  # + 0: -0 is 0
+            raise bad(kind) from None
+        must = self.range.problem(number)
+        if must:
+            raise bad(must)
+        return self.range.value(number)
 
 
 @dataclass(frozen=True)
 class Duration(Kind):
-    """``30s``, ``15m``, ``1h``, ``500ms`` or plain seconds, from 1 ms to ``days`` days: seconds."""
+    """``30s``, ``15m``, ``1h``, ``500ms`` or plain seconds, from 1 ms to 30 days: seconds."""
 
-    days: int = 30
     metavar = "DURATION"
 
     def parse(self, text: str, option: str) -> float:
-        accepted = f"1ms to {self.days} days, e.g. 500ms, 30s, 15m, 1h"
-        match = _DURATION.match(str(text).strip())
+        accepted = "1ms to 30 days, e.g. 500ms, 30s, 15m, 1h"
+        match = _DURATION.fullmatch(str(text).strip())
         if not match:
             raise UsageError(
                 f"{option} must be a duration, got {quoted(text)}; accepted: {accepted}"
             )
         seconds = Decimal(match.group(1)) * _SECONDS[match.group(2)]
-        if not Decimal("0.001") <= seconds <= self.days * 86400:
+        if limits.SECONDS.problem(seconds):
             raise UsageError(
-                f"{option} must be from 1ms to {self.days} days, got {quoted(text)}; "
-                f"accepted: {accepted}"
+                f"{option} must be from 1ms to 30 days, got {quoted(text)}; accepted: {accepted}"
             )
         return float(seconds)
 
@@ -177,39 +159,33 @@ def option(kind: Kind, default: Any, *names: str, **extra: Any) -> Any:
 
 
 TEXT = Text()
+#: A file or folder name: printable, at most PATH_MAX (4,096) characters.
+PATH = Text(4096)
 
-GPUS = Number(1, 64, "GPUs per instance", whole=True)
-HOURS = Number(0, 876_000, "hours", "100 years", open_low=True)
-YEARS = Number(0, 100, "years", open_low=True)
-DAYS = Number(0, 36_500, "days", "100 years")
-MINUTES = Number(0, 10_080, "minutes", "one week")
-GB = Number(0, 10_000_000, "GB", "10 PB")
-GPU_MEMORY_GB = Number(0, 10_000, "GB per GPU")
-SHARE = Number(0, 1, "", "a share of the time: 0.3 is 30 %", open_low=True)
-PER_DAY = Number(0, 1_440, "per day", "one a minute")
-PERCENT = Number(0, 99, "%")
-RATE = Number(0, 1_000_000, "units of the currency per USD", open_low=True)
-OFFERS = Number(1, 10_000, "offers", whole=True)
-#: The shape of a model and of its work (``size``, and ``quote --model``).
-LAYERS = Number(1, 10_000, "layers", whole=True)
-HIDDEN = Number(1, 1_000_000, "", whole=True)
-HEADS = Number(1, 100_000, "heads", whole=True)
-VOCAB = Number(1, 10_000_000, "tokens", whole=True)
-BATCH = Number(1, 1_000_000, "sequences per GPU", whole=True)
-TOKENS = Number(1, 100_000_000, "tokens", whole=True)
-ZERO = Number(0, 3, "", "the ZeRO stage", whole=True)
-PARALLEL = Number(1, 100_000, "GPUs", whole=True)
-RANK = Number(1, 100_000, "", whole=True)
-SEQUENCES = Number(1, 1_000_000, "sequences", whole=True)
-#: ``tco``'s on-prem inputs, amounts in the currency given with them.
-ONPREM = {
-    "server_price": Number(0, 1_000_000_000, "per server"),
-    "power_kw": Number(0, 1_000, "kW"),
-    "pue": Number(1, 10, "", "facility power / IT power"),
-    "electricity": Number(0, 100, "per kWh"),
-    "colo": Number(0, 100_000, "per kW-month"),
-}
-FAILURES = Number(1, 1_000, "consecutive failed checks", whole=True)
+GPUS = Number(limits.GPUS)
+HOURS = Number(limits.HOURS)
+YEARS = Number(limits.YEARS)
+DAYS = Number(limits.DAYS)
+MINUTES = Number(limits.MINUTES)
+GB = Number(limits.GB)
+GPU_MEMORY_GB = Number(limits.GPU_MEMORY_GB)
+SHARE = Number(limits.SHARE)
+PER_DAY = Number(limits.PER_DAY)
+PERCENT = Number(limits.PERCENT)
+RATE = Number(limits.RATE)
+OFFERS = Number(limits.OFFERS)
+LAYERS = Number(limits.LAYERS)
+HIDDEN = Number(limits.HIDDEN)
+HEADS = Number(limits.HEADS)
+VOCAB = Number(limits.VOCAB)
+BATCH = Number(limits.BATCH)
+TOKENS = Number(limits.TOKENS)
+ZERO = Number(limits.ZERO)
+PARALLEL = Number(limits.PARALLEL)
+RANK = Number(limits.RANK)
+SEQUENCES = Number(limits.SEQUENCES)
+ONPREM = {key: Number(bound) for key, bound in limits.ONPREM.items()}
+FAILURES = Number(limits.FAILURES)
 DURATION = Duration()
 FX = Fx()
 #: No cloud accepts more than 32 KiB of user data: read at most twice that (each cloud's own

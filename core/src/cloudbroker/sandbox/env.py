@@ -1,10 +1,13 @@
 """Where a sandbox lives and the environment that points cloudbroker at it.
 
-Everything is under one directory: ``sandbox.json`` (what runs where, with the sandbox's own
-fake keys; mode 0600), ``config.toml``, ``state.sqlite3``, ``data/`` (catalogs written by
-``catalog refresh``), ``instances/`` (each instance's working dir and log), ``pids/`` and
-``supervisor.log``. The environment sets every path cloudbroker would otherwise take from the
-user's home, so nothing the sandbox does touches the user's config, catalogs or state.
+Everything is under one directory, new or empty when ``sandbox up`` takes it:
+``.cloudbroker-sandbox`` (:data:`MARKER`, written first: whether ``up`` made the directory),
+``sandbox.json`` (what runs where, with the sandbox's own fake keys; mode 0600),
+``config.toml``, ``state.sqlite3``, ``data/`` (catalogs written by ``catalog refresh``),
+``instances/`` (each instance's working dir and log), ``pids/`` and ``supervisor.log``
+(:data:`FILES`, :data:`FOLDERS`: all that ``sandbox down`` ever removes). The environment
+sets every path cloudbroker would otherwise take from the user's home, so nothing the sandbox
+does touches the user's config, catalogs or state.
 """
 
 from __future__ import annotations
@@ -19,6 +22,25 @@ from typing import Any
 from cloudbroker.errors import UsageError
 
 DIR_ENV = "CLOUDBROKER_SANDBOX"
+#: Written by ``sandbox up`` before anything else; ``sandbox down`` touches no directory without.
+MARKER = ".cloudbroker-sandbox"
+#: The files a sandbox makes (the state store with SQLite's companions) and its folders.
+FILES = (
+    "sandbox.json",
+    "sandbox.tmp",
+    "config.toml",
+    "state.sqlite3",
+    "state.sqlite3-wal",
+    "state.sqlite3-shm",
+    "state.sqlite3-journal",
+    "supervisor.log",
+    "aws-config",
+    "aws-credentials",
+)
+FOLDERS = ("data", "instances", "pids")
+#: What a record must hold to be a sandbox's (a stray ``sandbox.json`` is not).
+INFO_KEYS = {"pid", "started", "time_factor", "clouds"}
+CLOUD_KEYS = {"api", "storage", "key", "secret", "notice_seconds"}
 #: Variables from the user's shell that would mix a real account into the sandbox.
 UNSET = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "CLOUDBROKER_DISABLE_PLUGINS")
 
@@ -28,8 +50,14 @@ def default_dir() -> Path:
 
 
 def sandbox_dir(explicit: str | Path | None = None) -> Path:
-    """``explicit``, else ``$CLOUDBROKER_SANDBOX``, else a per-user directory in the temp dir."""
-    chosen = explicit or os.environ.get(DIR_ENV) or default_dir()
+    """``explicit``, else ``$CLOUDBROKER_SANDBOX``, else a per-user directory in the temp dir.
+
+    An empty ``explicit`` is refused, never read as the current directory (an empty
+    ``$CLOUDBROKER_SANDBOX`` is unset).
+    """
+    if explicit is not None and not str(explicit).strip():
+        raise UsageError("the sandbox directory must not be empty")
+    chosen = explicit or os.environ.get(DIR_ENV, "").strip() or default_dir()
     return Path(chosen).expanduser().resolve()
 
 
@@ -39,14 +67,24 @@ def info_path(directory: Path) -> Path:
 
 def read_info(directory: Path) -> dict[str, Any]:
     """What ``sandbox up`` recorded; UsageError when no sandbox is up in ``directory``."""
+    path = info_path(directory)
     try:
-        return json.loads(info_path(directory).read_text())
-    except FileNotFoundError:
+        info = json.loads(path.read_text())
+    except (FileNotFoundError, NotADirectoryError):
         raise UsageError(
             f"no sandbox in {directory}; start one with `cloudbroker sandbox up`"
         ) from None
     except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {info_path(directory)}: {exc}") from None
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    if not (
+        isinstance(info, dict)
+        and info.keys() >= INFO_KEYS
+        and isinstance(info["pid"], int)
+        and isinstance(info["clouds"], dict)
+        and all(isinstance(c, dict) and c.keys() >= CLOUD_KEYS for c in info["clouds"].values())
+    ):
+        raise UsageError(f"{path} is not a sandbox's record (no sandbox in {directory})")
+    return info
 
 
 def write_info(directory: Path, info: dict[str, Any]) -> None:

@@ -1,9 +1,11 @@
 """Object storage for the sandbox: one moto S3 server process per cloud, behind a gate.
 
 Each store checks credentials (moto's IAM authentication is switched on after the account's
-key is made, so a wrong key gets a real 403) and starts with one bucket, ``ckpt``. The
+key is made, so a wrong key gets a real 403) and starts with one bucket, ``ckpt``, and the
+role that instances get STS sessions of from the sandbox's metadata service. The
 :class:`Gate` is a TCP relay in front of it that the sandbox can close, so that a storage
 outage refuses connections at once, as an unreachable endpoint does, while the data survives.
+The end-to-end tests and the sync benchmark start their stores here too (with no bucket).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from cloudbroker.sandbox.metadata import ROLE
 
 BUCKET = "ckpt"
 
@@ -32,17 +36,24 @@ from moto.server import ThreadedMotoServer
 
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 iam = iam_backends[DEFAULT_ACCOUNT_ID]["aws"]
-iam.create_user(region_name="us-east-1", user_name="sandbox", path="/", tags=[])
+user = iam.create_user(region_name="us-east-1", user_name="sandbox", path="/", tags=[])
 policy = {"Version": "2012-10-17",
           "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+         "Principal": {"AWS": user.arn}}]}
+role = iam.create_role(sys.argv[2], json.dumps(trust), "/", None, "", [], None)
+iam.put_role_policy(sys.argv[2], "s3-all", json.dumps(policy))  # the instances' role
+assume = {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": role.arn}
+policy["Statement"].append(assume)  # the metadata service mints the role's sessions
 iam.put_user_policy("sandbox", "s3-all", json.dumps(policy))
 key = iam.create_access_key("sandbox")
-s3_backends[DEFAULT_ACCOUNT_ID]["aws"].create_bucket(sys.argv[1], "us-east-1")
+if sys.argv[1]:
+    s3_backends[DEFAULT_ACCOUNT_ID]["aws"].create_bucket(sys.argv[1], "us-east-1")
 settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # from here on, every request is authenticated
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
 server.start()
 print(json.dumps({"port": server.get_host_and_port()[1], "key": key.access_key_id,
-                  "secret": key.secret_access_key}), flush=True)
+                  "secret": key.secret_access_key, "role": role.arn}), flush=True)
 sys.stdin.read()  # serve until the supervisor closes stdin (or dies)
 server.stop()
 """
@@ -50,19 +61,21 @@ server.stop()
 
 @dataclass
 class Store:
-    """A running store process: its port and the account's key."""
+    """A running store process: its port, the account's key and the instances' role."""
 
     process: subprocess.Popen[str]
     port: int
     key: str
     secret: str
+    role_arn: str
 
     @classmethod
-    def start(cls, log: Path) -> Store:
+    def start(cls, log: Path | None = None, bucket: str = BUCKET) -> Store:
+        """A store holding ``bucket`` ("": none); its errors go to ``log`` (None: stderr)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        with log.open("a") as errors:
+        with log.open("a") if log else contextlib.nullcontext() as errors:
             process = subprocess.Popen(
-                [sys.executable, "-c", SERVER, BUCKET],
+                [sys.executable, "-c", SERVER, bucket, ROLE],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errors,
@@ -73,9 +86,13 @@ class Store:
         line = process.stdout.readline()
         if not line:
             process.wait(timeout=10)
-            raise RuntimeError(f"the object store did not start (see {log})")
+            raise RuntimeError(f"the object store did not start (see {log or 'stderr'})")
         info = json.loads(line)
-        return cls(process, int(info["port"]), info["key"], info["secret"])
+        return cls(process, int(info["port"]), info["key"], info["secret"], info["role"])
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def stop(self, timeout: float = 10) -> None:
         with contextlib.suppress(OSError):

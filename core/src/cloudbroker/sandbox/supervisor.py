@@ -6,13 +6,15 @@ object store per installed built-in cloud (a child process, behind a :class:`Gat
 cloud's emulator selling the packaged catalog (in its own threads), and runs each emulated
 instance's user data as a process (:class:`ProcessRunner`). Every child's pid is recorded
 under DIR. On SIGTERM it ends instances, emulators and stores; ``down`` then checks that no
-recorded process is left (signalling any survivor itself) and removes DIR.
+recorded process is left (signalling any survivor itself) and removes what the sandbox made.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
+import logging
 import os
 import shutil
 import signal
@@ -21,12 +23,15 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cloudbroker.errors import CloudBrokerError, UsageError
-from cloudbroker.sandbox.env import info_path, read_info, write_info
+from cloudbroker.sandbox.env import FILES, FOLDERS, MARKER, info_path, read_info, write_info
 from cloudbroker.sandbox.processes import PidBook, alive, end_all, start_time, wait_gone
+
+log = logging.getLogger("cloudbroker.sandbox")
 
 START_TIMEOUT = 90.0  # seconds for every store and emulator to come up
 STOP_TIMEOUT = 30.0
@@ -49,12 +54,13 @@ def notice_seconds(provider: str, package: str) -> int:
     return next((n for n in notices if n), FALLBACK_NOTICE_SECONDS)
 
 
-def _config(clouds: list[Any], emulators: dict[str, Any]) -> str:
+def _config(clouds: list[Any], emulators: dict[str, Any], metadata: dict[str, Any]) -> str:
     lines = []
     for cloud in clouds:
         settings = dict(cloud.settings)
         if cloud.name == "aws":
             settings["image"] = emulators["aws"].linux_image()
+        settings["metadata_endpoint"] = metadata[cloud.name].url
         lines.append(f"[providers.{cloud.name}]")
         lines += [f'{key} = "{value}"' for key, value in settings.items()]
         lines.append("")
@@ -65,6 +71,7 @@ def run(directory: Path, time_factor: float) -> None:
     """Start everything, record it, serve until SIGTERM, then stop everything."""
     from cloudbroker.sandbox.clouds import installed
     from cloudbroker.sandbox.instances import ProcessRunner
+    from cloudbroker.sandbox.metadata import MetadataServer, StsMinter
     from cloudbroker.sandbox.stores import Gate, Store
 
     stop = threading.Event()
@@ -76,6 +83,7 @@ def run(directory: Path, time_factor: float) -> None:
     gates: dict[str, Gate] = {}
     emulators: dict[str, Any] = {}
     runners: dict[str, ProcessRunner] = {}
+    metadata: dict[str, MetadataServer] = {}
     try:
         with ThreadPoolExecutor(max_workers=len(clouds) or 1) as pool:
             started = pool.map(lambda c: Store.start(directory / "supervisor.log"), clouds)
@@ -85,18 +93,20 @@ def run(directory: Path, time_factor: float) -> None:
         for cloud in clouds:
             store = stores[cloud.name]
             gates[cloud.name] = gate = Gate(store.port)
+            mint = StsMinter(store.port, store.key, store.secret, store.role_arn)
+            metadata[cloud.name] = MetadataServer(cloud.name, mint).start()
             emulator = cloud.emulator_class().from_catalog(
                 access_key=store.key, secret_key=store.secret
             )
             notice = notice_seconds(cloud.name, cloud.package) * time_factor
             runners[cloud.name] = emulator.runner = ProcessRunner(
-                directory, cloud.name, (store.key, store.secret), notice, pids
+                directory, cloud.name, notice, pids
             )
             emulator.controls["/_emulator/storage-outage"] = lambda body, g=gate: g.set_closed(
                 bool(body["on"])
             )
             emulators[cloud.name] = emulator.start()
-        (directory / "config.toml").write_text(_config(clouds, emulators))
+        (directory / "config.toml").write_text(_config(clouds, emulators, metadata))
         write_info(
             directory,
             {
@@ -115,7 +125,7 @@ def run(directory: Path, time_factor: float) -> None:
                 },
             },
         )
-        print(f"sandbox up: {', '.join(emulators)}", flush=True)
+        log.info("sandbox up: %s", ", ".join(emulators))
         stop.wait()
     finally:
         for runner in runners.values():
@@ -125,30 +135,27 @@ def run(directory: Path, time_factor: float) -> None:
                 emulator.stop()
         for gate in gates.values():
             gate.stop()
+        for server in metadata.values():
+            server.stop()
         with ThreadPoolExecutor(max_workers=len(stores) or 1) as pool:
             list(pool.map(lambda store: store.stop(), stores.values()))
-        print("sandbox stopped", flush=True)
+        log.info("sandbox stopped")
 
 
 # -- what the CLI calls ----------------------------------------------------------------------
 
 
 def up(directory: Path, time_factor: float) -> dict[str, Any]:
-    """Start a sandbox in ``directory`` (detached) and wait until it serves; its info."""
+    """Start a sandbox in ``directory`` (detached) and wait until it serves; its info.
+
+    ``directory`` must be new or empty: ``down`` removes what the sandbox made, so nothing
+    of the user's may be in it.
+    """
     if time_factor <= 0:
         raise UsageError(f"the time factor must be positive, got {time_factor}")
     if importlib.util.find_spec("moto") is None:
         raise SandboxError("the sandbox needs moto: pip install 'cloudbroker[sandbox]'")
-    if info_path(directory).exists():
-        info = read_info(directory)
-        if alive(info["pid"], info.get("started")):
-            raise UsageError(
-                f"a sandbox is already up in {directory}; `cloudbroker sandbox down` stops it"
-            )
-        raise UsageError(
-            f"{directory} holds a stopped sandbox; remove it with `cloudbroker sandbox down`"
-        )
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    made = _take(directory)
     log = directory / "supervisor.log"
     command = [sys.executable, "-m", "cloudbroker.sandbox.supervisor", str(directory)]
     with log.open("ab") as out:
@@ -170,20 +177,63 @@ def up(directory: Path, time_factor: float) -> dict[str, Any]:
             tail = log.read_text(errors="replace").strip().splitlines()[-3:]
             raise SandboxError(
                 f"the sandbox supervisor did not start: {' | '.join(tail) or 'no output'} "
-                f"(log: {log})"
+                f"(log: {log}; `cloudbroker sandbox down` removes {'it' if made else 'its files'})"
             )
         time.sleep(0.1)
     return read_info(directory)
 
 
-def down(directory: Path, keep: bool = False) -> int:
-    """Stop every process of the sandbox, then remove ``directory`` unless ``keep``.
+def _take(directory: Path) -> bool:
+    """Make ``directory`` a sandbox's (the marker first); whether it had to be created.
 
-    Returns how many processes had to be ended by signal here (not by the supervisor).
+    UsageError if it is not a directory, holds anything, or holds a sandbox already.
     """
-    if not (info_path(directory).is_file() or (directory / "pids").is_dir()):
-        # never stop or remove a folder that `sandbox up` did not make (`--dir ~`, `--dir ''`)
-        raise UsageError(f"no sandbox in {directory}")
+    if (directory / MARKER).is_file():
+        info = read_info(directory) if info_path(directory).exists() else None
+        if info is not None and alive(info["pid"], info["started"]):
+            raise UsageError(
+                f"a sandbox is already up in {directory}; `cloudbroker sandbox down` stops it"
+            )
+        raise UsageError(
+            f"{directory} holds a stopped sandbox; remove it with `cloudbroker sandbox down`"
+        )
+    try:
+        made = not directory.exists()
+        if not made and not directory.is_dir():
+            raise UsageError(f"{directory} is not a directory")
+        if not made and any(directory.iterdir()):
+            raise UsageError(
+                f"{directory} is not empty: a sandbox needs a new or empty directory "
+                "(`sandbox down` removes what the sandbox made, nothing else)"
+            )
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (directory / MARKER).write_text(json.dumps({"made_directory": made}))
+    except OSError as exc:
+        raise UsageError(f"cannot use {directory} for a sandbox: {exc.strerror or exc}") from None
+    return made
+
+
+@dataclass(frozen=True)
+class Down:
+    """What ``down`` did: processes it had to end itself, and what it left in the directory."""
+
+    forced: int
+    left: tuple[str, ...] = ()  # names in the directory the sandbox did not make (kept)
+
+
+def down(directory: Path, keep: bool = False) -> Down:
+    """Stop every process of the sandbox, then remove what it made unless ``keep``.
+
+    Only a directory ``up`` marked is touched, and in it only :data:`~.env.FILES` and
+    :data:`~.env.FOLDERS` (never through a symbolic link); the directory itself goes only
+    if ``up`` made it and nothing else is left in it.
+    """
+    marker = directory / MARKER
+    try:
+        made = json.loads(marker.read_text()).get("made_directory") is True
+    except (OSError, ValueError, AttributeError):
+        # never stop or remove anything in a folder `sandbox up` did not make (`--dir ~`)
+        raise UsageError(f"no sandbox in {directory} (no {MARKER} in it)") from None
     pids = PidBook(directory)
     supervisor = [r for r in pids.records() if r["what"] == "supervisor"]
     for record in supervisor:
@@ -195,9 +245,27 @@ def down(directory: Path, keep: bool = False) -> int:
     if left:
         names = ", ".join(f"{r['what']} (pid {r['pid']})" for r in left)
         raise SandboxError(f"could not stop {names}; {directory} is kept")
-    if not keep:
-        shutil.rmtree(directory)
-    return len(survivors)
+    if keep:
+        return Down(len(survivors))
+    return Down(len(survivors), _remove(directory, made))
+
+
+def _remove(directory: Path, made: bool) -> tuple[str, ...]:
+    """Remove the sandbox's own files and folders, the marker last; the names left."""
+    for name in FILES:
+        path = directory / name
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+    for name in FOLDERS:
+        path = directory / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+    left = tuple(sorted(p.name for p in directory.iterdir() if p.name != MARKER))
+    if not left:
+        (directory / MARKER).unlink()
+        if made:
+            directory.rmdir()
+    return left
 
 
 def status(directory: Path) -> dict[str, Any]:
@@ -219,6 +287,8 @@ def status(directory: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    logging.getLogger("cloudbroker").addHandler(logging.StreamHandler(sys.stdout))  # its log
+    logging.getLogger("cloudbroker").setLevel(logging.INFO)
     run(Path(args[0]), float(args[1]))
 
 
