@@ -189,7 +189,7 @@ def test_killed_mid_failover_then_resumed_leaves_one_standby(tmp_path):
 
 def test_watch_replicates_and_fails_over_on_reclaim(tmp_path):
     broker, clouds, replicator = setup(tmp_path)
-    pid, _ = place(broker, sync_every=0.0)
+    pid, _ = place(broker, sync_every=0.001)
     broker.up(pid)
     cycles = []
 
@@ -554,7 +554,7 @@ def test_watch_resumes_a_failover_whose_standby_launch_answer_was_lost(tmp_path)
     clouds["ali"].instances[primary]["reclaim"] = "spot instance is being recycled"
     clouds["ten"].lose_launch_answers = 1  # the standby is made, its answer lost (5xx)
     said = []
-    broker.log = said.append
+    broker.on_event = lambda event: said.append(event.message)
     cycles = []
 
     def until():
@@ -568,3 +568,110 @@ def test_watch_resumes_a_failover_whose_standby_launch_answer_was_lost(tmp_path)
     kinds = [e.kind for e in broker.store.events(pid)]
     assert "unconfirmed" in kinds and "launch-found" in kinds
     assert any("trying again" in line for line in said)
+
+
+# -- issue 16: what the broker tells whoever runs it ------------------------------------
+
+
+def heard(broker) -> list:
+    events = []
+    broker.on_event = events.append
+    return events
+
+
+def test_up_and_failover_report_each_step_once_with_its_time(tmp_path):
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    events = heard(broker)
+    broker.up(pid)
+    assert [(e.kind, e.detail["step"]) for e in events] == [
+        ("step-started", "launch"),
+        ("step", "launch"),
+        ("step-started", "wait"),
+        ("step", "wait"),
+    ]
+    events.clear()
+    clouds["ten"].no_capacity.add("z1")
+    broker.failover(pid)
+    steps = [e for e in events if e.kind == "step"]
+    assert [e.detail["step"] for e in steps] == [
+        "fence",
+        "final-sync",
+        "launch",
+        "wait",
+        "terminate-primary",
+        "swap",
+    ]
+    assert all(e.detail["seconds"] >= 0 and e.placement_id == pid for e in steps)
+    assert steps[2].message.startswith("failover 3/6: launched ten ten-i")
+    # each step is announced before it runs, and the capacity fallback is said as it happens
+    kinds = [e.kind for e in events]
+    assert kinds.count("step-started") == 6 and kinds[0] == "step-started"
+    [fallback] = [e for e in events if e.kind == "note"]
+    assert fallback.message == "no capacity for ten gpu8 in z1: trying the next offer"
+
+
+def test_each_watch_interval_reports_the_primary_the_last_replication_and_the_lag(tmp_path):
+    clock = Clock()
+    broker, _, replicator = setup(tmp_path, clock=clock, sleep=clock.sleep)
+    pid, _ = place(broker, sync_every=60.0)
+    broker.up(pid)
+    bucket = parse_bucket("ali:ckpt-a/run1", "x")
+    replicator.write(bucket, "step-1.pt", clock.now - 100)
+    events, seen = heard(broker), []
+
+    def until():
+        seen.append(1)
+        if len(seen) == 2:  # the job writes a checkpoint after the first check
+            replicator.write(bucket, "step-2.pt", clock.now - 10)
+        return len(seen) > 3
+
+    broker.watch(pid, interval=30.0, until=until)
+    checks = [e for e in events if e.kind == "check"]
+    assert len(checks) == 3 and sum(e.kind == "replicated" for e in events) == 2  # every 60 s
+    lags = [round(e.detail["lag_seconds"]) for e in checks]
+    assert lags == [100, 130, 40]  # the standby's newest checkpoint's age: what a failover loses
+    assert [c.message.split(", ")[1] for c in checks] == [
+        "replicated 0.0 s ago",
+        "replicated 30 s ago",
+        "replicated 0.0 s ago",
+    ]
+    assert all(c.detail["healthy"] and c.detail["state"] == "running" for c in checks)
+
+
+def test_a_watch_restarted_knows_the_last_replication_and_one_never_replicated_says_so(tmp_path):
+    broker, _, _ = setup(tmp_path)
+    pid, _ = place(broker, sync_every=3600.0)
+    broker.up(pid)
+    events = heard(broker)
+    watch_for(broker, pid, 1)
+    assert "no checkpoint on the standby yet" in events[-1].message  # empty standby bucket
+    events.clear()
+    watch_for(broker, pid, 1)  # a new watcher: replicates at once, the last one is known
+    [check] = [e for e in events if e.kind == "check"]
+    assert check.detail["last_replication"] is not None
+
+
+def test_status_names_each_instance_by_the_role_it_had(tmp_path):
+    broker, _, _ = setup(tmp_path)
+    pid, _ = place(broker, standby_mode="hot")
+    broker.up(pid)
+    broker.failover(pid)  # the hot standby becomes the primary, the old primary ends
+    roles = {(i["provider"], i["role"], i["state"]) for i in broker.status(pid)["instances"]}
+    assert roles == {("ten", "primary", "running"), ("ali", "former primary", "terminated")}
+    broker.down(pid)
+    roles = {(i["provider"], i["role"]) for i in broker.status(pid)["instances"]}
+    assert roles == {("ten", "former primary"), ("ali", "former primary")}
+
+
+def test_a_failed_plan_opens_no_state(tmp_path):
+    pm, clouds = fake_world(ali="20", ten="25")
+    opened = []
+    broker = Broker(
+        pm, lambda: opened.append(1) or Store(tmp_path / "s.db"), FakeReplicator(clouds)
+    )
+    with pytest.raises(UsageError, match="unknown region"):
+        place(broker, regions=("bogus",))
+    assert opened == [] and not (tmp_path / "s.db").exists()
+    place(broker)
+    assert opened == [1]

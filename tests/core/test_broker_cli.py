@@ -122,3 +122,20 @@ def test_gc_on_a_missing_state_file_is_refused(env, tmp_path, monkeypatch):
     gc_world(monkeypatch, tmp_path)
     line = one_line(run_cli("gc", "--yes", "--state", str(tmp_path / "typo.db"), env=env))
     assert "no state file" in line
+
+
+def test_a_failed_place_leaves_no_state_file(env, tmp_path):
+    path = tmp_path / "new" / "s.db"
+    line = one_line(run_cli(*PLACE, "--region", "bogus", "--state", str(path), env=env))
+    assert "unknown region 'bogus'" in line
+    assert not path.exists() and not path.parent.exists()
+
+
+def test_logs_never_makes_a_state_file_and_names_close_placements(env, tmp_path):
+    missing = tmp_path / "typo.db"
+    line = one_line(run_cli("logs", "pl-1", "--state", str(missing), env=env))
+    assert "no state file" in line and not missing.exists()
+    path = tmp_path / "s.db"
+    Store(path).add_placement("pl-0123456789", {})
+    line = one_line(run_cli("logs", "pl-012345678", "--state", str(path), env=env))
+    assert "unknown placement 'pl-012345678'; did you mean pl-0123456789?" in line

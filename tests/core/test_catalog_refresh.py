@@ -212,7 +212,8 @@ def test_a_failing_provider_is_one_error_naming_the_hook(packaged, monkeypatch, 
     with pytest.raises(CloudBrokerError) as caught:
         refresh(manager(broken), "demo", None, terms_source_dir=packaged)
     assert (
-        str(caught.value) == "demo: price failed: ECS server error (DescribePrice: InternalError)"
+        str(caught.value) == "demo: price failed in r-1 (0 of 1 regions priced): "
+        "ECS server error (DescribePrice: InternalError)"
     )
     assert not (tmp_path / "data").exists(), "a failed refresh must not write a catalog"
 
@@ -222,3 +223,57 @@ def test_refresh_refuses_an_offline_manager_and_unknown_providers(packaged):
         refresh(manager(Demo(), offline=True), "demo", terms_source_dir=packaged)
     with pytest.raises(UsageError, match="unknown provider 'nope'"):
         refresh(manager(Demo()), "nope", terms_source_dir=packaged)
+
+
+class TwoRegions(Demo):
+    """Types in two regions; prices asked region by region, as the refresh does."""
+
+    @hookimpl
+    def list_instance_types(self, ctx, regions):
+        self.asked.append(regions)
+        return [
+            offer("gn.a", zone=None),
+            offer("gn.a", zone=None).model_copy(update={"region": "r-2"}),
+        ]
+
+    @hookimpl
+    def price(self, ctx, regions):
+        self.asked.append(regions)
+        [region] = regions
+        price = compute("gn.a", Market.ON_DEMAND, "7" if region == "r-1" else "8", zone=None)
+        return sheet(price.model_copy(update={"region": region}))
+
+
+def test_refresh_reports_each_region_as_it_goes_and_writes_every_region(
+    packaged, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("CLOUDBROKER_DATA_DIR", str(tmp_path / "data"))
+    plugin, said = TwoRegions(), []
+    written = refresh(
+        manager(plugin),
+        "demo",
+        terms_source_dir=packaged,
+        progress=lambda message, done: said.append((done, message)),
+    )
+    assert plugin.asked == [None, ["r-1"], ["r-2"]]  # one type sweep, then a price call each
+    assert [done for done, _ in said] == [False, True, False, True, False, True]
+    ended = [message for done, message in said if done]
+    assert ended[0].startswith("demo: 2 GPU instance types in 2 region(s) (")
+    assert re.fullmatch(r"demo r-1: 1 prices \(1/2, \d+\.\d s\)", ended[1])
+    assert ended[2].startswith("demo r-2: 1 prices (2/2, ")
+    assert written.rows == 2
+    prices = {p.region: p.price for p in load_catalog("demo", written.directory).prices}
+    assert prices == {"r-1": Money.of("7", "CNY"), "r-2": Money.of("8", "CNY")}
+
+
+def test_a_provider_listing_no_type_leaves_the_catalog_as_it_was(packaged, monkeypatch, tmp_path):
+    monkeypatch.setenv("CLOUDBROKER_DATA_DIR", str(tmp_path / "data"))
+
+    class Empty(Demo):
+        @hookimpl
+        def list_instance_types(self, ctx, regions):
+            return []
+
+    with pytest.raises(CloudBrokerError, match="listed no GPU instance type"):
+        refresh(manager(Empty()), "demo", ["r-1"], terms_source_dir=packaged)
+    assert not (tmp_path / "data").exists()

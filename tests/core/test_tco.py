@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from importlib.resources import files
 
 import pytest
 from support.cli import CliResult, run_cli
 
-from cloudbroker import tco
+from cloudbroker import commitments, tco
 from cloudbroker.errors import UsageError
 from cloudbroker.money import Money
 
@@ -129,6 +130,11 @@ def test_a_bare_family_name_means_the_part_sold_under_it():
 # -- CLI ----------------------------------------------------------------------------------
 
 
+def aws_commitments() -> commitments.CommitmentTerms:
+    text = (files("cloudbroker_aws") / "data" / commitments.FILE).read_text("utf-8")
+    return commitments.parse_commitments("aws", text)
+
+
 def run(*args: str) -> CliResult:
     """``cloudbroker tco`` piped, 200 columns wide: the checks read its lines whole."""
     return run_cli("tco", *args, width=200)
@@ -138,9 +144,11 @@ def test_tco_a100_x8_shows_inputs_breakdown_chart_and_breakeven(clean_env):
     done = run("--gpu", "A100", "--count", "8", "--years", "3", "--utilization", "0.3")
     assert done.returncode == 0, done.stderr
     for text in ("199,000 USD", "Uptime Institute", "CBRE", "EIA", "capex 66,333", "energy 7,251",
-                 "colocation 14,357", "on-prem: NVIDIA DGX A100", "aws on-demand p4d.24xlarge",
+                 "colocation 14,357", "on-prem: NVIDIA DGX A100",
                  "aws reserved 3 yr p4d.24xlarge", "on-prem above", "█"):  # fmt: skip
         assert text in done.stdout, text
+    rows = done.stdout.splitlines()  # the chart: option, instance type, region, ... in a row
+    assert any("aws on-demand" in row and "p4d.24xlarge" in row for row in rows)
 
 
 def test_tco_json_matches_the_library(clean_env):
@@ -160,7 +168,9 @@ def test_tco_json_matches_the_library(clean_env):
     assert Decimal(on_demand["breakeven_utilization"]) == tco.breakeven_utilization(
         cost.per_year, 8, per_hour)  # fmt: skip
     reserved = next(o for o in options.values() if "reserved 3 yr" in o["label"])
-    assert reserved["fixed"] and Decimal(reserved["per_year"]) == Decimal("11.57") * 8760
+    shipped = {(r.instance_type, r.term_months): r for r in aws_commitments().rates}
+    three_years = shipped[("p4d.24xlarge", 36)].hourly.amount  # read, so a refresh cannot break it
+    assert reserved["fixed"] and Decimal(reserved["per_year"]) == three_years * 8760
     per_hours = [Decimal(o["per_useful_gpu_hour"]) for o in data["options"]
                  if o["per_useful_gpu_hour"]]  # fmt: skip
     assert per_hours == sorted(per_hours)

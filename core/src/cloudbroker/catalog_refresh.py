@@ -5,17 +5,26 @@ and their answers are written in the :mod:`cloudbroker.catalog` format into
 :func:`cloudbroker.provider.user_catalog_dir`, which :class:`~cloudbroker.provider.CatalogProvider`
 prefers over the packaged catalog from then on. Billing rules and hidden-cost terms have no
 live source, so ``terms.toml`` is the packaged one with its ``as_of`` moved to the refresh date.
+
+Asked through an endpoint override (``CLOUDBROKER_<CLOUD>_ENDPOINT``: an emulator, the
+sandbox), the catalog goes to that endpoint's own folder (see
+:func:`~cloudbroker.provider.user_catalog_dir`), never over the cloud's, and every row cites
+the endpoint, with low trust, instead of the cloud's API. :func:`reset` removes a catalog.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import logging
+import math
 import os
 import re
 import tempfile
+import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from importlib.metadata import entry_points
@@ -27,11 +36,14 @@ from cloudbroker.catalog import COLUMNS
 from cloudbroker.errors import CloudBrokerError, UsageError
 from cloudbroker.models import ComputePrice, InstanceType, Market, PriceSheet, Source
 from cloudbroker.plugins import ENTRY_POINT_GROUP, PluginManager
-from cloudbroker.provider import CatalogProvider, user_catalog_dir
+from cloudbroker.provider import CatalogProvider, api_endpoint, user_catalog_dir
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 600.0
+
+#: ``progress(message, done)``: a part of the refresh started (``done`` False) or ended.
+Progress = Callable[[str, bool], None]
 
 
 @dataclass(frozen=True)
@@ -45,8 +57,22 @@ class WrittenCatalog:
     unmatched_prices: int = 0
 
 
-def _row(offer: InstanceType, market: Market, price: ComputePrice | None, currency: str) -> dict:
+def _row(
+    offer: InstanceType,
+    market: Market,
+    price: ComputePrice | None,
+    currency: str,
+    endpoint: str | None = None,
+) -> dict:
     source: Source = price.source if price else offer.source
+    if endpoint:
+        source = source.model_copy(
+            update={
+                "name": f"{source.name}, as answered by {endpoint}",
+                "url": endpoint,
+                "trust": f"low: from the endpoint override {endpoint}, not the cloud's own API",
+            }
+        )
     money = price.price if price else None
     return {
         "instance_type": offer.name,
@@ -65,10 +91,13 @@ def _row(offer: InstanceType, market: Market, price: ComputePrice | None, curren
         "source_url": source.url or "",
         "as_of": source.as_of.isoformat(),
         "flags": ";".join(price.flags) if price else "",
+        "trust": source.trust or "",
     }
 
 
-def _rows(instance_types: list[InstanceType], sheet: PriceSheet) -> tuple[list[dict], int]:
+def _rows(
+    instance_types: list[InstanceType], sheet: PriceSheet, endpoint: str | None = None
+) -> tuple[list[dict], int]:
     """One row per price; a type without any price gets an on-demand row with no price."""
     offers = {(t.name, t.region, t.zone): t for t in instance_types}
     priced: set[tuple[str, str, str | None]] = set()
@@ -81,10 +110,10 @@ def _rows(instance_types: list[InstanceType], sheet: PriceSheet) -> tuple[list[d
             log.warning("no instance type for price of %s in %s", price.instance_type, key[1:])
             continue
         priced.add((offer.name, offer.region, offer.zone))
-        rows.append(_row(offer, price.market, price, sheet.currency))
+        rows.append(_row(offer, price.market, price, sheet.currency, endpoint))
     for key, offer in offers.items():
         if key not in priced:
-            rows.append(_row(offer, Market.ON_DEMAND, None, sheet.currency))
+            rows.append(_row(offer, Market.ON_DEMAND, None, sheet.currency, endpoint))
     return rows, unmatched
 
 
@@ -120,15 +149,17 @@ def write_catalog(
     instance_types: list[InstanceType],
     sheet: PriceSheet,
     terms_source_dir: Path | Any,
+    endpoint: str | None = None,
 ) -> WrittenCatalog:
     """Write ``catalog.csv`` from live answers and ``terms.toml`` from ``terms_source_dir``.
 
     ``terms_source_dir`` is a path or an :mod:`importlib.resources` directory (the provider's
     packaged ``data/``); its ``terms.toml`` is copied with ``as_of`` set to ``sheet.as_of``.
+    ``endpoint``: the API override that answered, which every row then cites.
     """
     if sheet.provider != provider:
         raise ValueError(f"price sheet of {sheet.provider!r}, not {provider!r}")
-    rows, unmatched = _rows(instance_types, sheet)
+    rows, unmatched = _rows(instance_types, sheet, endpoint)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -149,13 +180,27 @@ def packaged_data_dir(provider: str) -> Any:
     raise UsageError(f"provider {provider!r} has no packaged catalog to refresh")
 
 
-def _answer(manager: PluginManager, provider: str, hook: str, **kwargs: Any) -> Any:
+def _answer(
+    manager: PluginManager, provider: str, hook: str, where: str = "", **kwargs: Any
+) -> Any:
     outcome = manager.fan_out(hook, providers=[provider], **kwargs)
     for failure in outcome.failures:
-        raise CloudBrokerError(f"{hook} failed: {failure.reason}", provider=provider)
+        raise CloudBrokerError(f"{hook} failed{where}: {failure.reason}", provider=provider)
     if provider not in outcome.results:
         raise UsageError(f"provider {provider!r} does not implement {hook}")
     return outcome.results[provider]
+
+
+def _merged(provider: str, sheets: list[PriceSheet]) -> PriceSheet:
+    """One sheet of the per-region answers (each region's terms once)."""
+    terms = {t.region: t for sheet in reversed(sheets) for t in sheet.terms}
+    return PriceSheet(
+        provider=provider,
+        currency=sheets[0].currency,
+        as_of=max(sheet.as_of for sheet in sheets),
+        compute=tuple(price for sheet in sheets for price in sheet.compute),
+        terms=tuple(terms.values()),
+    )
 
 
 def refresh(
@@ -165,13 +210,81 @@ def refresh(
     *,
     terms_source_dir: Path | Any | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    progress: Progress | None = None,
 ) -> WrittenCatalog:
-    """Ask ``provider`` (online) for its types and prices and write its user catalog."""
+    """Ask ``provider`` (online) for its types and prices and write its user catalog.
+
+    One sweep lists the GPU instance types (of ``regions``, else every region the provider
+    asks), then the prices are asked region by region, so ``progress`` can report each;
+    each sweep takes at most ``timeout`` seconds. Nothing is written unless both answer.
+    """
     if manager.offline:
         raise UsageError("a catalog refresh asks the cloud: load plugins with offline=False")
     manager.require(provider)
     if terms_source_dir is None:
         terms_source_dir = packaged_data_dir(provider)
+    say = progress or (lambda message, done: None)
+    where = ", ".join(regions) if regions else "every region"
+    say(f"{provider}: listing GPU instance types in {where}", False)
+    started = time.monotonic()
     types = _answer(manager, provider, "list_instance_types", regions=regions, timeout=timeout)
-    sheet = _answer(manager, provider, "price", regions=regions, timeout=timeout)
-    return write_catalog(user_catalog_dir(provider), provider, types, sheet, terms_source_dir)
+    found = sorted({t.region for t in types})
+    say(
+        f"{provider}: {len(types)} GPU instance types in {len(found)} region(s) "
+        f"({time.monotonic() - started:.1f} s)",
+        True,
+    )
+    if not types:
+        raise CloudBrokerError(
+            f"listed no GPU instance type ({where}); the catalog was left as it was",
+            provider=provider,
+        )
+    deadline = time.monotonic() + timeout
+    sheets = []
+    for number, region in enumerate(found, 1):
+        count = f"{number}/{len(found)}"
+        say(f"{provider} {region}: asking for prices ({count})", False)
+        started = time.monotonic()
+        at = f" in {region} ({number - 1} of {len(found)} regions priced)"
+        left = math.ceil(deadline - started)
+        if left <= 0:
+            raise CloudBrokerError(
+                f"price failed{at}: the sweep took its {timeout:g} s", provider=provider
+            )
+        sheets.append(_answer(manager, provider, "price", at, regions=[region], timeout=left))
+        say(
+            f"{provider} {region}: {len(sheets[-1].compute)} prices "
+            f"({count}, {time.monotonic() - started:.1f} s)",
+            True,
+        )
+    sheet = _merged(provider, sheets)
+    endpoint = _endpoint(manager, provider)
+    return write_catalog(
+        user_catalog_dir(provider, endpoint), provider, types, sheet, terms_source_dir, endpoint
+    )
+
+
+def _endpoint(manager: PluginManager, provider: str) -> str | None:
+    """The API override ``provider`` is asked through in ``manager``'s environment, if any."""
+    plugin = manager.plugin(provider)
+    names = plugin.description.endpoint_env if isinstance(plugin, CatalogProvider) else ()
+    return api_endpoint(provider, names, manager.env)
+
+
+def reset(manager: PluginManager, provider: str) -> Path | None:
+    """Remove ``provider``'s refreshed catalog (of the API override in use, if any).
+
+    Only the files :func:`write_catalog` writes, then the folder if that left it empty.
+    Returns the folder a catalog was removed from, None when there was none.
+    """
+    manager.require(provider)
+    directory = user_catalog_dir(provider, _endpoint(manager, provider))
+    removed = False
+    for name in ("catalog.csv", "terms.toml"):
+        path = directory / name
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+            removed = True
+    with contextlib.suppress(OSError):  # not empty (or gone): left as it is
+        directory.rmdir()
+    return directory if removed else None

@@ -2,35 +2,51 @@
 
 from __future__ import annotations
 
-import datetime as dt
+from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 import typer
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
-from cloudbroker import plugins
-from cloudbroker.broker import Broker, PlaceRequest
-from cloudbroker.cli import app, options
+from cloudbroker import api, plugins
+from cloudbroker.broker import Broker, BrokerEvent
+from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.output import console, err_console, print_json
-from cloudbroker.errors import CloudBrokerError, UsageError
-from cloudbroker.models import Market, parse_bucket
-from cloudbroker.money import CURRENCIES
+from cloudbroker.cli.progress import Lines, clock, when
+from cloudbroker.cli.table import Column, FitTable, show
+from cloudbroker.errors import UsageError
 from cloudbroker.state import Store
 
 
-def _broker(store_path: str | None = None, *, create: bool = False) -> Broker:
-    """The broker on the state file; only ``place`` creates one, every other command needs it."""
+def _broker(
+    store: Store | Callable[[], Store], on_event: Callable[[BrokerEvent], None] | None = None
+) -> Broker:
+    """The broker on a state store (or a function opening it when first needed)."""
     from cloudbroker.storage import RcloneReplicator
 
-    store = Store(store_path, create=create)
     pm = plugins.load(offline=False)
-    return Broker(
-        pm,
-        store,
-        RcloneReplicator(pm),
-        log=lambda message: err_console.print(message, markup=False),
-    )
+    if on_event is None:  # commands that show no progress still say what they wait for
+        on_event = Lines(err_console).broker
+    return Broker(pm, store, RcloneReplicator(pm), on_event=on_event)
+
+
+def _show(table: FitTable) -> None:
+    """The table fitted to the width, then which columns that left out (``--json`` has all)."""
+    hidden = show(console, table)
+    if hidden:
+        names = ", ".join(c.header for c in hidden)
+        console.print(
+            f"not shown at {console.width} columns: {names} (--json has them)", markup=False
+        )
+
+
+def _state(path: str | None) -> Store:
+    """The existing state file: only ``place`` creates one, so a mistyped path is an error."""
+    return Store(path, create=False)
 
 
 STATE = typer.Option(
@@ -75,36 +91,26 @@ def place(
     state: str = STATE,
 ) -> None:
     """Plan a primary and a standby on two clouds, print the full cost, and save it."""
-    for option, value in (
-        ("--gpu", gpu),
-        ("--primary", primary),
-        ("--standby", standby),
-        *(("--region", r) for r in region or ()),
-    ):
-        if value is not None and not value.strip():
-            raise UsageError(f"empty {option}; give a value (see `cloudbroker place --help`)")
-    if market not in ("on-demand", "spot"):
-        raise UsageError(f"--market for a placement is on-demand or spot, got {market!r}")
-    if currency.upper() not in CURRENCIES:
-        raise UsageError(f"unknown --currency {currency!r}; accepted: {', '.join(CURRENCIES)}")
-    request = PlaceRequest(
-        gpu=gpu,
-        count=count,
+    request = api.place_request(
+        gpu,
         hours=hours,
-        bucket=parse_bucket(bucket, "--bucket"),
-        standby_bucket=parse_bucket(standby_bucket, "--standby-bucket"),
+        bucket=bucket,
+        standby_bucket=standby_bucket,
+        count=count,
         primary=primary,
         standby=standby,
-        market=Market(market),
+        market=market,
         standby_mode=standby_mode,
         sync_every=sync_every,
         checkpoint_gb=checkpoint_gb,
         checkpoint_every=checkpoint_every,
-        currency=currency.upper(),
         startup_script=startup_script,
-        regions=tuple(region or ()),
+        currency=currency,
+        region=region,
+        name=option_name,
     )
-    placement_id, spec = _broker(state, create=True).place(request)
+    # Planned before the state file is opened: a plan that fails leaves no file behind.
+    placement_id, spec = _broker(lambda: Store(state, create=True)).place(request)
     if json_output:
         print_json({"id": placement_id, **spec})
         return
@@ -118,7 +124,9 @@ def place(
             f"{b['offers'][0]['instance_type']} in {b['offers'][0]['region']}"
         )
     )
-    table = Table("cost", "amount", title=f"plan for {spec['job']['hours']} h")
+    table = Table(title=f"plan for {spec['job']['hours']} h")
+    table.add_column("cost")
+    table.add_column("amount", justify="right", no_wrap=True)
     for line in spec["cost"]["lines"]:
         amount = line["amount"]
         table.add_row(
@@ -139,8 +147,13 @@ def place(
 
 @app.command("up", rich_help_panel="Placements and failover")
 def up(placement_id: str, state: str = STATE) -> None:
-    """Launch the placement's primary (and hot standby) and wait until running."""
-    rows = _broker(state).up(placement_id)
+    """Launch the placement's primary (and hot standby) and wait until running.
+
+    Each step is one line on stderr with its elapsed time (live on a terminal).
+    """
+    store = _state(state)
+    with Lines(err_console) as lines:
+        rows = _broker(store, lines.broker).up(placement_id)
     for row in rows:
         console.print(
             f"{row.provider} {row.instance_id} running ({row.instance_type}, {row.region})",
@@ -148,44 +161,57 @@ def up(placement_id: str, state: str = STATE) -> None:
         )
 
 
-def _when(seconds: float) -> str:
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+#: Events ``status`` lists (the latest); ``--json`` has every one.
+EVENTS_SHOWN = 15
+DETAIL_WIDTH = 40  # narrower than this, an event's fields go on lines of their own
+#: Event fields that are epoch seconds, shown as a time of day.
+TIMES = {"running_at", "detected_at", "standby_newest"}
+INSTANCE_COLUMNS = (
+    Column("role", "role"),
+    Column("provider", "provider"),
+    Column("instance", "instance"),
+    Column("state", "state"),
+    Column("type", "type", 1),
+    Column("region", "region", 2),
+)
 
 
 @app.command("status", rich_help_panel="Placements and failover")
 def status(
     placement_id: str, json_output: bool = typer.Option(False, "--json"), state: str = STATE
 ) -> None:
-    """Roles, every instance launched (live state), RTO / RPO of the last failover, events."""
-    report = _broker(state).status(placement_id)
+    """Roles, every instance launched (its state on the cloud now), the last failover's RTO
+    and RPO, and the latest events with their time."""
+    report = _broker(_state(state)).status(placement_id)
     if json_output:
         print_json(report)
         return
     console.print(
-        f"[bold]{escape(report['id'])}[/bold] "
-        + escape(
-            f"{report['status']}: primary "
-            f"{report['primary']} ({report['buckets']['primary']}), standby "
-            f"{report['standby']} ({report['buckets']['standby']})"
-        )
+        f"{report['id']} {report['status']}: primary {report['primary']} "
+        f"({report['buckets']['primary']}), standby {report['standby']} "
+        f"({report['buckets']['standby']})",
+        markup=False,
     )
-    table = Table("role", "provider", "region", "type", "instance", "state", "note")
+    table = FitTable(INSTANCE_COLUMNS)
+    notes = []
     for inst in report["instances"]:
+        instance = inst["instance_id"] or "-"
         table.add_row(
-            *map(
-                escape,
-                (
-                    inst["role"],
-                    inst["provider"],
-                    inst["region"],
-                    inst["instance_type"],
-                    inst["instance_id"] or "-",
-                    inst["state"],
-                    inst.get("error") or inst["reclaim"] or "",
-                ),
-            )
+            inst["role"],
+            inst["provider"],
+            instance,
+            inst["state"],
+            inst["instance_type"],
+            inst["region"],
         )
-    console.print(table)
+        note = inst.get("error") or inst["reclaim"]
+        if note:
+            notes.append(f"{inst['provider']} {instance}: {note}")
+    if table.rows:
+        console.print()
+        _show(table)
+    for note in notes:
+        console.print(Padding(Text(note), (0, 0, 0, 2)))
     last = report["last_failover"]
     if last:
         rpo = last.get("rpo_seconds")
@@ -202,25 +228,66 @@ def status(
             style="yellow",
             markup=False,
         )
-    for event in report["events"][-8:]:
-        detail = {k: v for k, v in event.items() if k not in ("at", "kind")}
-        console.print(f"  {_when(event['at'])} {event['kind']} {detail or ''}", markup=False)
+    _print_events(report["events"])
+
+
+def _print_events(events: list[dict[str, Any]]) -> None:
+    """The latest events, one a row: local time, kind, and what it says (wrapped)."""
+    shown = events[-EVENTS_SHOWN:]
+    earlier = len(events) - len(shown)
+    more = f"; {earlier} earlier: --json lists every one" if earlier else ""
+    console.print(f"\nevents (local time{more}):", markup=False)
+    kinds = max((len(event["kind"]) for event in shown), default=0)
+    if console.width - (2 + 19 + 2 + kinds + 2) >= DETAIL_WIDTH:  # time, kind, what: a row
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True)
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for event in shown:
+            grid.add_row(when(event["at"]), event["kind"], Text(_detail(event)))
+        console.print(Padding(grid, (0, 0, 0, 2)))
+        return
+    for event in shown:  # narrow: what it says goes under the time and kind
+        console.print(f"  {when(event['at'])}  {event['kind']}", markup=False)
+        if detail := _detail(event):
+            console.print(Padding(Text(detail), (0, 0, 0, 6)))
+
+
+def _detail(event: dict[str, Any]) -> str:
+    """``name=value`` pairs of an event, without the launch key (a long hash; in --json)."""
+    pairs = []
+    for name, value in event.items():
+        if name in ("at", "kind", "key", "standby_key"):
+            continue
+        if isinstance(value, list):
+            value = ",".join(map(str, value)) or "-"
+        elif name in TIMES and isinstance(value, float):
+            value = clock(value)
+        elif isinstance(value, float):
+            value = f"{value:.3f}".rstrip("0").rstrip(".")
+        pairs.append(f"{name}={value}")
+    return " ".join(pairs)
 
 
 @app.command("down", rich_help_panel="Placements and failover")
-def down(placement_id: str, state: str = STATE) -> None:
+def down(
+    placement_id: str,
+    forget: bool = typer.Option(
+        False,
+        "--forget",
+        help="Then remove the placement's records, once its clouds confirm nothing runs.",
+    ),
+    state: str = STATE,
+) -> None:
     """Terminate every instance the placement launched (and stop its watcher)."""
-    left = _broker(state).down(placement_id)
+    broker = _broker(_state(state))
+    left = broker.down(placement_id)
     if left:
-        what = "; ".join(
-            f"{row.provider} {row.instance_id or 'launch ' + row.idempotency_key}: {why}"
-            for row, why in left[:3]
-        )
-        more = f" (and {len(left) - 3} more)" if len(left) > 3 else ""
-        raise CloudBrokerError(
-            f"{len(left)} instance(s) not terminated yet: {what}{more}; run "
-            f"`cloudbroker down {placement_id}` again"
-        )
+        raise api.not_terminated(placement_id, left)
+    if forget:
+        broker.forget(placement_id)
+        console.print(f"{placement_id} is down and forgotten (records removed)", markup=False)
+        return
     console.print(f"{placement_id} is down", markup=False)
 
 
@@ -228,14 +295,19 @@ def down(placement_id: str, state: str = STATE) -> None:
 def failover(
     placement_id: str, final_sync_timeout: float = FINAL_SYNC_TIMEOUT, state: str = STATE
 ) -> None:
-    """Fail over to the standby now (or complete an interrupted failover)."""
-    broker = _broker(state)
-    broker.final_sync_timeout = final_sync_timeout
-    result = broker.failover(placement_id)
+    """Fail over to the standby now (or complete an interrupted failover).
+
+    Each step is one line on stderr with its elapsed time (live on a terminal).
+    """
+    store = _state(state)
+    with Lines(err_console) as lines:
+        broker = _broker(store, lines.broker)
+        broker.final_sync_timeout = final_sync_timeout
+        result = broker.failover(placement_id)
     rpo = result.get("rpo_seconds")
     console.print(
         f"failed over {result['from']} -> {result['to']}: RTO "
-        f"{result['rto_seconds']:.1f} s, RPO {'unknown' if rpo is None else rpo}",
+        f"{result['rto_seconds']:.1f} s, RPO {'unknown' if rpo is None else f'{rpo:.1f} s'}",
         markup=False,
     )
 
@@ -253,28 +325,51 @@ def watch(
         False, "--exit-after-failover", help="Stop once one failover has completed."
     ),
     final_sync_timeout: float = FINAL_SYNC_TIMEOUT,
+    quiet: bool = typer.Option(
+        False, "--quiet", help="Print nothing while watching (errors still go to stderr)."
+    ),
+    json_output: bool = typer.Option(
+        False, "--json", help="One JSON object per event and line, flushed (for log shippers)."
+    ),
     state: str = STATE,
 ) -> None:
     """Health checks, replication every --sync-every of the plan, automatic failover.
 
-    Acts only on a placement that is up; stops once `down` is requested.
+    Acts only on a placement that is up; stops once `down` is requested. Prints a line per
+    check (time, primary state, last replication, lag: the age of the standby's newest
+    checkpoint), per replication and per failover step.
     """
-    broker = _broker(state)
-    broker.final_sync_timeout = final_sync_timeout
-    broker.poll_interval = min(broker.poll_interval, interval)
+    if quiet and json_output:
+        raise UsageError("give --quiet or --json, not both")
+    store = _state(state)
+    with Lines(console, json_lines=json_output, quiet=quiet) as lines:
+        broker = _broker(store, lines.broker)
+        broker.final_sync_timeout = final_sync_timeout
+        broker.poll_interval = min(broker.poll_interval, interval)
 
-    def swaps() -> int:
-        return sum(e.kind == "roles-swapped" for e in broker.store.events(placement_id))
+        def swaps() -> int:
+            return sum(e.kind == "roles-swapped" for e in store.events(placement_id))
 
-    start = swaps()
-    stopped = broker.watch(
-        placement_id,
-        interval=interval,
-        failures=failures,
-        until=(lambda: swaps() > start) if exit_after_failover else (lambda: False),
-    )
-    if stopped:
+        start = swaps()
+        stopped = broker.watch(
+            placement_id,
+            interval=interval,
+            failures=failures,
+            until=(lambda: swaps() > start) if exit_after_failover else (lambda: False),
+        )
+        if stopped and json_output:
+            lines.line(stopped, record={"kind": "stopped", "placement": placement_id})
+    if stopped and not (quiet or json_output):
         err_console.print(stopped, markup=False)
+
+
+LIST_COLUMNS = (
+    Column("id", "id"),
+    Column("status", "status"),
+    Column("primary", "primary", 1),
+    Column("gpu", "GPUs", 2),
+    Column("created", "created (local time)", 3),
+)
 
 
 @app.command("list", rich_help_panel="Placements and failover")
@@ -285,7 +380,7 @@ def list_placements(json_output: bool = typer.Option(False, "--json"), state: st
         {
             "id": p["id"],
             "status": p["status"],
-            "created": _when(p["created_at"]),
+            "created": when(p["created_at"]),
             "primary": p["spec"]["sides"][p["primary_side"]]["provider"],
             "gpu": f"{p['spec']['job']['count']}x {p['spec']['job']['gpu']}",
         }
@@ -294,10 +389,20 @@ def list_placements(json_output: bool = typer.Option(False, "--json"), state: st
     if json_output:
         print_json(rows)
         return
-    table = Table("id", "status", "primary", "gpu", "created")
+    table = FitTable(LIST_COLUMNS)
     for row in rows:
-        table.add_row(*map(escape, (row[k] for k in ("id", "status", "primary", "gpu", "created"))))
-    console.print(table)
+        table.add_row(*(row[c.key] for c in LIST_COLUMNS))
+    _show(table)
+
+
+GC_COLUMNS = (
+    Column("provider", "provider"),
+    Column("instance", "instance"),
+    Column("state", "state"),
+    Column("placement", "placement tag", 1),
+    Column("type", "type", 2),
+    Column("region", "region", 3),
+)
 
 
 @app.command("gc", rich_help_panel="Placements and failover")
@@ -312,7 +417,7 @@ def gc(
     state: str = STATE,
 ) -> None:
     """Find instances of this state file's placements that it does not know (lost launches)."""
-    broker = _broker(state)
+    broker = _broker(_state(state))
     report = broker.orphans(all_tagged=all_tagged)
     orphans = report.orphans
     if json_output:
@@ -332,25 +437,26 @@ def gc(
             f"not in {broker.store.path} (--all-tagged includes them)",
             markup=False,
         )
+    if not orphans and report.not_checked:
+        unchecked = ", ".join(sorted(report.not_checked))
+        console.print(
+            f"check incomplete: no orphaned instances on the others ({unchecked} not checked)"
+        )
+        return
     if not orphans:
         console.print("no orphaned instances")
         return
-    table = Table("provider", "region", "instance", "type", "state", "placement tag")
+    table = FitTable(GC_COLUMNS)
     for o in orphans:
         table.add_row(
-            *map(
-                escape,
-                (
-                    o.provider,
-                    o.region,
-                    o.instance_id,
-                    o.instance_type or "-",
-                    o.state.value,
-                    o.tags.get("cloudbroker-placement", "-"),
-                ),
-            )
+            o.provider,
+            o.instance_id,
+            o.state.value,
+            o.tags.get("cloudbroker-placement", "-"),
+            o.instance_type or "-",
+            o.region,
         )
-    console.print(table)
+    _show(table)
     if yes or typer.confirm(f"terminate these {len(orphans)} instance(s)?", default=False):
         for o in orphans:
             broker.terminate_orphan(o)

@@ -1,15 +1,22 @@
-"""``cloudbroker catalog refresh``: rebuild one provider's offline catalog from its API."""
+"""``cloudbroker catalog refresh``: rebuild one provider's offline catalog from its API.
+
+``catalog reset`` removes a refreshed catalog, so quotes use the packaged one again. Both act
+on the catalog of the API address in use: with an endpoint override set
+(``CLOUDBROKER_<CLOUD>_ENDPOINT``), that endpoint's own catalog, never the cloud's.
+"""
 
 from __future__ import annotations
 
 import typer
 
 from cloudbroker import plugins
-from cloudbroker.catalog_refresh import DEFAULT_TIMEOUT, refresh
+from cloudbroker.catalog_refresh import DEFAULT_TIMEOUT, refresh, reset
 from cloudbroker.cli import app, options
+from cloudbroker.cli.output import err_console
+from cloudbroker.cli.progress import Lines
 
 catalog_app = typer.Typer(
-    help="Offline catalogs: refresh one from its cloud's API.", no_args_is_help=True
+    help="Offline catalogs: refresh one from its cloud's API, or reset it.", no_args_is_help=True
 )
 app.add_typer(catalog_app, name="catalog", rich_help_panel="Setup")
 
@@ -27,9 +34,19 @@ def refresh_command(
         help="How long each of the two API sweeps may take, e.g. 90s, 5m.",
     ),
 ) -> None:
-    """Ask the provider's API for GPU types and prices; quotes use them offline afterwards."""
+    """Ask the provider's API for GPU types and prices; quotes use them offline afterwards.
+
+    Says on stderr what it asks, a line per region with its time (live on a terminal).
+    """
     manager = plugins.load(offline=False)
-    written = refresh(manager, provider, region or None, timeout=timeout)
+    with Lines(err_console) as lines:
+        written = refresh(
+            manager,
+            provider,
+            region or None,
+            timeout=timeout,
+            progress=lambda message, done: lines.line(message) if done else lines.start(message),
+        )
     unmatched = f", {written.unmatched_prices} prices without a type skipped" * bool(
         written.unmatched_prices
     )
@@ -37,3 +54,15 @@ def refresh_command(
         f"{provider}: {written.instance_types} instance types, {written.rows} rows as of "
         f"{written.as_of} written to {written.directory}{unmatched}"
     )
+
+
+@catalog_app.command("reset")
+def reset_command(
+    provider: str = typer.Option(..., "--provider", help="Whose refreshed catalog to remove."),
+) -> None:
+    """Remove the provider's refreshed catalog; quotes use its packaged catalog again."""
+    removed = reset(plugins.load(offline=True), provider)
+    if removed is None:
+        print(f"{provider}: no refreshed catalog; nothing removed")
+    else:
+        print(f"{provider}: removed the refreshed catalog in {removed}")

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cloudbroker import sizing
+from cloudbroker import api, sizing
 from cloudbroker.cli import app, options
 from cloudbroker.cli.output import console, print_json
+from cloudbroker.cli.table import Column, FitTable, show
 
 HEADROOM_WHY = (
     "kept free: vLLM's default gpu_memory_utilization is 0.9, datasheet sizes run ~7% above "
@@ -21,11 +23,6 @@ HEADROOM_WHY = (
 
 def _gib(n: int) -> float:
     return round(n / sizing.GIB, 2)
-
-
-def parse_headroom(text: str) -> float:
-    """``10`` or ``10%`` -> 0.10: the share of each GPU's memory to keep free."""
-    return float(options.PERCENT.parse(text.strip().removesuffix("%"), "--headroom")) / 100
 
 
 @app.command("size", rich_help_panel="Plan")
@@ -110,11 +107,14 @@ def size_command(
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Estimate GPU memory per GPU (weights, gradients, optimizer, activations, KV cache)."""
-    shape = sizing.resolve_model(
-        model, params, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab
-    )
-    work = sizing.make_workload(
-        shape,
+    result = api.size(
+        model,
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
         mode=mode,
         precision=precision,
         optimizer=optimizer,
@@ -126,17 +126,12 @@ def size_command(
         lora_rank=lora_rank,
         context=context,
         concurrency=concurrency,
+        headroom=options.PERCENT.parse(headroom.strip().removesuffix("%"), "--headroom"),
     )
-    share = parse_headroom(headroom)
-    est = sizing.estimate(work)
-    counts = tuple(sorted(set(sizing.COUNTS) | {work.gpus}))
-    by_count = sizing.count_estimates(work, counts)
-    fits = {c: sizing.fits(e, share) for c, e in by_count.items()}
-    remedies = [] if any(fits.values()) else sizing.remedies(work, share, counts)
     if json_output:
-        print_json(_as_json(est, share, by_count, fits, remedies))
+        print_json(_as_json(result))
         return
-    _render(est, share, by_count, fits, remedies)
+    _render(result)
 
 
 def _flags(remedy: sizing.Remedy, base: sizing.Workload) -> str:
@@ -155,13 +150,18 @@ def _replicas(e: sizing.Estimate) -> str:
     return f"ZeRO-{work.zero} shards" if work.training else "tensor parallel"
 
 
-def _as_json(
-    est: sizing.Estimate,
-    share: float,
-    by_count: dict[int, sizing.Estimate],
-    fits: dict[int, list[sizing.GpuFit]],
-    remedies: list[sizing.Remedy],
-) -> dict:
+def _bullets(items: list[str]) -> None:
+    """``  - item`` lines, each wrapped under itself to the width."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for item in items:
+        grid.add_row("  -", Text(item))
+    console.print(grid)
+
+
+def _as_json(result: sizing.SizeResult) -> dict:
+    est, share, by_count, fits = result.estimate, result.headroom, result.by_count, result.fits
     work = est.workload
     settings = {k: v for k, v in asdict(work).items() if k != "model"}
     return {
@@ -195,27 +195,24 @@ def _as_json(
                 "per_gpu_gib": _gib(r.per_gpu_bytes),
                 "fits": list(r.fits),
             }
-            for r in remedies
+            for r in result.remedies
         ],
         "gpus": [asdict(g) for g in sizing.GPUS],
     }
 
 
-def _render(
-    est: sizing.Estimate,
-    share: float,
-    by_count: dict[int, sizing.Estimate],
-    fits: dict[int, list[sizing.GpuFit]],
-    remedies: list[sizing.Remedy],
-) -> None:
+def _render(result: sizing.SizeResult) -> None:
+    est, share, by_count, fits = result.estimate, result.headroom, result.by_count, result.fits
     work = est.workload
     title = f"{work.model.name} · {work.mode} · {work.precision}"
     if work.training:
         title += f" · {work.optimizer} · ZeRO-{work.zero}"
     title += f" · {work.gpus} GPU{'s' if work.gpus > 1 else ''}"
-    table = Table(title=f"GPU memory per GPU: {escape(title)}")
-    for column in ("item", "GiB", "formula", "src"):
-        table.add_column(column, justify="right" if column in ("GiB", "src") else "left")
+    table = Table(title=f"GPU memory per GPU: {escape(title)}", box=box.SIMPLE_HEAD)
+    table.add_column("item", no_wrap=True)
+    table.add_column("GiB", justify="right", no_wrap=True)
+    table.add_column("formula", overflow="fold")  # only the formula wraps: numbers stay whole
+    table.add_column("src", justify="right", no_wrap=True)
     sources: list[str] = []
     for line in est.lines:
         ref = ""
@@ -226,29 +223,46 @@ def _render(
         table.add_row(escape(line.name), f"{_gib(line.bytes):.2f}", escape(line.formula), ref)
     table.add_row("total", f"{_gib(est.total_bytes):.2f}", "", "", style="bold")
     console.print(table)
+    notes = Table.grid(padding=(0, 1))
+    notes.add_column(no_wrap=True)
+    notes.add_column()
     for i, source in enumerate(sources, 1):
-        console.print(f"  [{i}] {source}", markup=False)
+        notes.add_row(f"  [{i}]", Text(source))
+    console.print(notes)
+    _print_fits(work, share, by_count, fits)
+    if not result.fits_anywhere:
+        _print_remedies(work, by_count, result.remedies)
+    console.print("Assumptions:")
+    _bullets(list(est.assumptions))
 
-    fit_table = Table(
-        title=f"Fits with {share:.0%} headroom (need <= memory x {1 - share:.2f})",
-        caption=f"Headroom {HEADROOM_WHY}.",
+
+def _print_fits(
+    work: sizing.Workload,
+    share: float,
+    by_count: dict[int, sizing.Estimate],
+    fits: dict[int, list[sizing.GpuFit]],
+) -> None:
+    """Which GPU models fit at each count; whole columns are left out to fit the width."""
+    several = {_replicas(e) for e in by_count.values()} - {""}  # the same for every count > 1
+    how = "".join(f" (2 GPUs or more: {words})" for words in several)
+    console.print(
+        f"\nFits with {share:.0%} headroom (need <= memory x {1 - share:.2f}); under each GPU "
+        f"count, what it needs per GPU in GiB{how}:",
+        markup=False,
     )
-    fit_table.add_column("GPU", no_wrap=True)
-    fit_table.add_column("GiB", justify="right", no_wrap=True)
+    columns = [Column("gpu", "GPU"), Column("memory", "GiB", 2, "right")]
     for count, e in by_count.items():
-        words = "\n".join(
-            part for part in (f"{count} GPU{'s' if count > 1 else ''}", _replicas(e)) if part
-        )
-        fit_table.add_column(f"{words}\n{_gib(e.total_bytes):.1f} GiB per GPU", justify="center")
+        header = f"{count} GPU{'s' if count > 1 else ''}\n{_gib(e.total_bytes):.1f}"
+        columns.append(Column(str(count), header, 0 if count == work.gpus else 1, "right"))
+    table = FitTable(columns)
     for gpu in sizing.GPUS:
         cells = ["fits" if any(f.gpu_model == gpu.name for f in fits[c]) else "-" for c in by_count]
-        fit_table.add_row(gpu.name, f"{_gib(gpu.memory_bytes):.2f}", *cells)
-    console.print(fit_table)
-    if not any(fits.values()):
-        _print_remedies(work, by_count, remedies)
-    console.print("Assumptions:")
-    for note in est.assumptions:
-        console.print(f"  - {note}", markup=False)
+        table.add_row(gpu.name, f"{_gib(gpu.memory_bytes):.2f}", *cells)
+    hidden = show(console, table)
+    if hidden:
+        names = ", ".join(c.header.split("\n")[0] for c in hidden)
+        console.print(f"not shown at {console.width} columns: {names}", markup=False)
+    console.print(Text(f"Headroom {HEADROOM_WHY}."))
 
 
 def _print_remedies(
@@ -266,16 +280,11 @@ def _print_remedies(
         )
         return
     console.print(f"Fits no GPU model at {where}. What would make it fit, cheapest first:")
-    options = Table.grid(padding=(0, 1))
-    options.add_column(no_wrap=True)
-    options.add_column()
-    for r in remedies:
-        more = f" and {len(r.fits) - 1} larger" if len(r.fits) > 1 else ""
-        options.add_row(
-            "  -",
-            Text(
-                f"{r.describe(work)}: {_gib(r.per_gpu_bytes):.1f} GiB per GPU, fits "
-                f"{r.fits[0]}{more} ({_flags(r, work)})"
-            ),
-        )
-    console.print(options)
+    _bullets(
+        [
+            f"{r.describe(work)}: {_gib(r.per_gpu_bytes):.1f} GiB per GPU, fits "
+            f"{r.fits[0]}{' and ' + str(len(r.fits) - 1) + ' larger' if len(r.fits) > 1 else ''}"
+            f" ({_flags(r, work)})"
+            for r in remedies
+        ]
+    )

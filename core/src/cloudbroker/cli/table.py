@@ -55,7 +55,8 @@ class FitTable:
 
     def _width(self, index: int) -> int:
         cells = (row[index] for row in self.rows)
-        return max(cell_len(text) for text in (self.columns[index].header, *cells))
+        texts = (self.columns[index].header, *cells)
+        return max(cell_len(line) for text in texts for line in text.split("\n"))
 
     def width(self, columns: Iterable[Column]) -> int:
         """Characters a line takes with these columns shown."""

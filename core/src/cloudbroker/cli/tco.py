@@ -7,15 +7,19 @@ from datetime import date
 from decimal import Decimal
 
 import typer
+from rich import box
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from cloudbroker import commitments, plugins, tco
 from cloudbroker.cli import app, options
 from cloudbroker.cli.output import console, print_json
-from cloudbroker.errors import UsageError, quoted
+from cloudbroker.cli.table import GAP, Column, FitTable, show
+from cloudbroker.errors import UsageError
 from cloudbroker.models import Market
-from cloudbroker.money import CURRENCIES, FxRate, FxTable, Money
+from cloudbroker.money import CURRENCIES, FxRate, FxTable, Money, parse_currency
 from cloudbroker.quote import Job, NoOfferError, quote
 
 BAR_WIDTH = 40
@@ -24,11 +28,10 @@ BAR_WIDTH = 40
 def parse_amount(text: str, what: str, currency: str, kind: options.Number) -> Money:
     """``800000 CNY`` or ``800000`` (in the report currency) -> Money, within ``kind``'s range."""
     amount, _, unit = text.strip().partition(" ")
-    unit = (unit.strip() or currency).upper()
-    if unit not in CURRENCIES:
-        raise UsageError(
-            f"{what}: unknown currency {quoted(unit)}; accepted: {', '.join(CURRENCIES)}"
-        )
+    try:
+        unit = parse_currency(unit.strip() or currency)
+    except UsageError as exc:
+        raise UsageError(f"{what}: {exc}") from None
     return Money.of(kind.parse(amount, what), unit)
 
 
@@ -145,38 +148,65 @@ def _breakeven(row: tco.Row) -> str:
     if row.breakeven is None:
         return "unknown"
     if row.breakeven > 1:
-        return "never (cloud cheaper even at 100%)"
+        return "never"
     return f"on-prem above {_pct(row.breakeven)}"
 
 
-def _chart(rows: list[tco.Row], currency: str, utilization: Decimal) -> Table:
-    top = max((r.per_useful_gpu_hour.amount for r in rows if r.per_useful_gpu_hour), default=0)
-    table = Table(
-        title=f"Cost per useful GPU-hour at {_pct(utilization)} utilization, {currency}",
-        header_style="bold",
-    )
-    for name, justify in (
-        ("option", "left"),
-        ("per useful GPU-h", "right"),
-        ("per year", "right"),
-        ("break-even", "left"),
-        ("", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for row in rows:
-        value = row.per_useful_gpu_hour
-        bar = (
-            "" if value is None or not top else "█" * max(1, round(BAR_WIDTH * value.amount / top))
-        )
-        style = "bold" if row.option.provider is None else ""
-        table.add_row(
-            f"[{style}]{escape(row.option.label)}[/{style}]" if style else escape(row.option.label),
-            _money(value),
-            _money(row.per_year, 0),
-            _breakeven(row),
-            f"[green]{bar}[/green]" if row.option.provider else f"[blue]{bar}[/blue]",
-        )
-    return table
+CHART = (
+    Column("option", "option"),
+    Column("instance", "instance / server", 3),
+    Column("region", "region", 4),
+    Column("per_hour", "per useful\nGPU-h", 0, "right"),
+    Column("per_year", "per year", 2, "right"),
+    Column("breakeven", "break-even", 1),
+)
+BAR = Column("bar", "")
+MIN_BAR = 8  # narrower than this, the bars tell nothing: left out
+
+
+def _cells(row: tco.Row) -> dict[str, str]:
+    """The chart's cells of one option; the label is split back into what it is made of."""
+    option = row.option
+    if option.provider is None:
+        what, instance, region = "on-prem", option.label.removeprefix("on-prem: "), "-"
+    else:
+        what = f"{option.provider} {option.market}"
+        instance, _, region = option.label.removeprefix(f"{what} ").rpartition(" ")
+    return {
+        "option": what,
+        "instance": instance,
+        "region": region,
+        "per_hour": _money(row.per_useful_gpu_hour),
+        "per_year": _money(row.per_year, 0),
+        "breakeven": _breakeven(row),
+    }
+
+
+def _print_chart(rows: list[tco.Row], currency: str, utilization: Decimal) -> None:
+    """The options, cheapest first, with a bar each when the width leaves room for one."""
+    title = f"Cost per useful GPU-hour at {_pct(utilization)} utilization, {currency}"
+    cells = [_cells(row) for row in rows]
+
+    def table(columns: list[Column]) -> FitTable:
+        fit = FitTable(columns, title=title)
+        for cell in cells:
+            fit.add_row(*(cell[c.key] for c in columns))
+        return fit
+
+    shown = table(list(CHART)).fit(console.width)
+    room = min(BAR_WIDTH, console.width - table(shown).width(shown) - GAP)
+    if room >= MIN_BAR:
+        values = [r.per_useful_gpu_hour.amount for r in rows if r.per_useful_gpu_hour]
+        top = max(values, default=Decimal(0))
+        for cell, row in zip(cells, rows, strict=True):
+            value = row.per_useful_gpu_hour
+            bar = "" if value is None or not top else round(room * value.amount / top)
+            cell["bar"] = "█" * max(1, bar) if bar != "" else ""
+        shown = [*shown, BAR]
+    show(console, table(shown), keys=[c.key for c in shown])
+    hidden = [c.header.replace("\n", " ") for c in CHART if c not in shown]
+    if hidden:
+        console.print(f"not shown at {console.width} columns: {', '.join(hidden)}", markup=False)
 
 
 def _json(model, args, currency, server, given, cost, onprem, rows, fx_rates) -> dict:
@@ -300,9 +330,7 @@ def tco_command(
     prices have risen since); spot-equals-on-demand (spot at the on-demand price when read,
     likely no spot capacity). Each provider's data/NOTES.md says more.
     """
-    currency = currency.upper()
-    if currency not in CURRENCIES:
-        raise UsageError(f"unknown --currency {currency!r}; accepted: {', '.join(CURRENCIES)}")
+    currency = parse_currency(currency, "--currency")
     use = utilization
     args = {
         "count": count,
@@ -339,24 +367,37 @@ def tco_command(
         print_json(_json(model, args, currency, server, given, cost, onprem, rows, rates))
         return
     _print_inputs(given, args)
-    _print_onprem(cost, onprem, use)
-    console.print(_chart(rows, currency, use))
+    _print_onprem(label, cost, onprem, use)
+    _print_chart(rows, currency, use)
+    console.print(
+        "break-even: the utilization above which on-prem costs less per useful GPU-hour; "
+        "never: the cloud option costs less even at 100%; fixed cost: a commitment, paid "
+        "whether used or not.",
+        markup=False,
+    )
     for row in rows:
         for note in row.option.notes:
-            console.print(f"  {row.option.label}: {note}", soft_wrap=True, markup=False)
+            _indented(f"{row.option.label}: {note}")
     for rate in rates:
         console.print(
             f"fx: 1 {rate.base} = {rate.rate} {rate.quote} ({rate.source}, "
             f"{rate.as_of.isoformat()})",
-            soft_wrap=True,
             markup=False,
         )
 
 
+def _indented(text: str) -> None:
+    """One note, wrapped to the width with every line indented by two."""
+    console.print(Padding(Text(text), (0, 0, 0, 2)))
+
+
 def _print_inputs(given: dict[str, Given], args: dict) -> None:
-    table = Table(title="Inputs (override any with its option)", header_style="bold")
-    for name in ("input", "value", "source"):
-        table.add_column(name)
+    table = Table(
+        title="Inputs (override any with its option)", header_style="bold", box=box.SIMPLE_HEAD
+    )
+    table.add_column("input")
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("source", overflow="fold")  # a long name breaks, and stays whole
     names = {
         "server_price": "server price",
         "power_kw": "power (kW max)",
@@ -378,20 +419,20 @@ def _print_inputs(given: dict[str, Given], args: dict) -> None:
     console.print(table)
 
 
-def _print_onprem(cost: tco.OnPremCost, onprem: tco.OnPrem, use: Decimal) -> None:
+def _print_onprem(label: str, cost: tco.OnPremCost, onprem: tco.OnPrem, use: Decimal) -> None:
     console.print(
-        f"on-prem per year: capex {_money(cost.capex, 0)} (price / {onprem.years} years) + "
+        f"{label}, per year: capex {_money(cost.capex, 0)} (price / {onprem.years} years) + "
         f"energy {_money(cost.energy, 0)} (kW x PUE x 8,760 h x price, max power all year) + "
         f"colocation {_money(cost.colocation, 0)} (kW x price x 12) = {_money(cost.per_year, 0)}",
-        soft_wrap=True,
+        markup=False,
     )
     if cost.per_year is None:
-        console.print("on-prem is unknown: give --server-price and --power-kw", soft_wrap=True)
+        console.print("on-prem is unknown: give --server-price and --power-kw", markup=False)
         return
     full = tco.per_useful_gpu_hour(cost.per_year, onprem.gpus, Decimal(1))
     useful = tco.per_useful_gpu_hour(cost.per_year, onprem.gpus, use)
     console.print(
         f"on-prem per GPU-hour: {_money(full)} at 100% use, {_money(useful)} per "
         f"useful GPU-hour at {_pct(use)}",
-        soft_wrap=True,
+        markup=False,
     )
