@@ -3,8 +3,9 @@
 A sandbox (every installed cloud's emulator, an object store per cloud, the instances' user
 data as processes), a placement running ``examples/train/train.py`` on Aliyun, a reclaim,
 ``watch`` failing over to Tencent, and the job there resuming from the newest replicated
-checkpoint with the losses an uninterrupted run prints. Afterwards no process of the sandbox
-is left, and the user's home is untouched.
+checkpoint with the losses an uninterrupted run prints. The instances reach their buckets
+with the role credentials of each cloud's metadata service, never a key in their environment.
+Afterwards no process of the sandbox is left, and the user's home is untouched.
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ def test_the_readme_sandbox_block_fails_over_and_the_job_resumes(clean_env, tmp_
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert "last failover aliyun -> tencent" in out and "RTO" in out and "RPO" in out
+    # instances hold no key: their rclone calls get the role's credentials from the metadata
+    # service the sandbox serves for each cloud (the resume below needs them to have worked;
+    # a failure to get them is a "cloudbroker rclone:" line in the logs shown)
+    assert "cloudbroker rclone:" not in out
 
     resumed = int(re.search(r"^resumed from step (\d+) \(ckpt:ckpt/train\)$", out, re.M)[1])
     stopped = int(re.search(r"^SIGTERM after step (\d+); stopping$", out, re.M)[1])

@@ -145,6 +145,8 @@ SETTINGS: dict[str, Callable[[Any], Problem]] = {
     ),
     "disk_category": _text,
     "profile": _text,
+    "instance_role": _text,  # see cloudbroker.launching.ROLE_SETTING
+    "metadata_endpoint": _text,
     "regions": _texts,
     "images": _images,
     "disk_gb": _disk_gb,

@@ -1,20 +1,29 @@
-"""Building launch requests from the job and the user's per-provider settings.
+"""Building launch requests and their user data from the job and the per-provider settings.
 
 The broker and ``cloudbroker launch``-style commands build a
 :class:`~cloudbroker.models.LaunchRequest` here, so every provider receives the same,
 complete request and a missing setting fails with one line before any API call.
+:func:`user_data` is the startup script every instance runs: where this cloud's checkpoints
+live, how the instance reaches them with its own role's credentials, then the user's job.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
 from cloudbroker.config import require
 from cloudbroker.errors import UsageError
-from cloudbroker.models import LaunchRequest, Market, NetworkSettings
+from cloudbroker.models import (
+    InstanceCredentials,
+    LaunchRequest,
+    Market,
+    NetworkSettings,
+    StorageRemote,
+)
 from cloudbroker.money import Money
 
 MANAGED_TAG = "cloudbroker-managed"
@@ -22,6 +31,19 @@ PLACEMENT_TAG = "cloudbroker-placement"
 # The idempotency key as a tag: an instance whose launch answer never came back (the process
 # was killed, the response lost) is found by it through ``list_instances``.
 KEY_TAG = "cloudbroker-launch"
+
+#: ``[providers.<cloud>]`` settings the preamble reads: the name of the role attached to the
+#: instance (default: the one the metadata service lists), and the metadata service's URL
+#: (default: the cloud's own; the sandbox sets its local one).
+ROLE_SETTING = "instance_role"
+METADATA_SETTING = "metadata_endpoint"
+#: Exported by the preamble when ``metadata_endpoint`` is set; read on every rclone call.
+METADATA_ENV = "CLOUDBROKER_METADATA_ENDPOINT"
+#: Where the preamble writes on the instance (the sandbox moves both under its directory).
+ENV_FILE = "/etc/cloudbroker.env"
+TOOLS_DIR = "/opt/cloudbroker"
+#: Lifetime asked for a metadata session token: one is fetched per rclone call.
+TOKEN_TTL_SECONDS = 300
 
 
 def idempotency_key(*parts: object) -> str:
@@ -97,3 +119,130 @@ def launch_request(
         user_data=user_data,
         tags=tags,
     )
+
+
+def user_data(
+    placement_id: str,
+    side: str,
+    remote: StorageRemote,
+    script: str | None,
+    settings: Mapping[str, Any] | None = None,
+) -> str:
+    """The startup script: where checkpoints live on *this* cloud, then the user's job.
+
+    It writes :data:`ENV_FILE` with ``CLOUDBROKER_CHECKPOINT_URI`` and an rclone remote
+    ``ckpt`` built from the bucket's non-secret options. When the provider says how its
+    instances get credentials (:class:`~cloudbroker.models.InstanceCredentials`), it also
+    installs an ``rclone`` wrapper first on ``PATH`` that reads the instance role's
+    short-lived credentials from the cloud's metadata service on every call (they rotate)
+    and hands them to the real rclone by environment; otherwise rclone's ``env_auth`` reads
+    AWS-style credentials from the instance's environment. No secret is ever put in user
+    data, which a cloud console shows to anyone with read access.
+    """
+    settings = settings or {}
+    env = {
+        "CLOUDBROKER_PLACEMENT": placement_id,
+        "CLOUDBROKER_ROLE_SIDE": side,
+        "CLOUDBROKER_CHECKPOINT_URI": f"ckpt:{remote.bucket}/{remote.path}".rstrip("/"),
+        "RCLONE_CONFIG_CKPT_TYPE": remote.backend,
+        **{f"RCLONE_CONFIG_CKPT_{k.upper()}": v for k, v in sorted(remote.options.items())},
+    }
+    recipe = remote.instance_credentials
+    if recipe is None:
+        env["RCLONE_CONFIG_CKPT_ENV_AUTH"] = "true"
+    elif settings.get(METADATA_SETTING):
+        env[METADATA_ENV] = settings[METADATA_SETTING]
+    exports = [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    lines = ["#!/bin/bash", f"# cloudbroker placement {placement_id} ({side})"]
+    if recipe is not None:
+        exports.append(f"export PATH={TOOLS_DIR}/bin:$PATH")
+        lines += [
+            f"mkdir -p {TOOLS_DIR}/bin",
+            f"cat > {TOOLS_DIR}/bin/rclone <<'CBRCLONE'",
+            credentials_script(recipe, settings.get(ROLE_SETTING)),
+            "CBRCLONE",
+            f"chmod +x {TOOLS_DIR}/bin/rclone",
+        ]
+    lines += [f"cat > {ENV_FILE} <<'CBENV'", *exports, "CBENV", f". {ENV_FILE}"]
+    if script:
+        encoded = base64.b64encode(script.encode()).decode()
+        lines += [
+            f"mkdir -p {TOOLS_DIR}",
+            f"base64 -d > {TOOLS_DIR}/job <<'CBJOB'",
+            encoded,
+            "CBJOB",
+            f"chmod +x {TOOLS_DIR}/job",
+            f"exec {TOOLS_DIR}/job",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+#: Extracts a string value by key from a flat or nested JSON answer (keys are unique).
+_FIELD = (
+    r"""field() { printf '%s' "$answer" | tr -d '\r\n' """
+    r"""| sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\([^\"]*\)\".*/\1/p" """
+    r"""| sed 's#\\/#/#g'; }"""
+)
+
+
+def credentials_script(recipe: InstanceCredentials, role: str | None = None) -> str:
+    """A bash ``rclone`` wrapper: the role's credentials for ``ckpt``, then the real rclone.
+
+    Needs bash, curl and sed on the image. Each call asks the metadata service (at
+    ``$CLOUDBROKER_METADATA_ENDPOINT``, else the cloud's own address) for a session token
+    where the cloud has them (going on without one if none is given), for the role's name
+    unless ``role`` is set, then for the credentials; a failure is one line naming the URL
+    that failed, never a secret. The recipe's paths, headers and keys are plain words (the
+    model checks them), so they are written into the script as they are.
+    """
+    lines = [
+        "#!/bin/bash",
+        f"# rclone with the storage credentials of this instance's {recipe.service}, read from",
+        f"# the cloud's metadata service on every call (they rotate); see {recipe.source}",
+        "set -uo pipefail",
+        f"base=${{{METADATA_ENV}:-{recipe.endpoint}}}",
+        'fail() { echo "cloudbroker rclone: $*" >&2; exit 1; }',
+        "header=",
+        "get() {",
+        "  curl -fsS --noproxy '*' --connect-timeout 2 --max-time 10 --retry 2 \\",
+        '    ${header:+-H "$header"} "$@"',
+        "}",
+    ]
+    if recipe.token:
+        t = recipe.token
+        lines += [
+            f'if token=$(get -X PUT -H "{t.ttl_header}: {TOKEN_TTL_SECONDS}" '
+            f'"$base{t.path}" 2>/dev/null); then',
+            f'  header="{t.header}: $token"',
+            "fi",
+        ]
+    if "{role}" in recipe.path:
+        if role:
+            lines.append(f"role={shlex.quote(role)}")
+        else:
+            lines += [
+                f'url="$base{recipe.roles_path}"',
+                'roles=$(get "$url") || fail "no role attached to this instance: GET $url failed"',
+                "role=${roles%%$'\\n'*}",
+                "role=${role%$'\\r'}",
+                '[ -n "$role" ] || fail "no role attached to this instance: GET $url is empty"',
+            ]
+    lines += [
+        f'url="$base{recipe.path.replace("{role}", "$role")}"',
+        'answer=$(get "$url") || fail "no credentials: GET $url failed"',
+        _FIELD,
+    ]
+    for option, key in recipe.fields.items():
+        name = f"RCLONE_CONFIG_CKPT_{option.upper()}"
+        lines += [
+            f"{name}=$(field {key})",
+            f'[ -n "${name}" ] || fail "no {key} in the answer of GET $url"',
+            f"export {name}",
+        ]
+    lines += [
+        "while IFS= read -r candidate; do",
+        '  [ "$candidate" -ef "$0" ] || exec "$candidate" "$@"',
+        "done < <(type -ap rclone)",
+        "fail rclone is not installed",
+    ]
+    return "\n".join(lines)

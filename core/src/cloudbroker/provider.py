@@ -16,7 +16,11 @@ by ``cloudbroker catalog refresh`` when one exists.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -37,6 +41,9 @@ class Description:
     credential_hint: str
     package: str
     homepage: str | None = None
+    #: Variables that point the provider's API somewhere else (an emulator, a proxy);
+    #: default ``CLOUDBROKER_<NAME>_ENDPOINT``. See :func:`user_catalog_dir`.
+    endpoint_env: tuple[str, ...] = ()
 
     def credentials(self, ctx: HookContext) -> CredentialStatus:
         """Where credentials would come from, checked without reading or logging any value."""
@@ -63,12 +70,34 @@ class Description:
         )
 
 
-def user_catalog_dir(provider: str) -> Path:
-    """Where ``catalog refresh`` writes a provider's live catalog (CLOUDBROKER_DATA_DIR)."""
+def user_catalog_dir(provider: str, endpoint: str | None = None) -> Path:
+    """Where ``catalog refresh`` writes a provider's live catalog (CLOUDBROKER_DATA_DIR).
+
+    A catalog refreshed through an ``endpoint`` override (see :func:`api_endpoint`) lives
+    in a folder of its own, ``<provider>@<endpoint>-<hash>``, read only while the same
+    override is set: an emulator's answers never replace the cloud's catalog.
+    """
     from platformdirs import user_data_dir
 
     base = os.environ.get("CLOUDBROKER_DATA_DIR") or user_data_dir("cloudbroker")
+    if endpoint:
+        readable = re.sub(r"[^A-Za-z0-9.-]+", "-", endpoint.split("://", 1)[-1]).strip("-.")
+        digest = hashlib.sha256(endpoint.encode()).hexdigest()[:8]
+        provider = f"{provider}@{readable[:48]}-{digest}"
     return Path(base) / "catalogs" / provider
+
+
+def api_endpoint(
+    provider: str, names: tuple[str, ...] = (), env: Mapping[str, str] | None = None
+) -> str | None:
+    """The override of ``provider``'s API address in ``env``, if any (values of ``names``).
+
+    ``names`` defaults to ``CLOUDBROKER_<PROVIDER>_ENDPOINT``; several set are joined.
+    """
+    env = os.environ if env is None else env
+    names = names or (f"CLOUDBROKER_{provider.upper().replace('-', '_')}_ENDPOINT",)
+    values = dict.fromkeys(v.strip() for name in names if (v := env.get(name, "")).strip())
+    return ", ".join(values) or None
 
 
 class CatalogProvider:
@@ -77,6 +106,8 @@ class CatalogProvider:
     def __init__(self, description: Description) -> None:
         self.description = description
         self._loaded: tuple[object, Catalog] | None = None
+        # the fan-out asks list_instance_types and price at once: load (and warn) once
+        self._loading = threading.Lock()
 
     @property
     def catalog(self) -> Catalog:
@@ -85,16 +116,18 @@ class CatalogProvider:
         Cached, but keyed by the refreshed files' path and mtime, so a long-lived process (an
         embedder, the in-process test runner) sees a ``catalog refresh`` or another data dir.
         """
-        refreshed = user_catalog_dir(self.description.name)
+        name, names = self.description.name, self.description.endpoint_env
+        refreshed = user_catalog_dir(name, api_endpoint(name, names))
         files = (refreshed / "catalog.csv", refreshed / "terms.toml")
         stamp = tuple((str(f), f.stat().st_mtime_ns) for f in files if f.is_file())
-        if self._loaded is None or self._loaded[0] != stamp:
-            if len(stamp) == len(files):
-                catalog = load_catalog(self.description.name, refreshed)
-            else:
-                catalog = packaged(self.description.name, self.description.package)
-            self._loaded = (stamp, catalog)
-        return self._loaded[1]
+        with self._loading:
+            if self._loaded is None or self._loaded[0] != stamp:
+                if len(stamp) == len(files):
+                    catalog = load_catalog(self.description.name, refreshed)
+                else:
+                    catalog = packaged(self.description.name, self.description.package)
+                self._loaded = (stamp, catalog)
+            return self._loaded[1]
 
     @hookimpl
     def provider_info(self, ctx: HookContext) -> ProviderInfo:

@@ -382,6 +382,15 @@ class Store:
                 db.execute("UPDATE placements SET status = 'down' WHERE id = ?", (placement_id,))
                 self._event(db, placement_id, "down", {})
 
+    def forget(self, placement_id: str) -> None:
+        """Remove every record of a placement that is ``down`` (the caller checked the clouds)."""
+        with self.transaction() as db:
+            if self._status(db, placement_id) != "down":
+                raise Conflict(f"{placement_id} is not down: it cannot be forgotten")
+            for table in ("events", "leases", "failovers", "instances"):
+                db.execute(f"DELETE FROM {table} WHERE placement_id = ?", (placement_id,))
+            db.execute("DELETE FROM placements WHERE id = ?", (placement_id,))
+
     def swap_primary(self, placement_id: str, detail: dict[str, Any]) -> None:
         """The failover's last step: roles swap, the placement is up again, atomically."""
         with self.transaction() as db:

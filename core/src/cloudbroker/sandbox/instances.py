@@ -3,11 +3,11 @@
 An instance gets its own working directory (``instances/<cloud>/<instance id>/``) with the
 user data, a ``root/`` standing in for the paths the broker's preamble writes (``/etc``,
 ``/opt``), and ``output.log`` with everything the script prints. It runs in a process group
-of its own with the environment a cloud image gives a job: ``HOME``, a ``PATH`` with python
-and rclone, and the cloud account's storage key as ``AWS_ACCESS_KEY_ID`` /
-``AWS_SECRET_ACCESS_KEY``, standing in for the instance role that rclone's ``env_auth``
-reads. Terminating or reclaiming the instance sends SIGTERM to the group, then SIGKILL after
-the cloud's spot notice period times the sandbox's time factor.
+of its own with the environment a cloud image gives a job: ``HOME``, a ``PATH`` with python,
+curl and rclone, and no credentials: the preamble gets the instance role's from the sandbox's
+metadata service of the cloud (:mod:`.metadata`), as it would on the cloud. Terminating or
+reclaiming the instance sends SIGTERM to the group, then SIGKILL after the cloud's spot
+notice period times the sandbox's time factor.
 """
 
 from __future__ import annotations
@@ -47,13 +47,11 @@ class ProcessRunner:
         self,
         directory: Path,
         cloud: str,
-        credentials: tuple[str, str],
         notice_seconds: float,
         pids: PidBook,
     ) -> None:
         self.directory = directory
         self.cloud = cloud
-        self.credentials = credentials
         self.notice_seconds = notice_seconds
         self.pids = pids
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -63,13 +61,10 @@ class ProcessRunner:
         self.path = os.pathsep.join([*dict.fromkeys(tools), "/usr/local/bin", "/usr/bin", "/bin"])
 
     def environment(self, home: Path, instance_id: str) -> dict[str, str]:
-        key, secret = self.credentials
         return {
             "HOME": str(home),
             "PATH": self.path,
             "LANG": "C.UTF-8",
-            "AWS_ACCESS_KEY_ID": key,
-            "AWS_SECRET_ACCESS_KEY": secret,
             "CLOUDBROKER_SANDBOX_INSTANCE": f"{self.cloud}:{instance_id}",
         }
 

@@ -1,4 +1,9 @@
-"""OSS buckets as rclone S3 remotes (provider Alibaba), credentials passed as secrets."""
+"""OSS buckets as rclone S3 remotes (provider Alibaba), credentials passed as secrets.
+
+On an ECS instance, the bucket is reached with the instance RAM role's STS credentials from
+the metadata service (:data:`INSTANCE_CREDENTIALS`): the role named by ``instance_role`` in
+``[providers.aliyun]``, else the one attached to the instance.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,32 @@ from pydantic import SecretStr
 
 from cloudbroker.context import HookContext
 from cloudbroker.errors import ConfigError
-from cloudbroker.models import BucketRef, StorageRemote
+from cloudbroker.models import BucketRef, InstanceCredentials, MetadataToken, StorageRemote
 from cloudbroker_aliyun.client import PROVIDER, credentials
 
 STORAGE_ENDPOINT_ENV = "CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT"
+
+#: GET .../ram/security-credentials/<role> answers AccessKeyId, AccessKeySecret,
+#: SecurityToken, Expiration; the listing without a role names the attached role (as the
+#: alibabacloud_credentials SDK reads it); hardened mode (IMDSv2-like) takes a token from
+#: PUT /latest/api/token, optional unless the instance enforces it.
+INSTANCE_CREDENTIALS = InstanceCredentials(
+    service="ECS instance RAM role",
+    endpoint="http://100.100.100.200",
+    path="/latest/meta-data/ram/security-credentials/{role}",
+    roles_path="/latest/meta-data/ram/security-credentials/",
+    token=MetadataToken(
+        path="/latest/api/token",
+        ttl_header="X-aliyun-ecs-metadata-token-ttl-seconds",
+        header="X-aliyun-ecs-metadata-token",
+    ),
+    fields={
+        "access_key_id": "AccessKeyId",
+        "secret_access_key": "AccessKeySecret",
+        "session_token": "SecurityToken",
+    },
+    source="https://www.alibabacloud.com/help/en/ecs/user-guide/obtain-a-temporary-authorization-token",
+)
 
 
 def oss_endpoint(ctx: HookContext, region: str | None) -> str:
@@ -39,4 +66,5 @@ def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
         },
         bucket=bucket.bucket,
         path=bucket.path,
+        instance_credentials=INSTANCE_CREDENTIALS,
     )

@@ -1,5 +1,9 @@
 """An S3 bucket as an rclone remote (provider AWS) with the session's credentials.
 
+On an EC2 instance, the bucket is reached with the instance profile's role credentials from
+the instance metadata service, IMDSv2 (:data:`INSTANCE_CREDENTIALS`): the role named by
+``instance_role`` in ``[providers.aws]``, else the one the instance profile carries.
+
 Credentials are resolved the same way as for EC2 (keys, profile, SSO...) and handed over as
 secrets, which the core passes to rclone by environment only. The endpoint is set only when
 overridden (CLOUDBROKER_AWS_STORAGE_ENDPOINT, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL): for
@@ -17,9 +21,30 @@ from pydantic import SecretStr
 
 from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError
-from cloudbroker.models import BucketRef, StorageRemote
+from cloudbroker.models import BucketRef, InstanceCredentials, MetadataToken, StorageRemote
 from cloudbroker_aws import client
 from cloudbroker_aws.errors import CREDENTIALS_HINT
+
+#: GET .../iam/security-credentials/<role> answers AccessKeyId, SecretAccessKey, Token,
+#: Expiration; the listing without a role names the instance profile's role. IMDSv2: a
+#: token from PUT /latest/api/token (required on instances that enforce IMDSv2).
+INSTANCE_CREDENTIALS = InstanceCredentials(
+    service="EC2 instance profile",
+    endpoint="http://169.254.169.254",
+    path="/latest/meta-data/iam/security-credentials/{role}",
+    roles_path="/latest/meta-data/iam/security-credentials/",
+    token=MetadataToken(
+        path="/latest/api/token",
+        ttl_header="X-aws-ec2-metadata-token-ttl-seconds",
+        header="X-aws-ec2-metadata-token",
+    ),
+    fields={
+        "access_key_id": "AccessKeyId",
+        "secret_access_key": "SecretAccessKey",
+        "session_token": "Token",
+    },
+    source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instance-metadata-security-credentials.html",
+)
 
 
 def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
@@ -39,4 +64,10 @@ def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
     }
     if frozen.token:
         secrets["session_token"] = SecretStr(frozen.token)
-    return StorageRemote(options=options, secrets=secrets, bucket=bucket.bucket, path=bucket.path)
+    return StorageRemote(
+        options=options,
+        secrets=secrets,
+        bucket=bucket.bucket,
+        path=bucket.path,
+        instance_credentials=INSTANCE_CREDENTIALS,
+    )

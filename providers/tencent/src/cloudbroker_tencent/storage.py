@@ -1,4 +1,9 @@
-"""A COS bucket as an rclone remote: the S3 backend with provider TencentCOS."""
+"""A COS bucket as an rclone remote: the S3 backend with provider TencentCOS.
+
+On a CVM instance, the bucket is reached with the instance CAM role's temporary key from the
+metadata service (:data:`INSTANCE_CREDENTIALS`): the role named by ``instance_role`` in
+``[providers.tencent]``, else the one bound to the instance.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,24 @@ from pydantic import SecretStr
 
 from cloudbroker.config import require
 from cloudbroker.context import HookContext
-from cloudbroker.models import BucketRef, StorageRemote
+from cloudbroker.models import BucketRef, InstanceCredentials, StorageRemote
 from cloudbroker_tencent.connection import STORAGE_ENDPOINT_ENV, credentials, storage_endpoint
+
+#: GET .../cam/security-credentials/<role> answers TmpSecretId, TmpSecretKey, Token,
+#: ExpiredTime, Expiration; the listing without a role names the bound role (as the
+#: tencentcloud SDKs' CVM role providers read it). No session token step is documented.
+INSTANCE_CREDENTIALS = InstanceCredentials(
+    service="CVM instance CAM role",
+    endpoint="http://metadata.tencentyun.com",
+    path="/latest/meta-data/cam/security-credentials/{role}",
+    roles_path="/latest/meta-data/cam/security-credentials/",
+    fields={
+        "access_key_id": "TmpSecretId",
+        "secret_access_key": "TmpSecretKey",
+        "session_token": "Token",
+    },
+    source="https://cloud.tencent.com/document/product/213/47668",
+)
 
 
 def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
@@ -25,4 +46,5 @@ def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
         },
         bucket=bucket.bucket,
         path=bucket.path,
+        instance_credentials=INSTANCE_CREDENTIALS,
     )
