@@ -2,7 +2,9 @@
 
 This module is the plugin reference (``docs/plugins.md`` is checked against it). A provider is
 a module or object registered under the entry-point group ``cloudbroker.providers``; the entry
-point's name is the provider's name (``aws``, ``aliyun``, ...). Implement hooks with::
+point's name is the provider's name (``aws``, ``aliyun``, ...), and every name a hook returns
+(``ProviderInfo.name``, ``provider`` fields) must equal it: an answer under another name is
+reported as the plugin's failure. Implement hooks with::
 
     from cloudbroker.hookspecs import hookimpl
 
@@ -11,12 +13,14 @@ point's name is the provider's name (``aws``, ``aliyun``, ...). Implement hooks 
 
 Two kinds of hook:
 
-* **fan-out** (:func:`provider_info`, :func:`list_instance_types`, :func:`price`): the core
-  calls every provider's implementation concurrently, one thread each, with a timeout per
-  provider. A provider that raises, times out or returns data that does not validate is
-  reported by name and left out; the others still answer.
+* **fan-out** (:func:`provider_info`, :func:`list_instance_types`, :func:`price`,
+  :func:`list_instances`, :func:`availability`; :data:`FAN_OUT_HOOKS`): the core calls every
+  provider's implementation concurrently, one thread each, with a timeout per provider. A
+  provider that raises, times out or returns data that does not validate is reported by name
+  and left out; the others still answer.
 * **routed** (:func:`launch`, :func:`terminate`, :func:`instance_status`,
-  :func:`sync_storage`): the core calls only the provider that owns the instance or bucket.
+  :func:`sync_storage`; :data:`ROUTED_HOOKS`): the core calls only the provider that owns the
+  instance or bucket.
   These hooks are never broadcast, so an implementation cannot launch on the wrong cloud
   by forgetting an "is this mine?" check.
 
@@ -37,11 +41,13 @@ import pluggy
 if TYPE_CHECKING:
     from cloudbroker.context import HookContext
     from cloudbroker.models import (
+        Availability,
         BucketRef,
         Instance,
         InstanceRef,
         InstanceType,
         LaunchRequest,
+        Market,
         PriceSheet,
         ProviderInfo,
         StorageRemote,
@@ -51,7 +57,7 @@ PROJECT = "cloudbroker"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-FAN_OUT_HOOKS = ("provider_info", "list_instance_types", "price", "list_instances")
+FAN_OUT_HOOKS = ("provider_info", "list_instance_types", "price", "list_instances", "availability")
 ROUTED_HOOKS = ("launch", "terminate", "instance_status", "sync_storage")
 
 
@@ -124,6 +130,36 @@ def list_instances(
     """
 
 
+@hookspec
+def availability(
+    ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+) -> list[Availability]:
+    """Whether each instance type can be launched in each zone of ``regions`` now.
+
+    Fan-out, live (needs credentials; optional: a provider without it is shown as
+    "availability unknown"). ``quote --live`` asks every provider with credentials at once and
+    caches the answers with their read time, so answer from one short round of API calls and
+    raise a :mod:`cloudbroker.errors` type when the cloud does not answer.
+
+    Return one :class:`~cloudbroker.models.Availability` per zone, type and ``market`` the
+    cloud reports on, with the cloud's own words in ``detail``: ``available`` or ``low``
+    only from a published stock figure (Aliyun ``WithStock`` / ``ClosedWithStock``, Tencent
+    ``EnoughStock`` / ``UnderStock``), ``sold-out``, ``not-offered`` when the cloud does not
+    sell the type there in that market, ``unknown`` when it sells it but publishes no stock
+    figure (AWS). ``zone`` None is a figure for every zone the answer does not list. Put a
+    spot placement score (1-10) in ``score`` where the cloud gives one. A location left out
+    is shown as unknown.
+
+    :param ctx: the provider's context.
+    :param regions: the regions to report on.
+    :param instance_types: the instance type names to report on.
+    :param market: the market to report on (stock differs between on-demand and spot).
+    :returns: a list of :class:`~cloudbroker.models.Availability`.
+
+    .. versionadded:: 0.1
+    """
+
+
 @hookspec(firstresult=True)
 def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     """Launch one instance; idempotent on ``request.idempotency_key``.
@@ -182,6 +218,13 @@ def sync_storage(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
     Routed. Return the S3 backend options (``provider`` such as AWS, Alibaba, TencentCOS,
     HuaweiOBS, the region's ``endpoint``) and the credentials as ``secrets``; the core passes
     them to rclone only through environment variables and runs the copy itself.
+
+    Also set ``instance_credentials`` (:class:`~cloudbroker.models.InstanceCredentials`):
+    how an instance of this cloud reads its role's short-lived credentials from the cloud's
+    metadata service. The launch preamble renders it, so a placement's job reaches this
+    bucket with no secret in its user data; the core reads the role's name from the
+    ``instance_role`` setting and the service's address from ``metadata_endpoint``. Left
+    None, the instance's rclone reads AWS-style credentials from its environment.
 
     :param ctx: the provider's context.
     :param bucket: the bucket (and path inside it).

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qsl, quote
 
 from cloudbroker.testing.emulator import (
+    LOW_STOCK,
     ApiError,
     Emulator,
     Instance,
@@ -351,24 +352,37 @@ class AliyunEcsEmulator(Emulator):
         ]
         return {"Regions": {"Region": regions}}
 
+    def _stock(self, region: str, zone: str, instance_type: str) -> dict[str, str]:
+        """Status and StatusCategory of a type in a zone, from the kit's stock: 0 is
+        SoldOut / WithoutStock, a low stock Available / ClosedWithStock."""
+        left = self.stock_left(region, zone, instance_type)
+        if left == 0:
+            return {"Status": "SoldOut", "StatusCategory": "WithoutStock"}
+        if left is not None and left <= LOW_STOCK:
+            return {"Status": "Available", "StatusCategory": "ClosedWithStock"}
+        return {"Status": "Available", "StatusCategory": "WithStock"}
+
     def _describe_available_resource(self, params: dict[str, str]) -> dict[str, Any]:
+        """Stock per zone and type; spot (``SpotStrategy``) only where the type is sold so."""
         zones = []
+        spot = params.get("SpotStrategy", "NoSpot") != "NoSpot"
         for zone, offers in self._region(params).items():
             if params.get("ZoneId") not in (None, zone):
                 continue
             supported = [
-                {"Value": t, "Status": "Available", "StatusCategory": "WithStock"}
+                {"Value": t, **self._stock(params["RegionId"], zone, t)}
                 for t in sorted(offers)
-                if params.get("InstanceType") in (None, t)
+                if params.get("InstanceType") in (None, t) and not (spot and offers[t][1] is None)
             ]
             if not supported:
                 continue
+            stocked = any(item["Status"] == "Available" for item in supported)
             zones.append(
                 {
                     "ZoneId": zone,
                     "RegionId": params["RegionId"],
-                    "Status": "Available",
-                    "StatusCategory": "WithStock",
+                    "Status": "Available" if stocked else "SoldOut",
+                    "StatusCategory": "WithStock" if stocked else "WithoutStock",
                     "AvailableResources": {
                         "AvailableResource": [
                             {

@@ -22,6 +22,8 @@ from cloudbroker.catalog import Catalog
 from cloudbroker.errors import CapacityError, ConfigError, NotFoundError
 from cloudbroker.gpus import normalise_gpu
 from cloudbroker.models import (
+    Availability,
+    AvailabilityStatus,
     ComputePrice,
     Gpu,
     InstanceType,
@@ -269,3 +271,71 @@ def price_sheet(session: Session, regions: list[str] | None, catalog: Catalog) -
         compute=compute,
         terms=catalog.terms,
     )
+
+
+#: DescribeAvailableResource's StatusCategory (ECS API docs, and the SDK's model docstrings:
+#: WithStock "sufficient", ClosedWithStock "insufficient", WithoutStock "out of stock and will
+#: be replenished", ClosedWithoutStock "out of stock and will not be replenished").
+STOCK = {
+    "WithStock": AvailabilityStatus.AVAILABLE,
+    "ClosedWithStock": AvailabilityStatus.LOW,
+    "WithoutStock": AvailabilityStatus.SOLD_OUT,
+    "ClosedWithoutStock": AvailabilityStatus.SOLD_OUT,
+}
+#: How each market is asked: InstanceChargeType and SpotStrategy.
+STOCK_QUERY = {
+    Market.ON_DEMAND: {"InstanceChargeType": "PostPaid", "SpotStrategy": "NoSpot"},
+    Market.SPOT: {"InstanceChargeType": "PostPaid", "SpotStrategy": "SpotAsPriceGo"},
+    Market.SUBSCRIPTION: {"InstanceChargeType": "PrePaid"},
+}
+
+
+def _stock_status(item: dict[str, Any]) -> AvailabilityStatus:
+    category = item.get("StatusCategory")
+    if category in STOCK:
+        return STOCK[category]
+    if item.get("Status") == "SoldOut":
+        return AvailabilityStatus.SOLD_OUT
+    return AvailabilityStatus.UNKNOWN  # sold there, with a stock category we do not know
+
+
+def availability(
+    session: Session, regions: list[str], instance_types: list[str], market: Market
+) -> list[Availability]:
+    """Stock of each type in each zone of ``regions`` (DescribeAvailableResource, one call per
+    region for every type): a zone the answer lists without the type does not sell it."""
+    if market not in STOCK_QUERY:
+        return []  # ECS sells no other market
+    wanted = set(instance_types)
+    found = []
+    for region in regions:
+        params = {"RegionId": region, "DestinationResource": "InstanceType"}
+        answer = session.call("DescribeAvailableResource", region, params | STOCK_QUERY[market])
+        read_at = datetime.now(UTC)
+        source = _source("DescribeAvailableResource", f"{market.value} stock per zone")
+        for zone in answer.get("AvailableZones", {}).get("AvailableZone", []):
+            items = {
+                item.get("Value"): item
+                for resource in zone.get("AvailableResources", {}).get("AvailableResource", [])
+                for item in resource.get("SupportedResources", {}).get("SupportedResource", [])
+            }
+            for name in sorted(wanted):
+                item = items.get(name)
+                found.append(
+                    Availability(
+                        provider=PROVIDER,
+                        region=region,
+                        zone=zone["ZoneId"],
+                        instance_type=name,
+                        market=market,
+                        status=AvailabilityStatus.NOT_OFFERED
+                        if item is None
+                        else _stock_status(item),
+                        read_at=read_at,
+                        source=source,
+                        detail="not listed in this zone"
+                        if item is None
+                        else f"{item.get('Status')} ({item.get('StatusCategory')})",
+                    )
+                )
+    return found

@@ -10,11 +10,13 @@ from __future__ import annotations
 from cloudbroker.context import HookContext
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
+    Availability,
     BucketRef,
     Instance,
     InstanceRef,
     InstanceType,
     LaunchRequest,
+    Market,
     PriceSheet,
     StorageRemote,
 )
@@ -57,6 +59,12 @@ class AliyunProvider(CatalogProvider):
         return instances.tagged(
             session, offers.regions_to_query(session, regions or configured), tags
         )
+
+    @hookimpl
+    def availability(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Availability]:
+        return offers.availability(Session(ctx), regions, instance_types, Market(market))
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:

@@ -9,7 +9,8 @@ speaks EC2 and the Price List API over HTTP:
 * it keeps RunInstances idempotent on ClientToken (moto ignores the token): a retry with the
   token of an earlier launch gets that launch's answer and creates nothing;
 * it serves GetProducts and DescribeSpotPriceHistory from a :class:`PriceBook` (moto has no
-  Price List API and a constant spot price);
+  Price List API and a constant spot price), and GetSpotPlacementScores (moto has none) from
+  the kit's stock (:meth:`AwsEmulator.placement_score`);
 * it injects the kit's faults in EC2's vocabulary (RequestLimitExceeded,
   InsufficientInstanceCapacity, Unavailable, a response lost after the launch happened);
 * a spot reclaim (``POST /_emulator/reclaim``) terminates the instance inside moto with the
@@ -29,10 +30,15 @@ import time
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
-from cloudbroker.testing.emulator import ApiError, Emulator, Request, Response, serve
+from cloudbroker.testing.emulator import LOW_STOCK, ApiError, Emulator, Request, Response, serve
 from cloudbroker.testing.emulator import Instance as KitInstance
 from cloudbroker_aws import sigv4
-from cloudbroker_aws.pricing_emulator import PriceBook, get_products, spot_price_history
+from cloudbroker_aws.pricing_emulator import (
+    EC2_XMLNS,
+    PriceBook,
+    get_products,
+    spot_price_history,
+)
 
 MOTO_ACCOUNT = "123456789012"  # moto's default account
 AMZ_JSON = "application/x-amz-json-1.1"
@@ -187,6 +193,8 @@ class AwsEmulator(Emulator):
                 request.request_id,
             )  # fmt: skip
             return Response(200, xml.encode(), content_type="text/xml")
+        if action == "GetSpotPlacementScores":
+            return self._spot_placement_scores(region, request)
         if action == "RunInstances":
             return self._run_instances(region, request)
         if action == "TerminateInstances":
@@ -241,6 +249,52 @@ class AwsEmulator(Emulator):
         from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
 
         return {z.zone_id: z.name for z in RegionsAndZonesBackend.zones.get(region, [])}
+
+    def placement_score(self, region: str, zone_id: str, types: list[str]) -> int:
+        """The emulator's spot placement score of a zone for any of ``types``: 9 with stock
+        unlimited, 7 with more than the kit's low stock, 3 with a low stock, 1 with none
+        (AWS: 10 "highly likely to succeed", 1 "not likely"). A limit set on the zone's name
+        (``us-east-1a``, what RunInstances is given) or ID (``use1-az1``) counts."""
+        name = self._zone_names(region).get(zone_id)
+        left = []
+        for t in types:
+            by_id = self.state.stock.get((zone_id, t))
+            left.append(by_id if by_id is not None else self.stock_left(region, name, t))
+        if None in left:
+            return 9
+        most = max(left, default=0)
+        return 1 if most == 0 else 3 if most <= LOW_STOCK else 7
+
+    def _spot_placement_scores(self, region: str, request: Request) -> Response:
+        from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS
+
+        form = self._form(request)
+        types = _indexed(form, "InstanceType")
+        if not form.get("TargetCapacity") or not types:
+            raise ApiError(
+                400, "MissingParameter", "TargetCapacity and InstanceType.N are required here."
+            )
+        items = []
+        for name in _indexed(form, "RegionName") or [region]:
+            offered = INSTANCE_TYPE_OFFERINGS["availability-zone-id"].get(name, [])
+            zones = sorted({o["Location"] for o in offered if o["InstanceType"] in types})
+            scores = {zone: self.placement_score(name, zone, types) for zone in zones}
+            if form.get("SingleAvailabilityZone", "").lower() == "true":
+                items += [(name, zone, score) for zone, score in scores.items()]
+            elif scores:
+                items.append((name, None, max(scores.values())))
+        xml = (
+            f'<GetSpotPlacementScoresResponse xmlns="{EC2_XMLNS}">'
+            f"<requestId>{request.request_id}</requestId><spotPlacementScoreSet>"
+            + "".join(
+                f"<item><region>{r}</region>"
+                + (f"<availabilityZoneId>{z}</availabilityZoneId>" if z else "")
+                + f"<score>{score}</score></item>"
+                for r, z, score in items
+            )
+            + "</spotPlacementScoreSet></GetSpotPlacementScoresResponse>"
+        )
+        return Response(200, xml.encode(), content_type="text/xml")
 
     def _run_instances(self, region: str, request: Request) -> Response:
         form = self._form(request)
@@ -311,6 +365,16 @@ def _launched(xml: bytes) -> list[tuple[str, str | None]]:
         if "instanceId" in parts and "placement" in parts:
             zone = children(parts["placement"]).get("availabilityZone")
             found.append((parts["instanceId"].text or "", None if zone is None else zone.text))
+    return found
+
+
+def _indexed(form: dict[str, str], prefix: str) -> list[str]:
+    """Values of ``Prefix.1``, ``Prefix.2``, ... (EC2's query encoding of a list)."""
+    found = []
+    for n in range(1, 1001):
+        if f"{prefix}.{n}" not in form:
+            return found
+        found.append(form[f"{prefix}.{n}"])
     return found
 
 

@@ -9,13 +9,21 @@ map to different physical zones in different accounts, zone IDs do not.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
 from cloudbroker.context import HookContext
+from cloudbroker.errors import AuthError
 from cloudbroker.gpus import normalise_gpu
-from cloudbroker.models import Gpu, InstanceType, Source
+from cloudbroker.models import (
+    Availability,
+    AvailabilityStatus,
+    Gpu,
+    InstanceType,
+    Market,
+    Source,
+)
 from cloudbroker_aws import client
 
 #: Families with NVIDIA data-centre GPUs; override with the ``instance_type_patterns`` setting.
@@ -104,4 +112,83 @@ def instance_types(ctx: HookContext, region: str) -> list[InstanceType]:
                     source=source,
                 )
             )
+    return found
+
+
+OFFERINGS_DOC = (
+    "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypeOfferings.html"
+)
+SCORES_DOC = (
+    "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_GetSpotPlacementScores.html"
+)
+
+
+def spot_scores(ctx: HookContext, region: str, names: list[str]) -> dict[str, int] | str:
+    """Zone ID -> spot placement score (1-10) of one instance of any of ``names``, asked
+    together as AWS advises (with one or two types it scores every zone low); or why there
+    are none (the permission ec2:GetSpotPlacementScores is missing)."""
+    try:
+        found = client.pages(
+            client.client(ctx, "ec2", region),
+            "get_spot_placement_scores",
+            "SpotPlacementScores",
+            InstanceTypes=names,
+            TargetCapacity=1,
+            TargetCapacityUnitType="units",
+            SingleAvailabilityZone=True,
+            RegionNames=[region],
+        )
+    except AuthError as exc:
+        return f"no placement score ({str(exc).split(' (')[0]})"
+    return {s["AvailabilityZoneId"]: s["Score"] for s in found if s.get("AvailabilityZoneId")}
+
+
+def availability(
+    ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+) -> list[Availability]:
+    """Per zone ID: not offered, or offered with no stock figure (AWS publishes none) and,
+    for spot, the zone's placement score. Capacity Blocks are not read here."""
+    if market not in (Market.ON_DEMAND, Market.SPOT):
+        return []
+    names = sorted(set(instance_types))
+    found = []
+    for region in regions:
+        ec2 = client.client(ctx, "ec2", region)
+        answer = client.call(ec2.describe_availability_zones, what="DescribeAvailabilityZones")
+        zones = sorted(z["ZoneId"] for z in answer.get("AvailabilityZones", []) if z.get("ZoneId"))
+        offered = zones_offering(ctx, region, names)
+        scores = spot_scores(ctx, region, names) if market is Market.SPOT else {}
+        read_at = datetime.now(UTC)
+        for name in names:
+            for zone in zones:
+                sold = zone in offered.get(name, [])
+                score = scores.get(zone) if sold and isinstance(scores, dict) else None
+                detail = "offered; AWS publishes no stock figure" if sold else "not offered"
+                if sold and market is Market.SPOT:
+                    detail += (
+                        f"; placement score {score}/10 for any of {len(names)} type(s)"
+                        if score
+                        else f"; {scores if isinstance(scores, str) else 'no placement score'}"
+                    )
+                found.append(
+                    Availability(
+                        provider="aws",
+                        region=region,
+                        zone=zone,
+                        instance_type=name,
+                        market=market,
+                        status=AvailabilityStatus.UNKNOWN
+                        if sold
+                        else AvailabilityStatus.NOT_OFFERED,
+                        read_at=read_at,
+                        source=Source(
+                            name="AWS EC2 DescribeInstanceTypeOfferings"
+                            + (" + GetSpotPlacementScores" if score else ""),
+                            url=SCORES_DOC if score else OFFERINGS_DOC,
+                            as_of=read_at.date(),
+                        ),
+                        score=score,
+                        detail=detail,
+                    )
+                )
     return found

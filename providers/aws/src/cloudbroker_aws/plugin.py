@@ -9,11 +9,13 @@ from __future__ import annotations
 from cloudbroker.context import HookContext
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
+    Availability,
     BucketRef,
     Instance,
     InstanceRef,
     InstanceType,
     LaunchRequest,
+    Market,
     PriceSheet,
     StorageRemote,
 )
@@ -29,6 +31,7 @@ DESCRIPTION = Description(
     credential_hint=("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run 'aws configure'"),
     package="cloudbroker_aws",
     homepage="https://aws.amazon.com/ec2/",
+    endpoint_env=("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EC2", "AWS_ENDPOINT_URL_PRICING"),
 )
 
 
@@ -51,6 +54,12 @@ class AwsProvider(CatalogProvider):
         self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
     ) -> list[Instance]:
         return instances.list_tagged(ctx, client.regions(ctx, regions), tags)
+
+    @hookimpl
+    def availability(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Availability]:
+        return offers.availability(ctx, regions, instance_types, Market(market))
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:

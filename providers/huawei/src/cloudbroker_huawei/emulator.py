@@ -153,6 +153,10 @@ class HuaweiEcsEmulator(Emulator):
         ),
     }
 
+    #: The region ListFlavors answers as, and its zones (``cond:operation:az``).
+    region = "cn-north-4"
+    zones: tuple[str, ...] = ("cn-north-4a", "cn-north-4b", "cn-north-4c")
+
     def __init__(self, *, flavors: dict[str, Flavor] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.flavors = FLAVORS if flavors is None else flavors
@@ -272,7 +276,26 @@ class HuaweiEcsEmulator(Emulator):
     # -- flavors and prices ----------------------------------------------------------------
 
     def _list_flavors(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
-        return 200, {"flavors": [_flavor_view(n, f) for n, f in self.flavors.items()]}
+        flavors = [_flavor_view(n, f, self._sale(n, f)) for n, f in self.flavors.items()]
+        return 200, {"flavors": flavors}
+
+    def _sale(self, name: str, flavor: Flavor) -> dict[str, str]:
+        """The flavor's sale status in :attr:`region` from the kit's stock, on-demand and spot
+        alike: ``sellout`` for the region or a zone with none left, a zone with a limit above 0
+        ``normal`` (ECS publishes no "low"), a withdrawn flavor ``abandon`` everywhere."""
+        status = flavor.extra.get("cond:operation:status", "normal")
+        if status != "abandon" and self.stock_left(self.region, None, name) == 0:
+            status = "sellout"
+        limits = {
+            z: self.state.stock[(z, name)] for z in self.zones if (z, name) in self.state.stock
+        }
+        zones = ",".join(f"{z}({'sellout' if n == 0 else 'normal'})" for z, n in limits.items())
+        sale = {}
+        for prefix in ("cond:operation", "cond:spot:operation"):
+            sale[f"{prefix}:status"] = status
+            if zones and status != "abandon":
+                sale[f"{prefix}:az"] = zones
+        return sale
 
     def _rate_on_demand(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         if not request.header("x-domain-id"):
@@ -523,7 +546,7 @@ def _canonical_query(raw_query: str) -> str:
     return "&".join(f"{quote(k, safe='~')}={quote(v, safe='~')}" for k, v in pairs)
 
 
-def _flavor_view(name: str, flavor: Flavor) -> dict[str, Any]:
+def _flavor_view(name: str, flavor: Flavor, sale: dict[str, str]) -> dict[str, Any]:
     return {
         "id": name,
         "name": name,
@@ -531,7 +554,7 @@ def _flavor_view(name: str, flavor: Flavor) -> dict[str, Any]:
         "ram": flavor.ram_mb,
         "disk": "0",
         "os-flavor-access:is_public": True,
-        "os_extra_specs": {"cond:operation:status": "normal", **flavor.extra},
+        "os_extra_specs": {**flavor.extra, **sale},
     }
 
 

@@ -12,11 +12,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from cloudbroker.gpus import normalise_gpu
-from cloudbroker.models import Gpu, InstanceType, Source
+from cloudbroker.models import (
+    Availability,
+    AvailabilityStatus,
+    Gpu,
+    InstanceType,
+    Market,
+    Source,
+)
 
 PROVIDER = "huawei"
 ZONE_STATUS = "cond:operation:az"
@@ -83,3 +91,77 @@ def instance_type(flavor: Mapping[str, Any], region: str, source: Source) -> Ins
         region=region,
         source=source,
     )
+
+
+#: ECS sale statuses of ``cond:operation:status`` / ``cond:operation:az`` (ECS API reference,
+#: "Data Structure for Querying Details About Specifications"): normal, promotion (on sale,
+#: recommended), obt (open beta), sellout and obt_sellout (sold out), abandon (withdrawn).
+#: ECS publishes no "low stock".
+SALE = {
+    "normal": AvailabilityStatus.AVAILABLE,
+    "promotion": AvailabilityStatus.AVAILABLE,
+    "obt": AvailabilityStatus.AVAILABLE,
+    "sellout": AvailabilityStatus.SOLD_OUT,
+    "obt_sellout": AvailabilityStatus.SOLD_OUT,
+    "abandon": AvailabilityStatus.NOT_OFFERED,
+}
+#: Market -> (region-wide key, per-zone key).
+SALE_KEYS = {
+    Market.ON_DEMAND: (REGION_STATUS, ZONE_STATUS),
+    Market.SPOT: ("cond:spot:operation:status", "cond:spot:operation:az"),
+}
+
+
+def zone_statuses(text: str) -> dict[str, str]:
+    """``"cn-north-4a(normal),cn-north-4c(sellout)"`` -> zone -> status."""
+    found = {}
+    for part in text.split(","):
+        zone, _, rest = part.strip().partition("(")
+        if zone and rest.endswith(")"):
+            found[zone] = rest[:-1].strip()
+    return found
+
+
+def availability(
+    flavor: Mapping[str, Any] | None,
+    name: str,
+    region: str,
+    market: Market,
+    read_at: datetime,
+    source: Source,
+) -> list[Availability]:
+    """The sale status of flavor ``name`` in ``region``: one region-wide figure (the status of
+    every zone ``cond:operation:az`` does not list) and one per listed zone.
+
+    The region-wide on-demand status defaults to ``normal`` when absent (ECS API reference);
+    a spot status that is absent is unknown (ECS now publishes spot sale in the flavor sales
+    policies API, which is not read here). A flavor ListFlavors does not list is not offered.
+    """
+
+    def figure(zone: str | None, status: AvailabilityStatus, detail: str) -> Availability:
+        return Availability(
+            provider=PROVIDER,
+            region=region,
+            zone=zone,
+            instance_type=name,
+            market=market,
+            status=status,
+            read_at=read_at,
+            source=source,
+            detail=detail,
+        )
+
+    if flavor is None:
+        return [figure(None, AvailabilityStatus.NOT_OFFERED, "not in ListFlavors")]
+    extra = flavor.get("os_extra_specs") or {}
+    region_key, zone_key = SALE_KEYS[market]
+    default = "normal" if market is Market.ON_DEMAND else None
+    status = extra.get(region_key) or default
+    found = [
+        figure(None, AvailabilityStatus.UNKNOWN, f"{region_key} not published")
+        if status is None
+        else figure(None, SALE.get(status, AvailabilityStatus.UNKNOWN), f"{region_key}={status}")
+    ]
+    for zone, said in zone_statuses(str(extra.get(zone_key) or "")).items():
+        found.append(figure(zone, SALE.get(said, AvailabilityStatus.UNKNOWN), f"{zone}({said})"))
+    return found

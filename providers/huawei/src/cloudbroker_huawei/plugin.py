@@ -7,14 +7,13 @@ ECS ListFlavors and the BSS price inquiry.
 
 from __future__ import annotations
 
-from datetime import date
-
-from pydantic import SecretStr
+from datetime import UTC, date, datetime
 
 from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError, CloudBrokerError
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
+    Availability,
     BillingRule,
     BucketRef,
     Instance,
@@ -29,7 +28,7 @@ from cloudbroker.models import (
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_huawei import credentials, endpoints, flavors, pricing, servers
+from cloudbroker_huawei import credentials, endpoints, flavors, pricing, servers, storage
 from cloudbroker_huawei.client import Bss, Ecs
 from cloudbroker_huawei.launch import launch as launch_server
 
@@ -42,6 +41,7 @@ DESCRIPTION = Description(
     credential_hint=credentials.HINT,
     package="cloudbroker_huawei",
     homepage="https://www.huaweicloud.com/product/ecs.html",
+    endpoint_env=(endpoints.ECS_ENV, endpoints.BSS_ENV),
 )
 FLAVORS_URL = "https://console.huaweicloud.com/apiexplorer/#/openapi/ECS/doc?api=ListFlavors"
 
@@ -117,6 +117,29 @@ class HuaweiProvider(CatalogProvider):
         return self.catalog.rules[Market.ON_DEMAND]
 
     @hookimpl
+    def availability(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Availability]:
+        """Sale status per zone from ListFlavors' ``os_extra_specs`` (on-demand and spot)."""
+        market = Market(market)
+        if market not in flavors.SALE_KEYS:
+            return []
+        found = []
+        for region in regions:
+            listed = {f.get("name") or f.get("id"): f for f in Ecs(ctx, region).list_flavors()}
+            read_at = datetime.now(UTC)
+            source = Source(
+                name="Huawei Cloud ECS ListFlavors (os_extra_specs cond:operation)",
+                url=FLAVORS_URL,
+                as_of=read_at.date(),
+            )
+            for name in sorted(set(instance_types)):
+                found += flavors.availability(
+                    listed.get(name), name, region, market, read_at, source
+                )
+        return found
+
+    @hookimpl
     def list_instances(
         self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
     ) -> list[Instance]:
@@ -169,24 +192,7 @@ class HuaweiProvider(CatalogProvider):
 
     @hookimpl
     def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
-        creds = credentials.resolve(ctx)
-        region = bucket.region or credentials.default_region(ctx, creds)
-        secrets = {
-            "access_key_id": SecretStr(creds.access_key),
-            "secret_access_key": SecretStr(creds.secret_key),
-        }
-        if creds.security_token:
-            secrets["session_token"] = SecretStr(creds.security_token)
-        return StorageRemote(
-            options={
-                "provider": "HuaweiOBS",
-                "endpoint": endpoints.obs(ctx, region),
-                "region": region,
-            },
-            secrets=secrets,
-            bucket=bucket.bucket,
-            path=bucket.path,
-        )
+        return storage.remote(ctx, bucket)
 
 
 plugin = HuaweiProvider(DESCRIPTION)

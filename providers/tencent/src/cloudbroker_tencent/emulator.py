@@ -42,7 +42,15 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from cloudbroker.testing.emulator import ApiError, Emulator, Instance, Request, Response, serve
+from cloudbroker.testing.emulator import (
+    LOW_STOCK,
+    ApiError,
+    Emulator,
+    Instance,
+    Request,
+    Response,
+    serve,
+)
 
 VERSION = "2017-03-12"
 SERVICE = "cvm"
@@ -334,9 +342,19 @@ class TencentEmulator(Emulator):
                     items.append(self._quota_item(o, charge_type, price))
         return {"InstanceTypeQuotaSet": items}
 
-    @staticmethod
-    def _quota_item(o: Offering, charge_type: str, price: Decimal) -> dict[str, Any]:
+    def _stock(self, o: Offering) -> tuple[str, str]:
+        """(Status, StatusCategory): the offering's own status, unless the kit's stock of the
+        type in its zone is out (SOLD_OUT, WithoutStock) or low (SELL, UnderStock)."""
+        left = self.stock_left(o.region, o.zone, o.instance_type)
+        if o.status != "SELL" or left == 0:
+            return "SOLD_OUT", "WithoutStock"
+        if left is not None and left <= LOW_STOCK:
+            return "SELL", "UnderStock"
+        return "SELL", "EnoughStock"
+
+    def _quota_item(self, o: Offering, charge_type: str, price: Decimal) -> dict[str, Any]:
         list_price = o.on_demand or price
+        status, category = self._stock(o)
         return {
             "Zone": o.zone,
             "InstanceType": o.instance_type,
@@ -348,9 +366,9 @@ class TencentEmulator(Emulator):
             "InstanceFamily": o.family,
             "TypeName": f"{o.family} ({'GPU' if o.gpus else 'standard'})",
             "LocalDiskTypeList": [],
-            "Status": o.status,
+            "Status": status,
             "Price": _price(list_price, price) if o.listed_price else None,
-            "SoldOutReason": "" if o.status == "SELL" else "Sold out",
+            "SoldOutReason": "" if status == "SELL" else "Sold out",
             "InstanceBandwidth": 10.0,
             "InstancePps": 100,
             "StorageBlockAmount": 0,
@@ -360,7 +378,7 @@ class TencentEmulator(Emulator):
             "Remark": "",
             "GpuCount": float(o.gpus),
             "Frequency": "2.5/3.1GHz",
-            "StatusCategory": "EnoughStock" if o.status == "SELL" else "WithoutStock",
+            "StatusCategory": category,
         }
 
     def _offering(self, params: dict, region: str) -> tuple[Offering, str]:

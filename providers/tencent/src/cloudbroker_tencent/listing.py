@@ -21,6 +21,8 @@ from cloudbroker.errors import CapacityError, ConfigError
 from cloudbroker.gpus import normalise_gpu
 from cloudbroker.launching import image_for
 from cloudbroker.models import (
+    Availability,
+    AvailabilityStatus,
     BillingRule,
     ComputePrice,
     Gpu,
@@ -34,7 +36,7 @@ from cloudbroker.provider import Description
 from cloudbroker_tencent.client import CvmApi
 from cloudbroker_tencent.families import family_gpu
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("cloudbroker.provider.tencent")
 
 CHARGE_MARKETS = {"POSTPAID_BY_HOUR": Market.ON_DEMAND, "SPOTPAID": Market.SPOT}
 LISTING = "Tencent Cloud API: CVM DescribeZoneInstanceConfigInfos"
@@ -239,3 +241,74 @@ def price_sheet(
         compute=tuple(compute),
         terms=terms,
     )
+
+
+#: InstanceTypeQuotaItem.StatusCategory (CVM API docs, InstanceTypeQuotaItem): EnoughStock
+#: "very sufficient", NormalStock "supply guaranteed", UnderStock "about to sell out",
+#: WithoutStock "sold out".
+STOCK = {
+    "EnoughStock": AvailabilityStatus.AVAILABLE,
+    "NormalStock": AvailabilityStatus.AVAILABLE,
+    "UnderStock": AvailabilityStatus.LOW,
+    "WithoutStock": AvailabilityStatus.SOLD_OUT,
+}
+MARKET_CHARGE = {market: charge for charge, market in CHARGE_MARKETS.items()}
+
+
+def stock_status(item: dict[str, Any]) -> AvailabilityStatus:
+    """``Status`` SOLD_OUT wins; else the StatusCategory; SELL alone means it can be bought."""
+    if item.get("Status") == "SOLD_OUT":
+        return AvailabilityStatus.SOLD_OUT
+    if item.get("StatusCategory") in STOCK:
+        return STOCK[item["StatusCategory"]]
+    if item.get("Status") == "SELL":
+        return AvailabilityStatus.AVAILABLE
+    return AvailabilityStatus.UNKNOWN
+
+
+def region_availability(
+    ctx: HookContext, region: str, instance_types: list[str], market: Market
+) -> list[Availability]:
+    """One DescribeZoneInstanceConfigInfos of the market's billing mode: every zone it lists
+    reports each type, and a zone that lists the type in no item does not sell it there."""
+    charge = MARKET_CHARGE[market]
+    answer = CvmApi(ctx, region).call(
+        "DescribeZoneInstanceConfigInfos",
+        {"Filters": [{"Name": "instance-charge-type", "Values": [charge]}]},
+    )
+    read_at = datetime.now(UTC)
+    source = Source(name=f"{LISTING} ({region}, {charge})", url=LISTING_URL, as_of=read_at.date())
+    items = answer.get("InstanceTypeQuotaSet") or []
+    listed = {(i.get("Zone"), i.get("InstanceType")): i for i in items}
+    found = []
+    for zone in sorted({i.get("Zone") for i in items if i.get("Zone")}):
+        for name in instance_types:
+            item = listed.get((zone, name))
+            found.append(
+                Availability(
+                    provider="tencent",
+                    region=region,
+                    zone=zone,
+                    instance_type=name,
+                    market=market,
+                    status=AvailabilityStatus.NOT_OFFERED if item is None else stock_status(item),
+                    read_at=read_at,
+                    source=source,
+                    detail="not listed in this zone"
+                    if item is None
+                    else f"{item.get('Status')} ({item.get('StatusCategory')})",
+                )
+            )
+    return found
+
+
+def availability(
+    ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+) -> list[Availability]:
+    """Stock per zone of each type, a few regions at a time (pay-as-you-go and spot only)."""
+    if market not in MARKET_CHARGE or not regions:
+        return []
+    types = sorted(set(instance_types))
+    with ThreadPoolExecutor(min(PARALLEL_REGIONS, len(regions))) as pool:
+        per_region = pool.map(lambda r: region_availability(ctx, r, types, market), regions)
+        return [figure for found in per_region for figure in found]

@@ -9,11 +9,13 @@ from __future__ import annotations
 from cloudbroker.context import HookContext
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
+    Availability,
     BucketRef,
     Instance,
     InstanceRef,
     InstanceType,
     LaunchRequest,
+    Market,
     PriceSheet,
     StorageRemote,
 )
@@ -54,6 +56,12 @@ class TencentProvider(CatalogProvider):
         self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
     ) -> list[Instance]:
         return instances.tagged(ctx, regions, tags)
+
+    @hookimpl
+    def availability(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Availability]:
+        return listing.availability(ctx, regions, instance_types, Market(market))
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:
