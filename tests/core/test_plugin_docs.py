@@ -7,6 +7,7 @@ appear in ``cloudbroker providers`` and ``cloudbroker quote``.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import re
@@ -16,7 +17,12 @@ import tomllib
 from decimal import Decimal
 from pathlib import Path
 
-from cloudbroker import hookspecs
+import pytest
+
+from cloudbroker import catalog, hookspecs
+from cloudbroker.catalog import CatalogError
+from cloudbroker.launching import KEY_TAG, idempotency_key, launch_request
+from cloudbroker.models import Source
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
 SIGNATURE_LINE = re.compile(r"^### `(?P<name>\w+)(?P<signature>\(.*\) -> .+)`$")
@@ -85,9 +91,11 @@ def cloudbroker(env: dict[str, str], *argv: str) -> object:
     return json.loads(done.stdout)
 
 
-def test_the_guide_steps_followed_literally_make_a_working_plugin(clean_env, tmp_path):
+def guide_plugin(tmp_path: Path, clean_env: dict[str, str], entry_name: str | None = None):
+    """Steps 2 to 4 assembled into an installed-looking plugin; (name, project, env)."""
     project = tomllib.loads(guide_blocks("2.", "toml")[0])["project"]
     [(name, target)] = project["entry-points"]["cloudbroker.providers"].items()
+    name = entry_name or name
     package = tmp_path / target.split(".")[0]
     (package / "data").mkdir(parents=True)
     (package / "__init__.py").write_text("")
@@ -100,8 +108,11 @@ def test_the_guide_steps_followed_literally_make_a_working_plugin(clean_env, tmp
         f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
     )
     (info / "entry_points.txt").write_text(f"[cloudbroker.providers]\n{name} = {target}\n")
-    env = {**clean_env, "PYTHONPATH": str(tmp_path), "CLOUDBROKER_PLUGINS": name}
+    return name, project, {**clean_env, "PYTHONPATH": str(tmp_path), "CLOUDBROKER_PLUGINS": name}
 
+
+def test_the_guide_steps_followed_literally_make_a_working_plugin(clean_env, tmp_path):
+    name, project, env = guide_plugin(tmp_path, clean_env)
     rows = {row["name"]: row for row in cloudbroker(env, "providers")}
     row = rows.pop(name)
     assert {other["status"] for other in rows.values()} <= {"disabled"}
@@ -111,3 +122,178 @@ def test_the_guide_steps_followed_literally_make_a_working_plugin(clean_env, tmp
     assert (offer["provider"], offer["instance_type"]) == (name, "exg.l40s.xlarge")
     assert Decimal(offer["total"]["amount"]) == Decimal("1.60")
     assert [q["market"] for q in result["unpriced"]] == ["spot"]  # the empty price: unknown
+
+
+def test_an_entry_point_name_other_than_the_hooks_is_reported_not_dropped(clean_env, tmp_path):
+    name, _, env = guide_plugin(tmp_path, clean_env, entry_name="mycloud")
+    [row] = [r for r in cloudbroker(env, "providers") if r["name"] == name]
+    assert row["status"] == (
+        "error: provider_info answered as 'example', but the plugin is installed as 'mycloud' "
+        "(the entry point's name); the two must be equal"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "cloudbroker", "quote", "--gpu", "L40S", "--provider", name],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: no offer of L40S in the catalog of mycloud; ")
+    assert "; mycloud did not answer: " in line and "answered as 'example'" in line
+
+
+EXAMPLE_SRC = GUIDE.parents[1] / "examples" / "cloudbroker-example" / "src"
+
+
+def test_the_live_hooks_snippet_runs_as_written(
+    monkeypatch, cloudbroker_plugins, cloudbroker_emulator
+):
+    monkeypatch.syspath_prepend(str(EXAMPLE_SRC))
+    from cloudbroker_example.emulator import ExampleEmulator
+
+    namespace: dict[str, object] = {}
+    [snippet] = [b for b in guide_blocks("6.", "python") if "class ExampleProvider" in b]
+    exec(compile(snippet, f"{GUIDE} section 6", "exec"), namespace)
+    emulator = cloudbroker_emulator(ExampleEmulator, access_key="AK", secret_key="SK")
+    manager = cloudbroker_plugins(
+        namespace["plugin"],
+        "example",
+        env={
+            "EXAMPLE_CLOUD_ACCESS_KEY_ID": "AK",
+            "EXAMPLE_CLOUD_SECRET_ACCESS_KEY": "SK",
+            "CLOUDBROKER_EXAMPLE_ENDPOINT": emulator.url,
+        },
+    )
+    assert manager.records["example"].hooks == (
+        "instance_status", "launch", "list_instance_types", "price", "provider_info",
+    )  # fmt: skip
+    request = launch_request(
+        "example",
+        {"image": "ex-ubuntu-24.04"},
+        region="ex-north-1",
+        instance_type="exg.l4.large",
+        key=idempotency_key("snippet"),
+    )
+    launched = manager.call("example", "launch", request=request)
+    seen = manager.call("example", "instance_status", instance=launched.ref)
+    assert (
+        seen.instance_id == launched.instance_id and seen.tags[KEY_TAG] == request.idempotency_key
+    )
+
+
+# -- terms.toml keys: the guide's tables against the parser ---------------------------------
+
+SOURCES = {"s": Source(name="a source", as_of="2026-11-01")}
+EVERY_KEY = {
+    "billing": {
+        "increment_seconds": 1, "minimum_seconds": 60, "description": "per second",
+        "source": "s", "unit_seconds": 3600, "later_increments": [[1209600, 604800]],
+        "maximum_seconds": 15724800, "unusable_end_seconds": 1800,
+    },
+    "regions": {
+        "region": "*", "area": "mainland", "internet_source": "s", "internet_note": "n",
+        "internet_tiers": [["10240", "0.05 EUR"], ["", "0.04 EUR"]], "internet_free_gb": "100",
+        "cross_region": "0.01 EUR", "cross_region_source": "s", "cross_region_note": "n",
+        "cross_region_to": [], "cross_zone": "0 EUR", "cross_zone_source": "s",
+        "cross_zone_note": "n", "cross_zone_sides": 2,
+        "object_storage_gb_month": "0.02 EUR", "object_storage_gb_month_source": "s",
+        "object_storage_gb_month_note": "n", "snapshot_gb_month": "",
+        "snapshot_gb_month_source": "s", "snapshot_gb_month_note": "n", "snapshot_free_gb": "0",
+        "spot_notice_seconds": 120, "spot_notice_source": "s",
+    },
+    "cross_region_to": {
+        "to": "mainland", "source": "s", "price": "0.07 USD", "note": "cross-border",
+        "bandwidth_mbps_month": [["100", "140 CNY"], ["", "35 CNY"]],
+    },
+}  # fmt: skip
+PARSERS = {
+    "billing": lambda raw: catalog._rules({"billing": {"on-demand": raw}}, SOURCES, "terms"),
+    "regions": lambda raw: catalog._region_terms(raw, SOURCES, "terms"),
+    "cross_region_to": lambda raw: catalog._route(raw, SOURCES, "terms"),
+}
+TABLES = {
+    "billing": "`[billing.MARKET]`",
+    "regions": "`[[regions]]`",
+    "cross_region_to": "Each entry of `cross_region_to`",
+}
+
+
+class Recording(dict):
+    """A TOML table that remembers which keys the parser asked for."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self.read: set[str] = set()
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def documented_keys(table: str) -> dict[str, bool]:
+    """Key -> required, from the guide's table introduced by the line starting ``table``."""
+    text = GUIDE.read_text(encoding="utf-8").split(f"\n{TABLES[table]}", 1)[1]
+    rows = re.findall(r"^\| `(\w+)` \| (required|optional) \|", text.split("\n\n", 2)[1], re.M)
+    return {key: kind == "required" for key, kind in rows}
+
+
+@pytest.mark.parametrize("table", list(EVERY_KEY))
+def test_every_terms_key_the_parser_reads_is_documented(table):
+    raw = Recording(EVERY_KEY[table])
+    PARSERS[table](raw)
+    assert set(documented_keys(table)) == raw.read | set(EVERY_KEY[table])
+
+
+@pytest.mark.parametrize("table", list(EVERY_KEY))
+def test_the_keys_documented_as_required_are_the_ones_the_parser_requires(table):
+    for key, required in documented_keys(table).items():
+        without = {k: v for k, v in EVERY_KEY[table].items() if k != key}
+        try:
+            PARSERS[table](without)
+        except (CatalogError, KeyError, ValueError):
+            assert required, f"{TABLES[table]}: {key} is documented optional, but required"
+        else:
+            assert not required, f"{TABLES[table]}: {key} is documented required, but optional"
+
+
+# -- generated references: the models and the emulator kit, as the code has them ------------
+
+
+def load_reference_script():
+    path = GUIDE.parents[1] / "scripts" / "plugin_reference.py"
+    spec = importlib.util.spec_from_file_location("plugin_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_model_and_kit_references_are_generated_from_the_code():
+    script = load_reference_script()
+    current = GUIDE.read_text(encoding="utf-8")
+    assert script.render(current) == current, (
+        f"{GUIDE} is out of date: run ./uvw run python scripts/plugin_reference.py"
+    )
+
+
+def test_the_model_reference_covers_what_plugins_fill_and_read():
+    names = {model.__name__ for model in load_reference_script().contract_models()}
+    wanted = {"Instance", "InstanceRef", "LaunchRequest", "PriceSheet", "ComputePrice"}
+    assert wanted | {"RegionTerms", "BillingRule", "Money", "Market", "InstanceState"} <= names
+    section = GUIDE.read_text(encoding="utf-8").split("<!-- generated: models -->")[1]
+    assert "| `idempotency_key` | `str` | required | Client token |" in section
+    kit = GUIDE.read_text(encoding="utf-8").split("<!-- generated: kit -->")[1]
+    for member in ("`new_id(prefix: str) -> str`", "`live_instances() -> list[Instance]`"):
+        assert member in kit
+
+
+def test_the_hookspecs_docstring_names_every_hook_of_each_kind():
+    doc = hookspecs.__doc__.replace("\n  ", " ")
+    for kind, hooks in (("fan-out", hookspecs.FAN_OUT_HOOKS), ("routed", hookspecs.ROUTED_HOOKS)):
+        listed = re.search(rf"\*\*{kind}\*\* \((.*?)\)", doc, re.S)[1]
+        assert re.findall(r":func:`(\w+)`", listed) == list(hooks), f"{kind}: {listed}"

@@ -20,6 +20,7 @@ from cloudbroker.models import (
     InstanceState,
     ProviderInfo,
 )
+from cloudbroker.provider import CatalogProvider, Description
 from cloudbroker.testing.contract import DEFAULT_SDK_MODULES
 
 BUILT_IN = ["aliyun", "aws", "huawei", "tencent"]
@@ -116,7 +117,92 @@ def test_block_list_removes_plugins(clean_env):
 def test_misspelt_hook_is_rejected_by_name_and_others_load():
     pm = manager(good=FakeProvider("good"), typo=Misspelt())
     assert pm.providers() == ["good"]
-    assert "provider_infos" in pm.records["typo"].error
+    error = pm.records["typo"].error
+    assert error.startswith(
+        "rejected: Misspelt.provider_infos: unknown hook 'provider_infos' "
+        "(did you mean provider_info?); the hooks: provider_info, "
+    )
+    assert " object at 0x" not in error
+
+
+def test_a_misspelt_argument_names_itself_and_what_the_hook_accepts():
+    class OneRegion:
+        @hookimpl
+        def price(self, ctx, region):
+            return None
+
+    pm = manager(typo=OneRegion())
+    assert pm.providers() == []
+    assert pm.records["typo"].error == (
+        "rejected: OneRegion.price: unknown argument 'region' (did you mean regions?); "
+        "price accepts ctx, regions"
+    )
+
+
+def test_an_override_without_hookimpl_is_rejected_instead_of_losing_the_hook():
+    class Cheaper(CatalogProvider):
+        def price(self, ctx, regions):  # no @hookimpl: pluggy would drop price silently
+            return super().price(ctx, regions)
+
+    class Marked(CatalogProvider):
+        @hookimpl
+        def price(self, ctx, regions):
+            return super().price(ctx, regions)
+
+    description = Description("x", "X", "USD", (), (), "", "cloudbroker_aws")
+    pm = manager(lost=Cheaper(description), kept=Marked(description))
+    assert pm.providers() == ["kept"]
+    assert "price" in pm.records["kept"].hooks
+    assert pm.records["lost"].error == (
+        "rejected: Cheaper.price overrides the inherited hook price without @hookimpl, so the "
+        "hook would be lost: mark it @hookimpl"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "got"),
+    [
+        (None, "got None: Input should be a valid dictionary or instance of Instance"),
+        (
+            {"region": "r", "instance_id": "i", "state": "running"},
+            "got a dict: provider: Field required",
+        ),
+        (
+            ProviderInfo(name="a", title="A", currency="USD", credentials={"configured": False}),
+            "got a ProviderInfo: Input should be a valid dictionary or instance of Instance",
+        ),
+    ],
+    ids=["none", "missing-field", "wrong-model"],
+)
+def test_a_wrong_answer_names_the_hook_the_model_expected_and_what_came(answer, got):
+    class Wrong(FakeProvider):
+        @hookimpl
+        def instance_status(self, ctx, instance):
+            return answer
+
+    pm = manager(w=Wrong("w"))
+    with pytest.raises(PluginError) as info:
+        pm.call(
+            "w", "instance_status", instance=InstanceRef(provider="w", region="r", instance_id="i")
+        )
+    assert str(info.value) == (
+        f"w: instance_status must return an Instance (cloudbroker.models), {got}"
+    )
+
+
+def test_a_provider_answering_under_another_name_is_reported_not_dropped():
+    pm = manager(example=FakeProvider("exmpl"), good=FakeProvider("good"))
+    outcome = pm.fan_out("provider_info")
+    assert sorted(outcome.results) == ["good"]
+    [failure] = outcome.failures
+    assert (failure.provider, failure.reason) == (
+        "example",
+        "provider_info answered as 'exmpl', but the plugin is installed as 'example' "
+        "(the entry point's name); the two must be equal",
+    )
+    ref = InstanceRef(provider="example", region="r", instance_id="i-1")
+    with pytest.raises(PluginError, match="instance_status answered as 'exmpl'"):
+        pm.call("example", "instance_status", instance=ref)
 
 
 @pytest.mark.parametrize(
@@ -124,7 +210,7 @@ def test_misspelt_hook_is_rejected_by_name_and_others_load():
     [
         (Raising(), "plugin error: RuntimeError: boom"),
         (Hanging(), "timed out after 0.5s"),
-        (WrongTyped(), "provider_info returned invalid data"),
+        (WrongTyped(), "provider_info must return a ProviderInfo (cloudbroker.models), got a dict"),
     ],
     ids=["raising", "hanging", "wrong-typed"],
 )

@@ -65,6 +65,7 @@ the catalog's (Aliyun's cross-region transfer is priced in USD) keeps its own.
 from __future__ import annotations
 
 import csv
+import difflib
 import logging
 import tomllib
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from cloudbroker import gpus
 from cloudbroker.models import (
     BandwidthTier,
     BillingRule,
@@ -100,6 +102,9 @@ COLUMNS = (
     "as_of", "flags", "trust",
 )  # fmt: skip
 OPTIONAL_COLUMNS = ("trust",)  # catalogs written before it existed still load
+#: Skipped rows already warned about: once per process, however often the catalog loads (a
+#: plugin and its emulator both load it); ``Catalog.skipped`` lists them every time.
+_WARNED: set[str] = set()
 
 
 class CatalogError(ValueError):
@@ -279,6 +284,29 @@ def _rules(terms: dict[str, Any], sources: dict[str, Source], where: str) -> dic
     return rules
 
 
+def _gpu_model(model: str, label: str, memory_gb: Decimal | None) -> str:
+    """``model`` when the published GPU list has it, or when it is the name
+    :func:`~cloudbroker.gpus.normalise_gpu` gives the row's label (a part not listed yet,
+    named as a live listing names it); else a ValueError with the close names.
+
+    A misspelt model ("A100-80G") would otherwise load and then match no query by its name.
+    """
+    if model in gpus.BY_NAME:
+        return model
+    named = gpus.normalise_gpu(label or model, memory_gb)
+    if model == named:
+        return model
+    close = [named] if named in gpus.BY_NAME else []
+    close += sorted(gpus.resolve(model)) + difflib.get_close_matches(model, list(gpus.BY_NAME))
+    close = list(dict.fromkeys(close))[:3]
+    if named not in gpus.BY_NAME:
+        close.append(named)  # a part not listed yet: the name live listings give it
+    raise ValueError(
+        f"gpu_model {model!r} is not in the published GPU list (cloudbroker gpus); "
+        f"did you mean {' or '.join(close)}?"
+    )
+
+
 def _optional(value: str, kind: type) -> Any:
     value = value.strip()
     return kind(value) if value else None
@@ -325,16 +353,20 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
                 )
                 source_cache[key] = source
             zone = row["zone"] or None
+            price = _optional(row["price"], Decimal)
+            if price is not None and price <= 0:
+                raise ValueError(f"price {price} must be > 0 (leave it empty when unknown)")
             type_key = (row["instance_type"], row["region"], zone)
             if type_key not in types:
+                memory_gb = _optional(row["gpu_memory_gb"], Decimal)
                 types[type_key] = InstanceType(
                     provider=provider,
                     name=row["instance_type"],
                     gpu=Gpu(
-                        model=row["gpu_model"],
+                        model=_gpu_model(row["gpu_model"], row["gpu_label"], memory_gb),
                         label=row["gpu_label"] or row["gpu_model"],
                         count=int(row["gpu_count"]),
-                        memory_gb=_optional(row["gpu_memory_gb"], Decimal),
+                        memory_gb=memory_gb,
                     ),
                     vcpus=_optional(row["vcpus"], int),
                     memory_gib=_optional(row["memory_gib"], Decimal),
@@ -342,9 +374,6 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
                     zone=zone,
                     source=source,
                 )
-            price = _optional(row["price"], Decimal)
-            if price is not None and price <= 0:
-                raise ValueError(f"price {price} must be > 0 (leave it empty when unknown)")
             prices.append(
                 ComputePrice(
                     instance_type=row["instance_type"],
@@ -360,7 +389,9 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
         except (ValueError, KeyError, TypeError, InvalidOperation) as exc:
             reason = str(exc).splitlines()[0]
             message = f"{csv_file}:{line}: skipped malformed row ({reason})"
-            log.warning(message)
+            if message not in _WARNED:
+                _WARNED.add(message)
+                log.warning(message)
             skipped.append(message)
     return Catalog(
         provider=provider,

@@ -9,9 +9,12 @@ never stops the others.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import os
 import threading
 import time
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -66,8 +69,8 @@ class FanOut:
     failures: list[Failure] = field(default_factory=list)
 
 
-@cache
-def _return_adapter(hook: str) -> TypeAdapter[Any]:
+def _return_type(hook: str) -> Any:
+    """The model (or list of models) ``hook`` must return."""
     from cloudbroker import models
 
     types: dict[str, Any] = {
@@ -75,12 +78,93 @@ def _return_adapter(hook: str) -> TypeAdapter[Any]:
         "list_instance_types": list[models.InstanceType],
         "list_instances": list[models.Instance],
         "price": models.PriceSheet,
+        "availability": list[models.Availability],
         "launch": models.Instance,
         "terminate": models.Instance,
         "instance_status": models.Instance,
         "sync_storage": models.StorageRemote,
     }
-    return TypeAdapter(types[hook])
+    return types[hook]
+
+
+@cache
+def _return_adapter(hook: str) -> TypeAdapter[Any]:
+    return TypeAdapter(_return_type(hook))
+
+
+def _expected(hook: str) -> str:
+    """What ``hook`` must return, in words: "a PriceSheet", "a list of InstanceType"."""
+    kind = _return_type(hook)
+    if isinstance(kind, type):
+        return f"{'an' if kind.__name__[0] in 'AEIOU' else 'a'} {kind.__name__}"
+    return f"a list of {typing.get_args(kind)[0].__name__}"
+
+
+HOOKS = hookspecs.FAN_OUT_HOOKS + hookspecs.ROUTED_HOOKS
+_MARKER = f"{hookspecs.PROJECT}_impl"  # the attribute @hookimpl sets on a function
+
+
+def _shape(value: object) -> str:
+    """What a plugin returned, by type only (a value could hold a secret)."""
+    if value is None:
+        return "None"
+    if isinstance(value, list | tuple):
+        kinds = sorted({type(item).__name__ for item in value})
+        return f"a {type(value).__name__} of {len(value)} ({', '.join(kinds) or 'empty'})"
+    return f"a {type(value).__name__}"
+
+
+def _invalid(hook: str, value: object, exc: ValidationError) -> str:
+    """One line: which hook, what it must return, what it returned, the first problem."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    problem = f"{where}: {first['msg']}" if where else first["msg"]
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return (
+        f"{hook} must return {_expected(hook)} (cloudbroker.models), got {_shape(value)}: "
+        f"{problem}{more}"
+    )
+
+
+def _answered_as(hook: str, value: Any) -> set[str]:
+    """The provider names a hook's answer claims (ProviderInfo.name, *.provider)."""
+    field_name = "name" if hook == "provider_info" else "provider"
+    items = value if isinstance(value, list) else [value]
+    return {getattr(item, field_name) for item in items if hasattr(item, field_name)}
+
+
+def _close(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def _where(plugin: object, attr: str) -> str:
+    owner = plugin.__name__ if inspect.ismodule(plugin) else type(plugin).__name__
+    return f"{owner}.{attr}"
+
+
+def _required_args(function: Any) -> list[str]:
+    """The arguments pluggy passes by name: those without a default (``self`` excluded)."""
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in params if p.kind in positional and p.default is p.empty]
+
+
+def _unmarked_override(plugin: object, attr: str) -> bool:
+    """True when ``attr`` overrides a base class's @hookimpl without the marker itself.
+
+    pluggy only sees marked attributes, so such an override silently removes the hook
+    (``price`` redefined in a CatalogProvider subclass: every offer vanishes).
+    """
+    if inspect.ismodule(plugin):
+        return False
+    owners = [c for c in type(plugin).__mro__ if attr in vars(c)]
+    if len(owners) < 2 or getattr(vars(owners[0])[attr], _MARKER, None) is not None:
+        return False
+    return any(getattr(vars(c)[attr], _MARKER, None) is not None for c in owners[1:])
 
 
 def _names(value: str | None) -> set[str]:
@@ -176,17 +260,52 @@ class PluginManager:
         self._register(plugin, record)
         return record
 
+    def problems(self, plugin: object) -> list[str]:
+        """Why ``plugin`` cannot be registered as written, one phrase each (empty: none).
+
+        Checked before pluggy sees it, to name the attribute, the close hook name, the
+        unknown argument and what the hook accepts; and to catch what pluggy cannot see: a
+        subclass overriding an inherited hook without ``@hookimpl``, which loses the hook.
+        """
+        found = []
+        for attr in dir(plugin):
+            opts = self._pm.parse_hookimpl_opts(plugin, attr)
+            if opts is None:
+                if attr in HOOKS and _unmarked_override(plugin, attr):
+                    found.append(
+                        f"{_where(plugin, attr)} overrides the inherited hook {attr} without "
+                        "@hookimpl, so the hook would be lost: mark it @hookimpl"
+                    )
+                continue
+            hook = opts.get("specname") or attr
+            if hook not in HOOKS:
+                found.append(
+                    f"{_where(plugin, attr)}: unknown hook {hook!r}{_close(hook, HOOKS)}; "
+                    f"the hooks: {', '.join(HOOKS)}"
+                )
+                continue
+            accepted = getattr(self._pm.hook, hook).spec.argnames
+            unknown = [a for a in _required_args(getattr(plugin, attr)) if a not in accepted]
+            if unknown:
+                said = ", ".join(f"{a!r}{_close(a, accepted)}" for a in unknown)
+                found.append(
+                    f"{_where(plugin, attr)}: unknown argument {said}; "
+                    f"{hook} accepts {', '.join(accepted)}"
+                )
+        return found
+
     def _register(self, plugin: object, record: PluginRecord) -> None:
-        try:
-            self._pm.register(plugin, name=record.name)
-        except Exception as exc:
-            record.error = f"rejected: {_describe(exc)}"
+        problems = self.problems(plugin)
+        if problems:
+            record.error = f"rejected: {'; '.join(problems)}"
             return
         try:
+            self._pm.register(plugin, name=record.name)
             self._pm.check_pending()  # earlier plugins passed, so a failure here is this one's
-        except pluggy.PluginValidationError as exc:
-            self._pm.unregister(plugin)
-            record.error = f"rejected: {_describe(exc)}"
+        except Exception as exc:  # what problems() did not foresee, in pluggy's words
+            if self._pm.is_registered(plugin):
+                self._pm.unregister(plugin)
+            record.error = f"rejected: {type(exc).__name__}: {' '.join(str(exc).split())}"
             return
         record.hooks = tuple(sorted(caller.name for caller in self._pm.get_hookcallers(plugin)))
 
@@ -235,16 +354,17 @@ class PluginManager:
         if isinstance(results, list):  # fan-out hooks are not firstresult
             results = results[0] if results else None
         try:
-            return _return_adapter(hook).validate_python(results)
+            answer = _return_adapter(hook).validate_python(results)
         except ValidationError as exc:
-            count = exc.error_count()
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "result"
+            raise PluginError(_invalid(hook, results, exc), provider=provider) from None
+        others = sorted(_answered_as(hook, answer) - {provider})
+        if others:
             raise PluginError(
-                f"{hook} returned invalid data ({count} error(s); first at {where}: "
-                f"{first['msg']})",
+                f"{hook} answered as {', '.join(map(repr, others))}, but the plugin is "
+                f"installed as {provider!r} (the entry point's name); the two must be equal",
                 provider=provider,
-            ) from None
+            )
+        return answer
 
     def call(self, provider: str, hook: str, **kwargs: Any) -> Any:
         """Routed call: only ``provider`` is asked. Errors keep their type, with the provider."""

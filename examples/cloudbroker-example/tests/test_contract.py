@@ -31,8 +31,9 @@ def example_manager(cloudbroker_plugins, emulator, secret_key: str = SECRET_KEY)
             "CLOUDBROKER_PLUGINS": "example",
             "EXAMPLE_CLOUD_ACCESS_KEY_ID": ACCESS_KEY,
             "EXAMPLE_CLOUD_SECRET_ACCESS_KEY": secret_key,
+            "CLOUDBROKER_EXAMPLE_ENDPOINT": emulator.url,
         },
-        settings={"example": {"endpoint": emulator.url, "image": "ex-ubuntu-24.04"}},
+        settings={"example": {"image": "ex-ubuntu-24.04"}},
     )
 
 

@@ -14,7 +14,8 @@ fixture, ``provider_under_test``, returning a :class:`ProviderUnderTest`::
 Offline checks (``provider_info``, ``list_instance_types``, ``price``, the import of the
 plugin's module) always run. The routed hooks run only when the provider implements them,
 and launch/status/terminate only when ``ProviderUnderTest.live`` names a local endpoint (an
-emulator) to launch on; otherwise each is skipped with the reason, never failed. Every call
+emulator) to launch on; otherwise each is skipped with the reason. Once ``live`` is given, a
+missing hook of :data:`LIVE_HOOKS` fails instead: the author meant to implement it. Every call
 goes through :class:`cloudbroker.plugins.PluginManager`, exactly as the CLI calls it, so a
 result that does not validate or an untranslated SDK exception fails here as it would fail
 for a user.
@@ -30,7 +31,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -40,13 +41,15 @@ import pytest
 
 from cloudbroker.config import secret_name
 from cloudbroker.errors import AuthError, CapacityError, ConfigError, NotFoundError
-from cloudbroker.launching import MANAGED_TAG, idempotency_key, launch_request
+from cloudbroker.launching import KEY_TAG, MANAGED_TAG, idempotency_key, launch_request
 from cloudbroker.models import (
+    AvailabilityStatus,
     BucketRef,
     Instance,
     InstanceRef,
     InstanceState,
     InstanceType,
+    Market,
     PriceSheet,
     ProviderInfo,
     Rate,
@@ -67,6 +70,10 @@ DEFAULT_SDK_MODULES = (
     "tencentcloud",
     "huaweicloudsdk",
 )
+
+#: The hooks a provider given ``ProviderUnderTest.live`` must implement: one missing fails
+#: the suite (a forgotten ``@hookimpl`` would otherwise skip its checks and stay green).
+LIVE_HOOKS = ("launch", "instance_status", "terminate", "list_instances")
 
 F = TypeVar("F", bound=Callable[..., Any])
 _GONE = {InstanceState.TERMINATING, InstanceState.TERMINATED}
@@ -115,6 +122,12 @@ def _needs(*hooks: str) -> Callable[[F], F]:
 
 def _skip_unless_implemented(subject: ProviderUnderTest, hook: str) -> None:
     if not subject.manager.implements(subject.name, hook):
+        if subject.live is not None and hook in LIVE_HOOKS:
+            pytest.fail(
+                f"ProviderUnderTest.live is given, but provider {subject.name} does not "
+                f"implement {hook}: implement it (marked @hookimpl) or leave live out",
+                pytrace=False,
+            )
         pytest.skip(f"provider {subject.name} does not implement {hook}")
 
 
@@ -415,18 +428,22 @@ class ProviderContract:
     def test_list_instances_finds_what_cloudbroker_launched(
         self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, cb_launched: list[Instance]
     ):
-        instance = self._launch(cb_provider, cb_live, idempotency_key("contract-gc", uuid.uuid4()))
+        key = idempotency_key("contract-gc", uuid.uuid4())
+        instance = self._launch(cb_provider, cb_live, key)
         cb_launched.append(instance)
         managed = {MANAGED_TAG: "true"}
 
-        def listed() -> set[str]:
+        def listed() -> dict[str, Instance]:
             found = cb_provider.manager.call(
                 cb_provider.name, "list_instances", regions=[cb_live.region], tags=managed
             )
             assert all(i.provider == cb_provider.name for i in found)
-            return {i.instance_id for i in found}
+            return {i.instance_id: i for i in found}
 
-        assert instance.instance_id in listed(), "a tagged instance was not listed"
+        seen = listed().get(instance.instance_id)
+        assert seen is not None, "a tagged instance was not listed"
+        # the broker finds a launch whose answer was lost by this tag: it must come back
+        assert seen.tags.get(KEY_TAG) == key, f"list_instances returned tags {seen.tags}"
         cb_provider.manager.call(cb_provider.name, "terminate", instance=instance.ref)
         self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.TERMINATED})
         if self._status(cb_provider, instance.ref).state == InstanceState.TERMINATED:
@@ -527,3 +544,47 @@ class ProviderContract:
         cb_launched.append(instance)
         assert [i.instance_id for i in cb_emulator.live_instances()] == [instance.instance_id]
         assert MANAGED_TAG in cb_emulator.live_instances()[0].tags, "request.tags were not applied"
+
+    # -- availability (live, optional) -----------------------------------------------------
+
+    def _availability(self, cb_provider: ProviderUnderTest, cb_live: LiveTarget) -> list:
+        return cb_provider.manager.call(
+            cb_provider.name,
+            "availability",
+            regions=[cb_live.region],
+            instance_types=[cb_live.instance_type],
+            market=Market.ON_DEMAND,
+        )
+
+    @_needs("availability")
+    def test_availability_reports_the_live_target_fresh_and_sourced(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget
+    ):
+        asked_at = datetime.now(UTC)
+        figures = self._availability(cb_provider, cb_live)
+        assert figures, f"no figure for {cb_live.instance_type} in {cb_live.region}"
+        for f in figures:
+            assert (f.provider, f.region, f.instance_type, f.market) == (
+                cb_provider.name, cb_live.region, cb_live.instance_type, Market.ON_DEMAND,
+            ), f"a figure for something not asked: {f}"  # fmt: skip
+            assert asked_at - timedelta(seconds=1) <= f.read_at <= datetime.now(UTC), (
+                f"read_at {f.read_at} is not the time of this call"
+            )
+            assert f.source.name.strip(), "every figure must name its source"
+        if cb_live.zone:
+            assert {f.zone for f in figures} & {cb_live.zone, None}, (
+                f"nothing said about the live target's zone {cb_live.zone}"
+            )
+
+    @_needs("availability")
+    def test_a_place_without_stock_is_never_reported_available(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, cb_emulator: Emulator
+    ):
+        place = cb_live.zone or cb_live.region
+        cb_emulator.set_stock(place, cb_live.instance_type, 0)
+        figures = self._availability(cb_provider, cb_live)
+        there = [f for f in figures if cb_live.zone is None or f.zone in (cb_live.zone, None)]
+        assert there, f"nothing said about {place}"
+        in_stock = (AvailabilityStatus.AVAILABLE, AvailabilityStatus.LOW)
+        stocked = [f for f in there if f.status in in_stock]
+        assert not stocked, f"{place} has no stock, yet reported {stocked[0].status}"

@@ -19,7 +19,9 @@ cloudbroker without an account) use:
   ``lose-response`` (perform the action, then drop the connection without answering).
 * ``POST /_emulator/reclaim`` with ``{"instance_id": ...}`` -- a spot reclaim.
 * ``POST /_emulator/capacity`` with ``{"place": REGION-or-ZONE, "instance_type": ...,
-  "count": N}`` -- only N more launches of the type there (``null``: unlimited again).
+  "count": N}`` -- only N more launches of the type there (``null``: unlimited again). The
+  emulators' stock APIs (availability) answer from the same numbers: 0 is sold out, 1 to
+  :data:`LOW_STOCK` is low, unset or more is in stock (:meth:`Emulator.stock_left`).
 * ``POST /_emulator/outage`` with ``{"on": true}`` -- the API stops answering (connections are
   dropped; the control API keeps working) until ``{"on": false}``.
 * ``POST /_emulator/reset`` -- forget all instances, faults and stock limits.
@@ -39,8 +41,12 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import functools
 import itertools
 import json
+import logging
+import re
+import sys
 import threading
 import time
 import uuid
@@ -51,10 +57,17 @@ from typing import Any, ClassVar, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 FAULT_KINDS = ("latency", "throttle", "server-error", "capacity", "lose-response")
+#: A stock of 1 to this many launches is reported as low by the emulated stock APIs.
+LOW_STOCK = 2
 
 
 class ApiError(Exception):
-    """An error the emulated cloud answers with; ``kind`` lets the base class pick codes."""
+    """An error the emulated cloud answers with: HTTP ``status``, the cloud's ``code``, a message.
+
+    Raise it anywhere in :meth:`Emulator.authenticate`, :meth:`Emulator.action` or
+    :meth:`Emulator.handle`; the kit logs it and renders it with :meth:`Emulator.error`.
+    Injected faults are raised as ``ApiError(*Emulator.fault_errors[kind])``.
+    """
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
@@ -65,12 +78,17 @@ class ApiError(Exception):
 
 @dataclass
 class Request:
+    """One API request as received: ``headers`` keys are lower-case, ``query`` keeps the last
+    value of each name, ``body`` is the raw bytes (``json()`` decodes it; ``{}`` if empty)."""
+
     method: str
     path: str
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()).upper())
+    #: The ``{name}`` parts of a :class:`JsonEmulator` route, e.g. ``{"id": "exi-00000001"}``.
+    params: dict[str, str] = field(default_factory=dict)
 
     def header(self, name: str, default: str = "") -> str:
         return self.headers.get(name.lower(), default)
@@ -81,6 +99,8 @@ class Request:
 
 @dataclass
 class Response:
+    """What :meth:`Emulator.handle` returns: ``body`` is JSON-encoded unless it is bytes."""
+
     status: int
     body: Any
     headers: dict[str, str] = field(default_factory=dict)
@@ -214,8 +234,11 @@ class Emulator:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> Emulator:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, daemon=True, name=f"{self.name}-emulator"
+        self._thread = threading.Thread(  # a short poll: stop() returns in 50 ms, not 500
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+            name=f"{self.name}-emulator",
         )
         self._thread.start()
         return self
@@ -272,6 +295,15 @@ class Emulator:
                         raise ApiError(*self.fault_errors["capacity"])
                     self.state.stock[key] -= 1
                     return
+
+    def stock_left(self, region: str, zone: str | None, instance_type: str) -> int | None:
+        """Launches of the type still possible in the zone (None: unlimited), as take_stock
+        counts them: the zone's limit, else the region's."""
+        with self.state.lock:
+            for key in ((zone or "", instance_type), (region, instance_type)):
+                if key in self.state.stock:
+                    return self.state.stock[key]
+        return None
 
     def set_outage(self, on: bool) -> None:
         with self.state.lock:
@@ -423,6 +455,48 @@ class Emulator:
         return Handler
 
 
+class JsonEmulator(Emulator):
+    """An emulator of a JSON REST API with one API key: only :meth:`Emulator.handle` to write.
+
+    Declare :attr:`routes` (``("GET", "/v1/instances/{id}") -> "DescribeInstance"``; the
+    ``{name}`` parts land in ``request.params``) and :attr:`Emulator.fault_errors`. Requests
+    must carry ``Authorization: Bearer <access_key>`` (the key the test started the
+    emulator with; ``secret_key`` is unused); errors are answered as ``{"error": {"code",
+    "message", "request_id"}}``, the shape :func:`cloudbroker.rest.error_fields` reads.
+    Override :meth:`authenticate` or :meth:`error` for another scheme or shape.
+    """
+
+    #: (method, path pattern) -> action name.
+    routes: ClassVar[dict[tuple[str, str], str]] = {}
+
+    def authenticate(self, request: Request) -> None:
+        if request.header("authorization") != f"Bearer {self.access_key}":
+            raise ApiError(401, "Unauthorized", "missing or unknown API key")
+
+    def action(self, request: Request) -> str:
+        for (method, pattern), action in self.routes.items():
+            if method != request.method:
+                continue
+            found = _route_pattern(pattern).fullmatch(request.path)
+            if found:
+                request.params = found.groupdict()
+                return action
+        raise ApiError(404, "NotFound", f"no route {request.method} {request.path}")
+
+    def error(self, error: ApiError, request: Request) -> Response:
+        detail = {"code": error.code, "message": error.message, "request_id": request.request_id}
+        return Response(error.status, {"error": detail})
+
+
+@functools.cache
+def _route_pattern(pattern: str) -> re.Pattern[str]:
+    """``/v1/instances/{id}`` as a regular expression with one named group per part."""
+    parts = re.split(r"\{(\w+)\}", pattern)
+    return re.compile(
+        "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^/]+)" for i, p in enumerate(parts))
+    )
+
+
 def serve(emulator_class: type[Emulator], argv: list[str] | None = None) -> None:
     """``python -m cloudbroker_<cloud>.emulator``: run an emulator until interrupted."""
     parser = argparse.ArgumentParser(description=f"Local {emulator_class.name} emulator")
@@ -439,7 +513,10 @@ def serve(emulator_class: type[Emulator], argv: list[str] | None = None) -> None
     emulator = make(
         access_key=args.access_key, secret_key=args.secret_key, host=args.host, port=args.port
     )
-    print(f"{emulator.name} emulator listening on {emulator.url}", flush=True)
-    print(f"control API: {emulator.url}/_emulator/state", flush=True)
+    log = logging.getLogger("cloudbroker.emulator")  # this program's output: its stdout
+    log.addHandler(logging.StreamHandler(sys.stdout))
+    log.setLevel(logging.INFO)
+    log.info("%s emulator listening on %s", emulator.name, emulator.url)
+    log.info("control API: %s/_emulator/state", emulator.url)
     with contextlib.suppress(KeyboardInterrupt):
         emulator._server.serve_forever()

@@ -5,7 +5,9 @@ body, signed as :mod:`cloudbroker_example.signing` describes, answering JSON; er
 ``{"error": {"code", "message", "request_id"}}`` with a 4xx/5xx status. Actions:
 ``RunInstance`` (idempotent on ``client_token``), ``DescribeInstance``, ``TerminateInstance``,
 ``ListInstances`` (the live ones of a region carrying all the given tags).
-The kit adds the ``/_emulator/`` control API (state, fault injection, spot reclaim). Run::
+:class:`~cloudbroker.testing.emulator.JsonEmulator` routes the requests and renders the
+errors; this class adds the signature check and the actions. The kit adds the
+``/_emulator/`` control API (state, fault injection, spot reclaim, stock, outage). Run::
 
     python -m cloudbroker_example.emulator --port 0
 """
@@ -19,7 +21,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from cloudbroker.catalog import packaged
-from cloudbroker.testing.emulator import ApiError, Emulator, Instance, Request, Response, serve
+from cloudbroker.testing.emulator import ApiError, Instance, JsonEmulator, Request, Response, serve
 
 from cloudbroker_example.signing import (
     ACCESS_KEY_HEADER,
@@ -32,8 +34,9 @@ from cloudbroker_example.signing import (
 ACTIONS = ("RunInstance", "DescribeInstance", "TerminateInstance", "ListInstances")
 
 
-class ExampleEmulator(Emulator):
+class ExampleEmulator(JsonEmulator):
     name = "example-cloud"
+    routes: ClassVar[dict[tuple[str, str], str]] = {("POST", f"/v1/{a}"): a for a in ACTIONS}
     fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {
         "throttle": (429, "TooManyRequests", "request rate exceeded, slow down"),
         "server-error": (503, "ServiceUnavailable", "the service is temporarily unavailable"),
@@ -46,7 +49,7 @@ class ExampleEmulator(Emulator):
         catalog = packaged("example", "cloudbroker_example")
         return {(t.name, t.region) for t in catalog.instance_types}
 
-    def authenticate(self, request: Request) -> None:
+    def authenticate(self, request: Request) -> None:  # the cloud's signature, not a bearer key
         if request.header(ACCESS_KEY_HEADER) != self.access_key:
             raise ApiError(401, "InvalidAccessKey", "the access key is not known")
         stamp = request.header(DATE_HEADER)
@@ -55,12 +58,6 @@ class ExampleEmulator(Emulator):
         expected = signature(self.secret_key, request.method, request.path, stamp, request.body)
         if not hmac.compare_digest(expected, request.header(SIGNATURE_HEADER)):
             raise ApiError(401, "SignatureMismatch", "the request signature does not match")
-
-    def action(self, request: Request) -> str:
-        name = request.path.removeprefix("/v1/")
-        if request.method != "POST" or name not in ACTIONS:
-            raise ApiError(404, "UnknownAction", f"no action {request.method} {request.path}")
-        return name
 
     def handle(self, action: str, request: Request) -> Response:
         body = request.json()
@@ -79,10 +76,6 @@ class ExampleEmulator(Emulator):
             instance.terminated = time.time()
         return Response(200, {"instance": self._render(instance)})
 
-    def error(self, error: ApiError, request: Request) -> Response:
-        detail = {"code": error.code, "message": error.message, "request_id": request.request_id}
-        return Response(error.status, {"error": detail})
-
     def _run(self, body: dict[str, Any]) -> Instance:
         existing = self.state.by_token(body.get("client_token"))
         if existing is not None:
@@ -90,6 +83,7 @@ class ExampleEmulator(Emulator):
         key = (body.get("instance_type"), body.get("region"))
         if key not in self.offered:
             raise ApiError(400, "InvalidInstanceType", f"{key[0]} is not sold in {key[1]}")
+        self.take_stock(body["region"], body.get("zone"), body["instance_type"])
         instance = Instance(
             instance_id=self.state.new_id("exi-"),
             region=body["region"],

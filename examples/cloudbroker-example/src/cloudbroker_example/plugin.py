@@ -104,7 +104,11 @@ class ExampleProvider(CatalogProvider):
     def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
         creds = client.credentials(ctx)
         region = bucket.region or ctx.setting("region") or self.catalog.regions[0]
-        storage = ctx.setting("storage_endpoint") or f"https://storage.{region}.cloud.example"
+        storage = (
+            ctx.secret(client.STORAGE_ENDPOINT_ENV)
+            or ctx.setting("storage_endpoint")
+            or f"https://storage.{region}.cloud.example"
+        )
         return StorageRemote(
             options={"provider": "Other", "endpoint": storage, "region": region},
             secrets={
