@@ -65,3 +65,22 @@ class ProviderUnavailable(CloudBrokerError):
 
 class PluginError(CloudBrokerError):
     """A plugin broke the contract: failed to load, or returned data that does not validate."""
+
+
+class NotTerminated(CloudBrokerError):
+    """``down`` could not terminate everything a placement launched (its cloud did not
+    answer, or a launch is still in flight): those instances may still cost money.
+
+    ``left`` holds ``(provider, instance id or launch key, why)`` for each; calling ``down``
+    again terminates them once their cloud answers.
+    """
+
+    def __init__(self, placement_id: str, left: list[tuple[str, str, str]]) -> None:
+        shown = "; ".join(f"{provider} {what}: {why}" for provider, what, why in left[:3])
+        more = f" (and {len(left) - 3} more)" if len(left) > 3 else ""
+        super().__init__(
+            f"{len(left)} instance(s) of {placement_id} not terminated yet: {shown}{more}; "
+            "run down again to terminate them"
+        )
+        self.placement_id = placement_id
+        self.left = left

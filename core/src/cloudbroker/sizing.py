@@ -831,6 +831,32 @@ def remedies(
     return [remedy for remedy in found if remedy is not None]
 
 
+@dataclass(frozen=True)
+class SizeResult:
+    """What sizing a workload finds: the per-GPU estimate, the need at every GPU count an
+    instance sells (and the workload's own), the GPU models each count fits with ``headroom``
+    (a share of memory kept free) and, when it fits none, what would make it fit."""
+
+    estimate: Estimate
+    headroom: float
+    by_count: dict[int, Estimate]
+    fits: dict[int, list[GpuFit]]
+    remedies: list[Remedy]
+
+    @property
+    def fits_anywhere(self) -> bool:
+        return any(self.fits.values())
+
+
+def report(work: Workload, headroom: float = DEFAULT_HEADROOM) -> SizeResult:
+    """Estimate ``work``, at each GPU count, where it fits, and the remedies if nowhere."""
+    counts = tuple(sorted(set(COUNTS) | {work.gpus}))
+    by_count = count_estimates(work, counts)
+    found = {count: fits(est, headroom) for count, est in by_count.items()}
+    fixes = [] if any(found.values()) else remedies(work, headroom, counts)
+    return SizeResult(estimate(work), headroom, by_count, found, fixes)
+
+
 def placements(
     model: str,
     mode: str,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import typer
 from typer.exceptions import TyperException
 
-from cloudbroker import __version__
-from cloudbroker.errors import CloudBrokerError
+from cloudbroker.cli import logs
+from cloudbroker.errors import CloudBrokerError, UsageError
 
 app = typer.Typer(
     name="cloudbroker",
@@ -22,6 +21,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from cloudbroker import __version__
+
         typer.echo(f"cloudbroker {__version__}")
         raise typer.Exit()
 
@@ -31,8 +32,31 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
     ),
+    verbose: int = typer.Option(
+        0,
+        "--verbose",
+        "-v",
+        count=True,
+        help="More on stderr: -v the cloud calls made (action, region, time, request id), "
+        "-vv debugging detail.",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only errors on stderr."),
+    log_format: logs.LogFormat = typer.Option(
+        logs.LogFormat.TEXT, "--log-format", help="json: one JSON object per line on stderr."
+    ),
 ) -> None:
-    """Broker GPU capacity across clouds."""
+    """Broker GPU capacity across clouds.
+
+    Options of the whole command come before the subcommand: cloudbroker -v up ID.
+    """
+    logs.configure(-1 if quiet else verbose, log_format)
+    if quiet and verbose:
+        raise UsageError("give --quiet or --verbose, not both")
+
+
+def option_name(field: str) -> str:
+    """The option of a Python API keyword argument: ``data_from`` is ``--data-from``."""
+    return "--" + field.replace("_", "-")
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -41,30 +65,8 @@ def fail(message: str, code: int = 2) -> None:
     Control characters (a newline in a path, an escape sequence in a cloud's answer) are
     shown escaped, so the line stays one line and cannot drive the terminal.
     """
-    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    print(f"error: {line}", file=sys.stderr)
+    print(logs.error_line(message, code), file=sys.stderr)
     raise SystemExit(code)
-
-
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to the ``sys.stderr`` of the moment, so in-process runs capture it too."""
-
-    @property  # type: ignore[override]
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value: object) -> None:
-        pass
-
-
-def _log_warnings_to_stderr() -> None:
-    root = logging.getLogger()
-    if not any(isinstance(h, _StderrHandler) for h in root.handlers):
-        handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("warning: %(message)s"))
-        root.addHandler(handler)
-        root.setLevel(logging.WARNING)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -74,10 +76,9 @@ def main(argv: list[str] | None = None) -> None:
 
     console.width = output_width()  # measured per run: an embedder's terminal may change
 
-    # Library and plugin warnings (a skipped catalog row, prices left unknown) as one line
-    # each; SDK loggers stay quiet so that an error is still the single `error:` line.
-    _log_warnings_to_stderr()
-
+    # Library and plugin warnings as one line each (once), until the run ends; -v, --quiet
+    # and --log-format adjust it when the options are parsed.
+    logs.start()
     try:
         app(args=argv, standalone_mode=False)
     except typer.Exit as exc:
@@ -92,3 +93,5 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", 130)
+    finally:
+        logs.finish()

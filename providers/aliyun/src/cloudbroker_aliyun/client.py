@@ -241,4 +241,6 @@ class Session:
                 raise exc
             return translate(exc, action)
 
-        return retry.call(attempt, translate=translate_sdk)
+        return retry.call(
+            attempt, translate=translate_sdk, action=action, region=region, log=self.ctx.log
+        )

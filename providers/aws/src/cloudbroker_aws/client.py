@@ -16,6 +16,7 @@ lost comes back as ProviderUnavailable and is re-sent with the same ClientToken.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -30,6 +31,7 @@ DEFAULT_REGION = "us-east-1"
 #: The Price List API is served from a few regions only; us-east-1 answers for all regions.
 PRICING_REGION = "us-east-1"
 ENDPOINT_ENV = {"ec2": "EC2", "s3": "S3", "pricing": "PRICING"}
+LOG = logging.getLogger("cloudbroker.provider.aws")
 
 _lock = threading.RLock()
 _sessions: dict[tuple[Any, ...], Any] = {}
@@ -108,9 +110,14 @@ def client(ctx: HookContext, service: str, region: str) -> Any:
         return _clients[key]
 
 
-def call(fn: Callable[[], T], *, what: str) -> T:
-    """Run one API call with cloudbroker's retry policy; errors come out typed and one line."""
-    return retry.call(fn, translate=lambda exc: translate(exc, what))
+def call(fn: Callable[[], T], *, what: str, region: str | None = None) -> T:
+    """Run one API call with cloudbroker's retry policy; errors come out typed and one line.
+
+    ``what`` (the action) and ``region`` are what ``cloudbroker -v`` logs of the call.
+    """
+    return retry.call(
+        fn, translate=lambda exc: translate(exc, what), action=what, region=region, log=LOG
+    )
 
 
 def pages(api: Any, operation: str, key: str, **params: Any) -> list[Any]:
@@ -124,7 +131,11 @@ def pages(api: Any, operation: str, key: str, **params: Any) -> list[Any]:
     method = getattr(api, operation)
     while True:
         page_params = {**params, **({"NextToken": token} if token else {})}
-        page = call(lambda p=page_params: method(**p), what=_camel(operation))
+        page = call(
+            lambda p=page_params: method(**p),
+            what=_camel(operation),
+            region=api.meta.region_name,
+        )
         items.extend(page.get(key, []))
         token = page.get("NextToken")
         if not token:

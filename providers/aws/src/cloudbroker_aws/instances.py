@@ -59,7 +59,9 @@ def to_instance(region: str, raw: dict[str, Any]) -> Instance:
 
 def root_device(ec2: Any, image: str, region: str) -> str:
     """The AMI's root device name, so the disk size applies to the volume the OS boots from."""
-    found = client.call(lambda: ec2.describe_images(ImageIds=[image]), what="DescribeImages")
+    found = client.call(
+        lambda: ec2.describe_images(ImageIds=[image]), what="DescribeImages", region=region
+    )
     images = found.get("Images", [])
     if not images:
         raise NotFoundError(f"image {image} not found in {region} (settings image / images)")
@@ -71,6 +73,7 @@ def default_subnet(ec2: Any, region: str, zone: str | None) -> str:
     vpcs = client.call(
         lambda: ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}]),
         what="DescribeVpcs",
+        region=region,
     ).get("Vpcs", [])
     if not vpcs:
         raise ConfigError(f"no subnet set and {region} has no default VPC; {NETWORK_HINT}")
@@ -82,7 +85,7 @@ def default_subnet(ec2: Any, region: str, zone: str | None) -> str:
         by = "availability-zone-id" if ZONE_ID.match(zone) else "availability-zone"
         filters.append({"Name": by, "Values": [zone]})
     subnets = client.call(
-        lambda: ec2.describe_subnets(Filters=filters), what="DescribeSubnets"
+        lambda: ec2.describe_subnets(Filters=filters), what="DescribeSubnets", region=region
     ).get("Subnets", [])
     if not subnets:
         where = f"zone {zone}" if zone else region
@@ -151,7 +154,9 @@ def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     root = root_device(ec2, request.image, request.region)
     subnet = request.network.subnet or default_subnet(ec2, request.region, request.zone)
     params = run_params(request, root, subnet, market)
-    made = client.call(lambda: ec2.run_instances(**params), what="RunInstances")
+    made = client.call(
+        lambda: ec2.run_instances(**params), what="RunInstances", region=request.region
+    )
     return to_instance(request.region, made["Instances"][0])
 
 
@@ -160,6 +165,7 @@ def describe(ctx: HookContext, ref: InstanceRef) -> Instance:
     found = client.call(
         lambda: ec2.describe_instances(InstanceIds=[ref.instance_id]),
         what="DescribeInstances",
+        region=ref.region,
     )
     for reservation in found.get("Reservations", []):
         for raw in reservation.get("Instances", []):
@@ -172,6 +178,7 @@ def terminate(ctx: HookContext, ref: InstanceRef) -> Instance:
     client.call(
         lambda: ec2.terminate_instances(InstanceIds=[ref.instance_id]),
         what="TerminateInstances",
+        region=ref.region,
     )
     return describe(ctx, ref)
 

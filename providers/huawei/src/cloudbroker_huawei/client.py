@@ -25,6 +25,7 @@ CONNECT_TIMEOUT = 5.0
 HOUR = 4  # BSS usage_measure_id for hours
 RATINGS_PER_CALL = 100  # BSS accepts at most 100 products per inquiry
 SERVERS_PER_PAGE = 1000  # the most ListServersDetails returns at once
+LOG = logging.getLogger("cloudbroker.provider.huawei")
 
 
 def wire(value: Any) -> Any:
@@ -60,8 +61,9 @@ def _quiet(client_class: type) -> None:
         logger.addHandler(logging.NullHandler())
 
 
-def _call(fn: Callable[[], T]) -> T:
-    return retry.call(fn, translate=translate)
+def _call(fn: Callable[[], T], action: str, region: str | None) -> T:
+    """One API call with cloudbroker's retries; ``action`` and ``region`` are what ``-v`` logs."""
+    return retry.call(fn, translate=translate, action=action, region=region, log=LOG)
 
 
 class Ecs:
@@ -89,7 +91,9 @@ class Ecs:
     def list_flavors(self) -> list[dict[str, Any]]:
         from huaweicloudsdkecs.v2 import ListFlavorsRequest
 
-        response = _call(lambda: self._client.list_flavors(ListFlavorsRequest()))
+        response = _call(
+            lambda: self._client.list_flavors(ListFlavorsRequest()), "ListFlavors", self.region
+        )
         return wire(response.flavors or [])
 
     def create_server(self, server: Mapping[str, Any], client_token: str) -> dict[str, Any]:
@@ -103,17 +107,25 @@ class Ecs:
             x_client_token=client_token,
             body=CreatePostPaidServersRequestBody(server=_post_paid_server(server)),
         )
-        return wire(_call(lambda: self._client.create_post_paid_servers(request)))
+        return wire(
+            _call(
+                lambda: self._client.create_post_paid_servers(request),
+                "CreatePostPaidServers",
+                self.region,
+            )
+        )
 
     def show_job(self, job_id: str) -> dict[str, Any]:
         from huaweicloudsdkecs.v2 import ShowJobRequest
 
-        return wire(_call(lambda: self._client.show_job(ShowJobRequest(job_id=job_id))))
+        request = ShowJobRequest(job_id=job_id)
+        return wire(_call(lambda: self._client.show_job(request), "ShowJob", self.region))
 
     def show_server(self, server_id: str) -> dict[str, Any]:
         from huaweicloudsdkecs.v2 import ShowServerRequest
 
-        response = _call(lambda: self._client.show_server(ShowServerRequest(server_id=server_id)))
+        request = ShowServerRequest(server_id=server_id)
+        response = _call(lambda: self._client.show_server(request), "ShowServer", self.region)
         return wire(response.server)
 
     def servers(self, tag: tuple[str, str] | None = None) -> list[dict[str, Any]]:
@@ -129,7 +141,12 @@ class Ecs:
             request = ListServersDetailsRequest(
                 tags=f"{tag[0]}={tag[1]}" if tag else None, limit=SERVERS_PER_PAGE, marker=marker
             )
-            page = wire(_call(lambda r=request: self._client.list_servers_details(r)).servers or [])
+            answer = _call(
+                lambda r=request: self._client.list_servers_details(r),
+                "ListServersDetails",
+                self.region,
+            )
+            page = wire(answer.servers or [])
             found.extend(page)
             if len(page) < SERVERS_PER_PAGE:
                 return found
@@ -144,7 +161,11 @@ class Ecs:
         request = UpdateServerMetadataRequest(
             server_id=server_id, body=UpdateServerMetadataRequestBody(metadata=metadata)
         )
-        _call(lambda: self._client.update_server_metadata(request))
+        _call(
+            lambda: self._client.update_server_metadata(request),
+            "UpdateServerMetadata",
+            self.region,
+        )
 
     def delete_server(self, server_id: str) -> str | None:
         """DeleteServers with its public IP and disks; the deletion job's id."""
@@ -159,7 +180,9 @@ class Ecs:
                 servers=[ServerId(id=server_id)], delete_publicip=True, delete_volume=True
             )
         )
-        return _call(lambda: self._client.delete_servers(request)).job_id
+        return _call(
+            lambda: self._client.delete_servers(request), "DeleteServers", self.region
+        ).job_id
 
 
 def _post_paid_server(server: Mapping[str, Any]) -> Any:
@@ -246,4 +269,10 @@ class Bss:
         request = ListOnDemandResourceRatingsRequest(
             body=RateOnDemandReq(project_id=project_id, inquiry_precision=1, product_infos=products)
         )
-        return wire(_call(lambda: self._client.list_on_demand_resource_ratings(request)))
+        return wire(
+            _call(
+                lambda: self._client.list_on_demand_resource_ratings(request),
+                "ListOnDemandResourceRatings",
+                region,
+            )
+        )

@@ -60,4 +60,6 @@ class CvmApi:
                     return {}
                 raise
 
-        return retry.call(once, translate=translate)
+        return retry.call(
+            once, translate=translate, action=action, region=self.region or None, log=self.ctx.log
+        )

@@ -1,0 +1,117 @@
+"""What the broker reports about a placement, as typed models for Python callers.
+
+The broker keeps a placement's plan and status as plain data (JSON in the state store, and
+what ``--json`` prints); these models are that data with types, as :class:`cloudbroker.Broker`
+returns it. Keys the broker adds later are ignored here, so a newer state store still reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cloudbroker.models import Market
+from cloudbroker.money import Money
+
+
+class _Report(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class PlannedOffer(_Report):
+    """One offer a side of a placement launches (the first of its side's offers)."""
+
+    provider: str
+    region: str
+    zone: str | None
+    instance_type: str
+    market: Market
+    hourly: Money | None  # per hour, as published
+    total: Money | None  # for the job's hours, in the placement's currency
+
+
+class CostItem(_Report):
+    label: str
+    amount: Money | None  # None: unknown (never counted as 0)
+
+
+class PlacementCost(_Report):
+    """The plan's cost: primary, standby (by its mode) and replication egress."""
+
+    lines: tuple[CostItem, ...]
+    total: Money  # the sum of the known lines
+    complete: bool  # False: a line is unknown, so ``total`` is a lower bound
+
+
+class Placement(_Report):
+    """A planned placement: its id, the primary and standby offers, and the full cost.
+
+    ``plan`` is the plan as stored (each side's fallback offers, buckets, the job).
+    """
+
+    id: str
+    primary: PlannedOffer
+    standby: PlannedOffer
+    standby_mode: Literal["cold", "hot"]
+    cost: PlacementCost
+    plan: dict[str, Any]
+
+    @classmethod
+    def of(cls, placement_id: str, plan: dict[str, Any]) -> Placement:
+        """From what the broker planned (side ``a`` is the primary until a failover)."""
+        sides = plan["sides"]
+        return cls(
+            id=placement_id,
+            primary=sides["a"]["offers"][0],
+            standby=sides["b"]["offers"][0],
+            standby_mode=plan["standby_mode"],
+            cost=plan["cost"],
+            plan=plan,
+        )
+
+
+class InstanceStatus(_Report):
+    """One instance a placement launched (or a launch not confirmed yet: no ``instance_id``)."""
+
+    side: str
+    role: str  # primary, standby, or what it was (former primary)
+    provider: str
+    region: str
+    instance_type: str
+    instance_id: str | None
+    state: str  # the cloud's state when refreshed: pending, running, terminated, ...
+    reclaim: str | None = None  # a spot reclaim notice, when the cloud gave one
+    error: str | None = None  # why the state could not be refreshed or settled
+
+
+class FailoverResult(_Report):
+    """A completed failover: from which cloud to which, why, and what it cost in time.
+
+    RTO: from the failure detected to the standby running. RPO: the age of the newest
+    checkpoint in the standby bucket at the failover (None: no checkpoint was found).
+    """
+
+    from_provider: str = Field(alias="from")
+    to_provider: str = Field(alias="to")
+    reason: str
+    rto_seconds: float
+    rpo_seconds: float | None
+
+
+class PlacementStatus(_Report):
+    """A placement now: its status, roles, every instance, failovers and events.
+
+    ``status`` is planned, starting, up, failing-over, stopping or down; ``failover`` is a
+    failover in progress (its step), ``last_failover`` the last one completed.
+    """
+
+    id: str
+    status: str
+    primary: str
+    standby: str
+    buckets: dict[str, str]
+    instances: tuple[InstanceStatus, ...]
+    failover: dict[str, Any] | None
+    last_failover: FailoverResult | None
+    events: tuple[dict[str, Any], ...]
