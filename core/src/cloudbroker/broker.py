@@ -20,17 +20,17 @@ of an instance, the lease of a dead holder (:mod:`cloudbroker.lease`).
 
 from __future__ import annotations
 
-import base64
 import difflib
 import math
-import shlex
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Protocol
 
+from cloudbroker import limits
 from cloudbroker.costs import egress_cost
 from cloudbroker.errors import (
     AuthError,
@@ -48,13 +48,14 @@ from cloudbroker.launching import (
     PLACEMENT_TAG,
     idempotency_key,
     launch_request,
+    user_data,
 )
 from cloudbroker.lease import LEASE_TTL, Lease
 from cloudbroker.models import BucketRef, Instance, InstanceRef, InstanceState, Market
 from cloudbroker.money import FxTable, Money
 from cloudbroker.plugins import PluginManager
 from cloudbroker.quote import Job, Quote, QuoteEngine, match_gpus
-from cloudbroker.state import Conflict, InstanceRow, LeaseLost, StateError, Store
+from cloudbroker.state import Conflict, Event, InstanceRow, LeaseLost, StateError, Store
 
 # A launch whose answer never came (killed mid-call, response lost, 5xx) is "unresolved"
 # until an instance carrying its key is found, or none has appeared LAUNCH_SETTLE seconds
@@ -62,9 +63,20 @@ from cloudbroker.state import Conflict, InstanceRow, LeaseLost, StateError, Stor
 UNRESOLVED = {"launching", "unconfirmed"}
 LIVE = UNRESOLVED | {"pending", "running", "stopping", "stopped", "unknown"}
 FAILED_STATES = {InstanceState.STOPPED, InstanceState.TERMINATED, InstanceState.TERMINATING}
+ASKED = LIVE | {"terminating"}  # states `status` asks the cloud about (until it says ended)
 REFUSED = (UsageError, ConfigError, AuthError)  # a launch refused before anything was created
 LAUNCH_SETTLE = 120.0
 FINAL_SYNC_TIMEOUT = 60.0
+# The failover's steps in order, and what each is doing while it runs (for progress).
+FAILOVER_DOING = {
+    "fence": "fencing the primary",
+    "final-sync": "final sync of the checkpoints",
+    "launch": "launching the standby",
+    "wait": "waiting for the standby to run",
+    "terminate-primary": "terminating the primary",
+    "swap": "swapping roles",
+}
+FAILOVER_STEPS = list(FAILOVER_DOING)
 
 
 class Replicator(Protocol):
@@ -97,6 +109,99 @@ class GcReport:
     other_placements: list[Instance] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class BrokerEvent:
+    """One thing the broker did or saw, as it happens, for whoever runs it to show.
+
+    The library never prints: ``Broker(on_event=...)`` receives these and the CLI renders
+    them (a line on a terminal, a JSON object for a log shipper). ``kind`` is one of
+
+    * ``check``: a watch interval's health check (``detail``: the placement's ``status``,
+      ``primary``, ``instance_id``, ``state``, ``healthy``, ``failures`` in a row,
+      ``last_replication`` and ``standby_newest`` as epoch seconds or None, ``lag_seconds``:
+      the age of the standby's newest checkpoint, the RPO a failover now would report);
+    * ``replicated`` / ``replication-failed``: the watch copied the primary bucket (``seconds``,
+      or the ``error``);
+    * ``step-started`` / ``step``: a step of ``up`` or a failover began / ended
+      (``operation``, ``step``; when ended, its ``seconds``);
+    * ``note``: a situation worth a line (standing by, an error retried, a lease waited for).
+    """
+
+    kind: str
+    placement_id: str
+    message: str  # one line for a person
+    at: float  # epoch seconds
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def span(seconds: float) -> str:
+    """A duration for a person: ``42 s``, ``7 min``, ``3.5 h``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@dataclass(frozen=True)
+class _Health:
+    """The primary as one health check saw it: ``reason`` is None when it is healthy."""
+
+    reason: str | None
+    instance_id: str | None
+    state: str
+
+
+@dataclass(frozen=True)
+class _Replica:
+    """The watch's last replication: when it ended, and the standby's newest object then."""
+
+    at: float | None = None
+    newest: float | None = None  # epoch seconds; None: empty, or not listed
+    listed: bool = False  # the standby was listed after it (else its newest is unknown)
+
+
+@dataclass(frozen=True)
+class _Stock:
+    """The watch's last look at the standby's stock: when, and the warning it gave."""
+
+    at: float | None = None
+    warned: str | None = None
+
+
+@dataclass
+class _Done:
+    """What a step did, set by the step's body (see ``Broker._step``)."""
+
+    text: str = "done"
+
+
+def _roles_in_time(events: list[Event]) -> tuple[dict[str, str], set[str]]:
+    """Per launch key, its role when launched, and the keys that were ever the primary.
+
+    Read from the event log: side ``a`` is primary at first and each ``roles-swapped``
+    flips it; an instance is the primary while alive on the primary side (so a standby
+    launched by a failover becomes one at the swap, and the old primary stays a former one).
+    """
+    primary, launched_as, was_primary = "a", {}, set()
+    alive: dict[str, str] = {}  # key -> side
+    for event in events:
+        key = event.detail.get("key")
+        if event.kind == "launch-requested" and key:
+            alive[key] = event.detail["side"]
+            launched_as[key] = "primary" if alive[key] == primary else "standby"
+        elif event.kind == "roles-swapped":
+            primary = "b" if primary == "a" else "a"
+        elif key in alive and event.detail.get("state") not in LIVE:
+            del alive[key]
+        was_primary.update(k for k, side in alive.items() if side == primary)
+    return launched_as, was_primary
+
+
+def _described(row: InstanceRow) -> str:
+    return f"{row.provider} {row.instance_id} ({row.instance_type} in {row.region})"
+
+
 def bucket_text(bucket: dict[str, Any]) -> str:
     return f"{bucket['provider']}:{bucket['bucket']}/{bucket['path']}".rstrip("/")
 
@@ -119,6 +224,21 @@ class PlaceRequest:
     startup_script: str | None = None
     regions: tuple[str, ...] = ()  # only offers in these regions (either cloud's names)
 
+    def bounded(self) -> PlaceRequest:
+        """This request with its numbers checked against :mod:`cloudbroker.limits`.
+
+        The CLI's bounds, for library callers too: ``hours=1e308`` is a UsageError naming the
+        field, not an overflow deep in the cost arithmetic.
+        """
+        return replace(
+            self,
+            count=limits.GPUS.check(self.count, "count"),
+            hours=limits.HOURS.check(self.hours, "hours"),
+            sync_every=float(limits.SECONDS.check(self.sync_every, "sync_every")),
+            checkpoint_gb=limits.GB.check(self.checkpoint_gb, "checkpoint_gb"),
+            checkpoint_every=float(limits.SECONDS.check(self.checkpoint_every, "checkpoint_every")),
+        )
+
 
 def _offer(q: Quote) -> dict[str, Any]:
     return {
@@ -132,57 +252,16 @@ def _offer(q: Quote) -> dict[str, Any]:
     }
 
 
-def user_data(
-    placement_id: str,
-    side: str,
-    remote_options: dict[str, str],
-    bucket: str,
-    path: str,
-    script: str | None,
-) -> str:
-    """The startup script: where checkpoints live on *this* cloud, then the user's job.
-
-    The instance reaches its bucket through an rclone remote named ``ckpt`` built from
-    non-secret options with ``env_auth`` (the instance's own role): no secret is ever put in
-    user data, which a cloud console shows to anyone with read access.
-    """
-    env = {
-        "CLOUDBROKER_PLACEMENT": placement_id,
-        "CLOUDBROKER_ROLE_SIDE": side,
-        "CLOUDBROKER_CHECKPOINT_URI": f"ckpt:{bucket}/{path}".rstrip("/"),
-        "RCLONE_CONFIG_CKPT_TYPE": "s3",
-        "RCLONE_CONFIG_CKPT_ENV_AUTH": "true",
-        **{f"RCLONE_CONFIG_CKPT_{k.upper()}": v for k, v in sorted(remote_options.items())},
-    }
-    exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items())
-    lines = [
-        "#!/bin/bash",
-        f"# cloudbroker placement {placement_id}",
-        "cat > /etc/cloudbroker.env <<'CBENV'",
-        exports,
-        "CBENV",
-        ". /etc/cloudbroker.env",
-    ]
-    if script:
-        encoded = base64.b64encode(script.encode()).decode()
-        lines += [
-            "mkdir -p /opt/cloudbroker",
-            "base64 -d > /opt/cloudbroker/job <<'CBJOB'",
-            encoded,
-            "CBJOB",
-            "chmod +x /opt/cloudbroker/job",
-            "exec /opt/cloudbroker/job",
-        ]
-    return "\n".join(lines) + "\n"
-
-
 class Broker:
     """Plans, launches, watches and fails over placements; state lives in a Store."""
+
+    #: How often ``watch`` asks whether the standby's offer is still in stock (seconds).
+    standby_check_every = 600.0
 
     def __init__(
         self,
         pm: PluginManager,
-        store: Store,
+        store: Store | Callable[[], Store],
         replicator: Replicator,
         *,
         fx: FxTable | None = None,
@@ -193,10 +272,12 @@ class Broker:
         final_sync_timeout: float = FINAL_SYNC_TIMEOUT,
         lease_ttl: float = LEASE_TTL,
         launch_settle: float = LAUNCH_SETTLE,
-        log: Callable[[str], None] = lambda message: None,
+        on_event: Callable[[BrokerEvent], None] = lambda event: None,
     ) -> None:
+        """``store`` may be a function that opens it on first use: ``place`` plans before
+        any state file exists, so a plan that fails leaves no file behind."""
         self.pm = pm
-        self.store = store
+        self._store = store
         self.replicator = replicator
         self.fx = fx or FxTable()
         self.clock = clock  # epoch seconds: compared with the store's timestamps
@@ -206,7 +287,16 @@ class Broker:
         self.final_sync_timeout = final_sync_timeout
         self.lease_ttl = lease_ttl
         self.launch_settle = launch_settle
-        self.log = log
+        self.on_event = on_event
+
+    @property
+    def store(self) -> Store:
+        if not isinstance(self._store, Store):
+            self._store = self._store()
+        return self._store
+
+    def _emit(self, placement_id: str, kind: str, message: str, **detail: Any) -> None:
+        self.on_event(BrokerEvent(kind, placement_id, message, self.clock(), detail))
 
     # -- planning ------------------------------------------------------------------------
 
@@ -229,6 +319,7 @@ class Broker:
 
     def plan(self, request: PlaceRequest) -> dict[str, Any]:
         """The cheapest primary and standby on two different clouds, with the full cost."""
+        request = request.bounded()
         if request.standby_mode not in ("cold", "hot"):
             raise UsageError(
                 f"unknown --standby-mode {request.standby_mode!r}; accepted: cold, hot"
@@ -363,6 +454,7 @@ class Broker:
         }
 
     def place(self, request: PlaceRequest) -> tuple[str, dict[str, Any]]:
+        """Plan, then record the plan as a new placement (the store is touched only then)."""
         spec = self.plan(request)
         placement_id = f"pl-{uuid.uuid4().hex[:10]}"
         self.store.add_placement(placement_id, spec)
@@ -405,11 +497,13 @@ class Broker:
         settings = self.pm.settings.get(provider, {})
         bucket = spec["sides"][side]["bucket"]
         remote = self.pm.call(provider, "sync_storage", bucket=BucketRef(**bucket))
-        script = user_data(
-            pid, side, remote.options, remote.bucket, remote.path, spec.get("startup_script")
-        )
+        script = user_data(pid, side, remote, spec.get("startup_script"), settings)
         no_capacity = []
-        for index in range(max(started, default=0), len(offers)):
+        if started:  # resuming: from the offer it was trying, in the planned order
+            order: list[int] = list(range(max(started), len(offers)))
+        else:
+            order = self._by_stock(pid, provider, offers)
+        for index in order:
             offer, key = offers[index], keys[index]
             request = launch_request(
                 provider,
@@ -430,13 +524,14 @@ class Broker:
             try:
                 instance: Instance = self.pm.call(provider, "launch", request=request)
             except CapacityError as exc:
-                no_capacity.append(
-                    f"{offer['instance_type']} in {offer['zone'] or offer['region']}"
-                )
+                where = f"{offer['instance_type']} in {offer['zone'] or offer['region']}"
+                no_capacity.append(where)
                 detail["error"] = str(exc)
                 self.store.update_instance(
                     key, state="no-capacity", event="launch-no-capacity", detail=detail
                 )
+                more = "trying the next offer" if index != order[-1] else "no offer left"
+                self._emit(pid, "note", f"no capacity for {provider} {where}: {more}")
                 continue
             except CloudBrokerError as exc:
                 # Refused before anything was made, or unknown: then found by its key later.
@@ -456,6 +551,45 @@ class Broker:
             f"no capacity for any {provider} offer; tried: {', '.join(no_capacity)}",
             provider=provider,
         )
+
+    def _by_stock(self, pid: str, provider: str, offers: list[dict[str, Any]]) -> list[int]:
+        """The side's offers in launch order: the cloud is asked again right before launching,
+        and offers in stock go first (cheapest first among equals), sold-out ones last; the
+        planned order when the cloud cannot say."""
+        from cloudbroker import availability
+
+        figures = availability.offer_figures(self.pm, provider, offers)
+        if isinstance(figures, str):
+            if self.pm.implements(provider, "availability"):
+                self._emit(pid, "note", f"{provider} availability unknown ({figures})")
+            return list(range(len(offers)))
+        order = availability.preferred(figures)
+        if order[0] != 0:
+            said = availability.status_of(figures[0]).value
+            planned, first = availability.where(offers[0]), availability.where(offers[order[0]])
+            self._emit(pid, "note", f"{provider} {planned} is {said} now: launching {first} first")
+        return order
+
+    def _standby_stock(self, placement: dict[str, Any], standby: str, last: _Stock) -> _Stock:
+        """Every ``standby_check_every`` seconds, ask whether the standby's planned offer can
+        still be launched; warn once when it cannot (sold out, no longer offered), and once
+        when it can again: the standby must have capacity when the primary fails."""
+        from cloudbroker import availability
+
+        now = self.clock()
+        if last.at is not None and now - last.at < self.standby_check_every:
+            return last
+        side = placement["spec"]["sides"][standby]
+        figures = availability.offer_figures(self.pm, side["provider"], side["offers"])
+        if isinstance(figures, str):
+            return _Stock(now, last.warned)  # unknown: nothing new to say
+        warning = availability.standby_warning(side["provider"], side["offers"], figures)
+        if warning and warning != last.warned:
+            self.store.event(placement["id"], "standby-capacity", {"warning": warning})
+            self._emit(placement["id"], "warning", warning, standby=side["provider"])
+        elif last.warned and not warning:
+            self._emit(placement["id"], "note", f"standby {side['provider']}: in stock again")
+        return _Stock(now, warning)
 
     def _resolve(self, placement_id: str) -> list[Unresolved]:
         """Settle launch rows with no instance id by their key tag; return those still open.
@@ -584,13 +718,20 @@ class Broker:
         sides = [primary] + ([standby] if placement["spec"]["standby_mode"] == "hot" else [])
         rows = []
         for side in sides:
+            provider = placement["spec"]["sides"][side]["provider"]
             live = [r for r in self._live(placement_id, side) if r.instance_id]
             if live:
                 row = live[0]
             else:
                 parts = ("up", side, self._ended(placement_id, side))
-                row = self._launch(placement, side, parts)
-            self._wait_running(row)
+                doing = f"up: launching on {provider}"
+                with self._step(placement_id, "up", "launch", doing, "up") as done:
+                    row = self._launch(placement, side, parts)
+                    done.text = f"launched {_described(row)}"
+            doing = f"up: waiting for {provider} {row.instance_id} to run"
+            with self._step(placement_id, "up", "wait", doing, "up") as done:
+                self._wait_running(row)
+                done.text = f"{provider} {row.instance_id} running"
             rows.append(row)
         self.store.finish_up(placement_id, {"sides": sides})
         return rows
@@ -615,11 +756,62 @@ class Broker:
             in_flight = len(left) == len(unresolved) and all(u.settling for u in unresolved)
             if not left or not in_flight or self.clock() >= deadline:
                 break
-            self.log(f"{placement_id}: waiting for {len(left)} launch(es) in flight to show up")
+            self._emit(
+                placement_id, "note", f"waiting for {len(left)} launch(es) in flight to show up"
+            )
             self.sleep(pause)
         if not left:
             self.store.finish_down(placement_id)
         return left
+
+    def forget(self, placement_id: str) -> None:
+        """Remove the records of a placement that is down, once its clouds confirm none runs.
+
+        Each cloud it launched on is asked for the instances tagged with the placement
+        (``list_instances``; a cloud without it, each recorded instance's status); anything
+        not terminated, or a cloud that cannot be asked, refuses with one line naming it and
+        keeps every record. A placement never launched needs no cloud's word.
+        """
+        if self._placement(placement_id)["status"] != "down":
+            raise Conflict(f"{placement_id} is not down: run `down` first, then forget it")
+        running: list[str] = []
+        rows = self.store.instances(placement_id)
+        for provider in dict.fromkeys(r.provider for r in rows):
+            mine = [r for r in rows if r.provider == provider]
+            try:
+                running += self._still_running(placement_id, provider, mine)
+            except CloudBrokerError as exc:
+                running.append(f"{provider}: cannot confirm ({exc})")
+        if running:
+            raise CloudBrokerError(
+                f"{placement_id} is not forgotten: {'; '.join(running)}; its records are kept"
+            )
+        self.store.forget(placement_id)
+
+    def _still_running(
+        self, placement_id: str, provider: str, rows: list[InstanceRow]
+    ) -> list[str]:
+        """What the cloud still runs of this placement, as ``provider id (state)`` texts."""
+        if self.pm.implements(provider, "list_instances"):
+            found = self.pm.call(
+                provider,
+                "list_instances",
+                regions=sorted({r.region for r in rows}),
+                tags={MANAGED_TAG: "true", PLACEMENT_TAG: placement_id},
+            )
+        else:
+            if any(r.instance_id is None and r.state in UNRESOLVED for r in rows):
+                raise CloudBrokerError("a launch was never confirmed and it cannot list instances")
+            found = []
+            for row in rows:
+                if row.instance_id is not None:
+                    with suppress(NotFoundError):
+                        found.append(self._status(row))
+        return [
+            f"{provider} {i.instance_id} ({i.state.value})"
+            for i in found
+            if i.state != InstanceState.TERMINATED
+        ]
 
     def status(self, placement_id: str, *, refresh: bool = True) -> dict[str, Any]:
         placement = self._placement(placement_id)
@@ -628,6 +820,8 @@ class Broker:
         if refresh:
             open_rows = {u.row.idempotency_key: u.reason for u in self._resolve(placement_id)}
         instances = []
+        events = self.store.events(placement_id)
+        launched_as, was_primary = _roles_in_time(events)
         for row in self.store.instances(placement_id):
             entry = {
                 "side": row.side,
@@ -641,15 +835,15 @@ class Broker:
             }
             if row.idempotency_key in open_rows:
                 entry["error"] = open_rows[row.idempotency_key]
-            if refresh and row.state in LIVE and row.instance_id:
-                try:
-                    live = self._status(row)
-                    entry["state"], entry["reclaim"] = live.state.value, live.reclaim
-                    self.store.update_instance(row.idempotency_key, state=live.state.value)
-                except CloudBrokerError as exc:
-                    entry["error"] = str(exc)
+            if refresh and row.state in ASKED and row.instance_id:
+                entry.update(self._cloud_state(row))
+            if entry["state"] not in LIVE:  # an ended instance, or a launch that made none
+                key = row.idempotency_key
+                if row.instance_id is None:
+                    entry["role"] = launched_as.get(key, entry["role"])
+                else:
+                    entry["role"] = f"former {'primary' if key in was_primary else 'standby'}"
             instances.append(entry)
-        events = self.store.events(placement_id)
         swaps = [e for e in events if e.kind == "roles-swapped"]
         spec = placement["spec"]
         return {
@@ -667,6 +861,24 @@ class Broker:
             "events": [{"at": e.at, "kind": e.kind, **e.detail} for e in events],
         }
 
+    def _cloud_state(self, row: InstanceRow) -> dict[str, Any]:
+        """What the cloud says of the row's instance now (recorded), or why it cannot say.
+
+        An instance the cloud no longer knows after it was asked to terminate is terminated:
+        clouds forget terminated instances after a while.
+        """
+        try:
+            live = self._status(row)
+        except NotFoundError:
+            if row.state != InstanceState.TERMINATING.value:
+                return {"error": f"{row.provider} does not know {row.instance_id}"}
+            self.store.update_instance(row.idempotency_key, state="terminated")
+            return {"state": "terminated"}
+        except CloudBrokerError as exc:
+            return {"error": str(exc)}
+        self.store.update_instance(row.idempotency_key, state=live.state.value)
+        return {"state": live.state.value, "reclaim": live.reclaim}
+
     # -- failover ------------------------------------------------------------------------
 
     def failover(self, placement_id: str, reason: str = "manual") -> dict[str, Any]:
@@ -680,7 +892,7 @@ class Broker:
         if not lease.acquire():
             holder = (self.store.lease(placement_id) or {}).get("holder", "another process")
             wait = self.lease_ttl + 1
-            self.log(f"{placement_id}: {holder} holds the lease; waiting up to {wait:g} s")
+            self._emit(placement_id, "note", f"{holder} holds the lease; waiting up to {wait:g} s")
             deadline = self.clock() + wait
             while not lease.acquire():
                 if self.clock() >= deadline:
@@ -699,46 +911,52 @@ class Broker:
         placement = self._placement(placement_id)
         self.store.start_failover(placement_id, reason)
         primary, standby = self._roles(placement)
-        spec = placement["spec"]
-        steps: dict[str, Callable[[dict[str, Any]], None]] = {
+        steps: dict[str, Callable[[dict[str, Any]], str]] = {
             "fence": lambda fo: self._fence(placement, primary),
             "final-sync": lambda fo: self._final_sync(placement, primary, standby, fo),
             "launch": lambda fo: self._launch_standby(placement, standby, fo),
             "wait": lambda fo: self._wait_standby(placement, fo),
             "terminate-primary": lambda fo: self._terminate_primary(placement, primary),
+            "swap": lambda fo: self._swap(placement, primary, standby, fo),
         }
         while (failover := self.store.failover(placement_id)) is not None:
             if lease.lost:
                 raise LeaseLost(f"{placement_id}: another process took over the lease")
-            self.log(f"failover {placement_id}: {failover['step']}")
-            if failover["step"] != "swap":
-                steps[failover["step"]](failover)
-                continue
-            rto = failover["running_at"] - failover["detected_at"]
-            self.store.swap_primary(
-                placement_id,
-                {
-                    "rto_seconds": round(rto, 3),
-                    "rpo_seconds": failover.get("rpo_seconds"),
-                    "from": spec["sides"][primary]["provider"],
-                    "to": spec["sides"][standby]["provider"],
-                    "reason": failover["reason"],
-                },
-            )
+            step = failover["step"]
+            label = f"failover {FAILOVER_STEPS.index(step) + 1}/{len(FAILOVER_STEPS)}"
+            doing = f"{label}: {FAILOVER_DOING[step]}"
+            with self._step(placement_id, "failover", step, doing, label) as done:
+                done.text = steps[step](failover)
         status = self._placement(placement_id)["status"]
         if status != "up":
             raise Conflict(f"{placement_id} is {status}: the failover was abandoned")
         swaps = [e for e in self.store.events(placement_id) if e.kind == "roles-swapped"]
         return swaps[-1].detail
 
-    def _fence(self, placement: dict[str, Any], primary: str) -> None:
+    @contextmanager
+    def _step(
+        self, placement_id: str, operation: str, step: str, doing: str, label: str
+    ) -> Iterator[_Done]:
+        """One step of ``operation``: ``on_event`` hears ``step-started`` (``doing``), then
+        ``step``: ``label: what it did (seconds)``, what the body set ``done.text`` to."""
+        detail = {"operation": operation, "step": step}
+        self._emit(placement_id, "step-started", doing, **detail)
+        started, done = time.monotonic(), _Done()
+        yield done
+        seconds = time.monotonic() - started
+        message = f"{label}: {done.text} ({span(seconds)})"
+        self._emit(placement_id, "step", message, **detail, seconds=round(seconds, 3))
+
+    def _fence(self, placement: dict[str, Any], primary: str) -> str:
         """Stop treating the primary as the source of truth: no more replication from it."""
         ids = [r.instance_id for r in self._live(placement["id"], primary)]
         self.store.advance_failover(
             placement["id"], "final-sync", "primary-fenced", {"fenced": ids}, from_step="fence"
         )
+        provider = placement["spec"]["sides"][primary]["provider"]
+        return f"{provider} {', '.join(filter(None, ids)) or 'primary'} fenced"
 
-    def _final_sync(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> None:
+    def _final_sync(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
         """Copy what the primary bucket has, within ``final_sync_timeout``; then go on with
         the newest replica either way, and record the RPO that leaves."""
         spec = placement["spec"]
@@ -759,14 +977,19 @@ class Broker:
         self.store.advance_failover(
             placement["id"], "launch", event, detail, from_step="final-sync"
         )
+        rpo = "unknown" if newest is None else span(max(detail["rpo_seconds"], 0))
+        if "error" in detail:
+            return f"final sync skipped ({detail['error']}); newest replica kept, RPO {rpo}"
+        return f"final sync to {dst.provider} done, RPO {rpo}"
 
-    def _launch_standby(self, placement, standby: str, fo: dict[str, Any]) -> None:
+    def _launch_standby(self, placement, standby: str, fo: dict[str, Any]) -> str:
         pid = placement["id"]
         running = [r for r in self._live(pid, standby) if r.instance_id]
         if running and placement["spec"]["standby_mode"] == "hot":
-            row = running[0]
+            row, did = running[0], "hot standby"
         else:
             row = self._launch(placement, standby, ("failover", fo["attempt"]))
+            did = "launched"
         self.store.advance_failover(
             pid,
             "wait",
@@ -774,8 +997,9 @@ class Broker:
             {"standby_key": row.idempotency_key},
             from_step="launch",
         )
+        return f"{did} {_described(row)}"
 
-    def _wait_standby(self, placement, fo: dict[str, Any]) -> None:
+    def _wait_standby(self, placement, fo: dict[str, Any]) -> str:
         row = next(
             r
             for r in self.store.instances(placement["id"])
@@ -789,13 +1013,11 @@ class Broker:
             {"running_at": self.clock()},
             from_step="wait",
         )
+        return f"{row.provider} {row.instance_id} running"
 
-    def _terminate_primary(self, placement, primary: str) -> None:
-        left = [
-            r.instance_id
-            for r in self._live(placement["id"], primary)
-            if r.instance_id and self._terminate(r)
-        ]
+    def _terminate_primary(self, placement, primary: str) -> str:
+        live = [r for r in self._live(placement["id"], primary) if r.instance_id]
+        left = [r.instance_id for r in live if self._terminate(r)]
         self.store.advance_failover(
             placement["id"],
             "swap",
@@ -803,6 +1025,24 @@ class Broker:
             {"not_terminated": left},
             from_step="terminate-primary",
         )
+        provider = placement["spec"]["sides"][primary]["provider"]
+        done = [r.instance_id for r in live if r.instance_id not in left]
+        said = f"terminated {provider} {', '.join(done)}" if done else f"no {provider} instance"
+        return said + (f"; not terminated yet: {', '.join(left)} (see status)" if left else "")
+
+    def _swap(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
+        spec = placement["spec"]
+        rto, rpo = fo["running_at"] - fo["detected_at"], fo.get("rpo_seconds")
+        swapped = {
+            "rto_seconds": round(rto, 3),
+            "rpo_seconds": rpo,
+            "from": spec["sides"][primary]["provider"],
+            "to": spec["sides"][standby]["provider"],
+            "reason": fo["reason"],
+        }
+        self.store.swap_primary(placement["id"], swapped)
+        rpo_text = "unknown" if rpo is None else span(max(rpo, 0))
+        return f"roles swapped: {swapped['to']} is primary, RTO {span(rto)}, RPO {rpo_text}"
 
     # -- garbage collection --------------------------------------------------------------
 
@@ -854,21 +1094,18 @@ class Broker:
         Acts only while the placement is up (or failing over, to finish that); stands by
         while it is planned or starting, and while another watcher holds the lease; returns
         a line saying why once ``down`` was requested (None when ``until()`` says stop).
-        A cloud error mid-failover is logged and the failover resumed at the next interval
+        A cloud error mid-failover is reported and the failover resumed at the next interval
         (a launch whose answer was lost is found by its key first). Raises StateError if the
-        state file is deleted or replaced under it.
+        state file is deleted or replaced under it. ``on_event`` hears one ``check`` (or a
+        ``note`` saying why there was none) every interval, each replication and each
+        failover step.
         """
         lease = Lease(
             self.store, placement_id, holder or f"watch-{uuid.uuid4().hex[:8]}", self.lease_ttl
         )
-        consecutive, last_sync, said = 0, 0.0, ""
-
-        def say(message: str) -> None:  # each distinct situation once, not every interval
-            nonlocal said
-            if message != said:
-                self.log(message)
-                said = message
-
+        consecutive, last_sync = 0, 0.0
+        stock = _Stock()
+        replica = self._last_replica(placement_id)
         try:
             while not until():
                 self.store.check()
@@ -877,70 +1114,166 @@ class Broker:
                 if status in ("stopping", "down"):
                     return f"{placement_id} is {status} (`down` was requested); the watch stops"
                 if not lease.held and not lease.acquire():
-                    say(f"another watcher holds the lease on {placement_id}; standing by")
+                    holder_now = (self.store.lease(placement_id) or {}).get("holder", "another")
+                    self._emit(
+                        placement_id,
+                        "check",
+                        f"{holder_now} holds the lease: standing by",
+                        status=status,
+                        standing_by=True,
+                    )
                     self.sleep(interval)
                     continue
                 try:
                     self._resolve(placement_id)
                     if self.store.failover(placement_id):
+                        self._emit(placement_id, "note", "resuming the failover in progress")
                         self._failover(placement_id, "resumed", lease)
-                        consecutive = 0
+                        consecutive, replica = 0, _Replica()
                         continue
                     if status != "up":
-                        say(f"{placement_id} is {status}, not up: waiting for `cloudbroker up`")
+                        message = f"{status}, not up: waiting for `cloudbroker up`"
+                        self._emit(placement_id, "check", message, status=status)
                         self.sleep(interval)
                         continue
-                    say(f"watching {placement_id}")
                     primary, standby = self._roles(placement)
-                    reason = self._health(placement_id, primary)
-                    consecutive = consecutive + 1 if reason else 0
-                    if reason and (reason.startswith("reclaim") or consecutive >= failures):
-                        self.log(f"primary failed ({reason}); failing over")
-                        self._failover(placement_id, reason, lease)
-                        consecutive = 0
+                    health = self._health(placement_id, primary)
+                    consecutive = consecutive + 1 if health.reason else 0
+                    if health.reason and (
+                        health.reason.startswith("reclaim") or consecutive >= failures
+                    ):
+                        self._emit(
+                            placement_id, "note", f"primary failed ({health.reason}): failing over"
+                        )
+                        self._failover(placement_id, health.reason, lease)
+                        consecutive, replica = 0, _Replica()
                         continue
                     now = self.clock()
                     if now - last_sync >= placement["spec"]["sync_every"]:
-                        self._replicate(placement, primary, standby)
+                        replica = self._replicate(placement, primary, standby, replica)
                         last_sync = now
+                    self._check(placement, primary, health, consecutive, failures, replica)
+                    stock = self._standby_stock(placement, standby, stock)
                 except Conflict as exc:  # down requested, or the lease taken over: look again
-                    self.log(str(exc))
+                    self._emit(placement_id, "note", str(exc))
                     consecutive = 0
                     continue
                 except StateError:
                     raise
                 except CloudBrokerError as exc:  # a cloud failed mid-step: resume next time
-                    say(f"{placement_id}: {exc}; trying again in {interval:g} s")
+                    message = f"{exc}; trying again in {interval:g} s"
+                    self._emit(placement_id, "note", message, error=str(exc))
                 self.sleep(interval)
         finally:
             lease.release()
         return None
 
-    def _health(self, placement_id: str, primary: str) -> str | None:
-        """None if the primary is healthy, else why not (``reclaim: ...`` when spot ends)."""
+    def _health(self, placement_id: str, primary: str) -> _Health:
+        """The primary's state, and why it is not healthy (``reclaim: ...`` when spot ends)."""
         live = self._live(placement_id, primary)
         rows = [r for r in live if r.instance_id]
         if not rows:
             # a launch not confirmed yet is not a failure; an up placement with none is
-            return None if live else "no primary instance"
+            if live:
+                return _Health(None, None, "launch not confirmed yet")
+            return _Health("no primary instance", None, "none")
+        row = rows[0]
         try:
-            instance = self._status(rows[0])
+            instance = self._status(row)
         except CloudBrokerError as exc:
-            return f"status check failed: {exc}"
-        self.store.update_instance(rows[0].idempotency_key, state=instance.state.value)
+            return _Health(f"status check failed: {exc}", row.instance_id, "unknown")
+        state = instance.state.value
+        self.store.update_instance(row.idempotency_key, state=state)
         if instance.reclaim:
-            return f"reclaim: {instance.reclaim}"
+            return _Health(f"reclaim: {instance.reclaim}", row.instance_id, state)
         if instance.state in FAILED_STATES:
-            return f"primary is {instance.state.value}"
-        return None
+            return _Health(f"primary is {state}", row.instance_id, state)
+        return _Health(None, row.instance_id, state)
 
-    def _replicate(self, placement, primary: str, standby: str) -> None:
+    def _check(
+        self,
+        placement: dict[str, Any],
+        primary: str,
+        health: _Health,
+        failures: int,
+        allowed: int,
+        replica: _Replica,
+    ) -> None:
+        """One ``check`` event: the primary's state, the last replication, the lag."""
+        now = self.clock()
+        provider = placement["spec"]["sides"][primary]["provider"]
+        who = f"primary {provider} {health.instance_id or ''}".rstrip()
+        lag = None if replica.newest is None else max(now - replica.newest, 0.0)
+        if health.reason:
+            message = f"{who} {health.state}: {health.reason} (failure {failures} of {allowed})"
+        else:
+            if replica.at is None:
+                copied = "not replicated yet"
+            else:
+                copied = f"replicated {span(max(now - replica.at, 0.0))} ago"
+            if lag is not None:
+                behind = f"lag {span(lag)}"
+            elif replica.listed:
+                behind = "no checkpoint on the standby yet"
+            else:
+                behind = "lag unknown"
+            message = f"{who} {health.state}, {copied}, {behind}"
+        self._emit(
+            placement["id"],
+            "check",
+            message,
+            status=placement["status"],
+            primary=provider,
+            instance_id=health.instance_id,
+            state=health.state,
+            healthy=health.reason is None,
+            reason=health.reason,
+            failures=failures,
+            last_replication=replica.at,
+            standby_newest=replica.newest,
+            lag_seconds=None if lag is None else round(lag, 3),
+        )
+
+    def _last_replica(self, placement_id: str) -> _Replica:
+        """What the last recorded replication left on the standby (a watch restarted)."""
+        done = [e for e in self.store.events(placement_id) if e.kind == "replicated"]
+        if not done:
+            return _Replica()
+        last = done[-1]
+        swapped_since = any(
+            e.kind == "roles-swapped" and e.at > last.at for e in self.store.events(placement_id)
+        )
+        if swapped_since:  # that replica is in the bucket of today's primary
+            return _Replica()
+        listed = "standby_newest" in last.detail
+        return _Replica(last.at, last.detail.get("standby_newest"), listed)
+
+    def _replicate(self, placement, primary: str, standby: str, replica: _Replica) -> _Replica:
+        """Copy the primary bucket into the standby's, then read the standby's newest object."""
         spec = placement["spec"]
         src = BucketRef(**spec["sides"][primary]["bucket"])
         dst = BucketRef(**spec["sides"][standby]["bucket"])
+        route = f"{bucket_text(spec['sides'][primary]['bucket'])} -> " + bucket_text(
+            spec["sides"][standby]["bucket"]
+        )
+        started = time.monotonic()
         try:
             self.replicator.replicate(src, dst)
         except CloudBrokerError as exc:
             self.store.event(placement["id"], "replication-failed", {"error": str(exc)})
-        else:
-            self.store.event(placement["id"], "replicated", {})
+            self._emit(
+                placement["id"],
+                "replication-failed",
+                f"replication {route} failed: {exc}",
+                error=str(exc),
+            )
+            return replica
+        seconds = round(time.monotonic() - started, 3)
+        detail: dict[str, Any] = {"seconds": seconds}
+        with suppress(CloudBrokerError):  # for the lag: the standby's newest checkpoint
+            detail["standby_newest"] = self.replicator.newest(dst)
+        self.store.event(placement["id"], "replicated", detail)
+        self._emit(placement["id"], "replicated", f"replicated {route} ({span(seconds)})", **detail)
+        if "standby_newest" not in detail:
+            return _Replica(self.clock(), replica.newest, replica.listed)
+        return _Replica(self.clock(), detail["standby_newest"], True)

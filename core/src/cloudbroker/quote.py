@@ -22,10 +22,11 @@ import difflib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -42,6 +43,7 @@ from cloudbroker.costs import (
 )
 from cloudbroker.errors import CloudBrokerError, UsageError
 from cloudbroker.models import (
+    Availability,
     BillingRule,
     ComputePrice,
     EgressTerms,
@@ -55,6 +57,9 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.money import DecimalStr, FxRate, FxTable, Money
+
+if TYPE_CHECKING:
+    from cloudbroker.availability import Board, Live
 
 
 class Ranking(StrEnum):
@@ -95,6 +100,9 @@ class Job:
     # (GPU model, count) pairs a sized workload fits on (cloudbroker.sizing); when set they
     # replace ``count``, so every fitting configuration is quoted.
     configs: frozenset[tuple[str, int]] = field(default=frozenset())
+    # ``count`` was not asked for: when no instance with that many GPUs matches, each model
+    # is quoted at the fewest GPUs it is sold with (QuoteResult.smallest_sold says so).
+    count_is_default: bool = False
 
 
 class CostLine(Model):
@@ -128,6 +136,7 @@ class Quote(Model):
     flags: tuple[str, ...] = ()
     price_as_of: date | None = None  # the compute price's source date (None: no price row)
     price_trust: str | None = None  # its trust when second-hand ("medium: ..."), see cautions()
+    availability: Availability | None = None  # the live figure of its zone (quote --live)
 
     def line(self, kind: str) -> Money | None:
         """Sum of the converted lines of ``kind`` (None if there is none or one is unknown)."""
@@ -151,6 +160,19 @@ class QuoteResult(Model):
     catalogs: dict[str, date]
     failures: dict[str, str]
     siblings: tuple[str, ...] = ()  # siblings of the GPU asked for that are sold, and where
+    # GPU model -> the count quoted instead of the job's default count, which none is sold with
+    smallest_sold: dict[str, int] = Field(default_factory=dict)
+    live: LiveReport | None = None  # quote --live: how old each provider's availability is
+
+
+class LiveReport(Model):
+    """What ``quote --live`` read: each provider's oldest figure, and what stays unknown."""
+
+    read_at: dict[str, datetime]  # provider -> read time of its oldest figure used
+    cached: tuple[str, ...] = ()  # providers answered (at least partly) from the cache
+    unknown: dict[str, str] = Field(default_factory=dict)  # provider -> why not known
+    listed_last: int = 0  # sold-out or not-offered offers, ranked after all the others
+    hidden: int = 0  # the same, left out on request (still counted in ``matched``)
 
 
 # -- GPU matching ------------------------------------------------------------------------
@@ -185,6 +207,8 @@ class Ranked:
     lower_bounds: int = 0
     unknown: dict[str, int] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
+    listed_last: int = 0  # live: offers that cannot be launched now, ranked after the others
+    hidden: int = 0  # live: the same, left out on request
 
 
 class QuoteEngine:
@@ -386,14 +410,14 @@ class QuoteEngine:
 
     # matching and ranking
 
-    def _matches(self, t: InstanceType, price: ComputePrice) -> bool:
+    def _matches(self, t: InstanceType, price: ComputePrice, any_count: bool = False) -> bool:
         job = self.job
         if job.gpu_models and t.gpu.model not in job.gpu_models:
             return False
         if job.configs:
             if (t.gpu.model, t.gpu.count) not in job.configs:
                 return False
-        elif t.gpu.count != job.count:
+        elif t.gpu.count != job.count and not any_count:
             return False
         if price.market not in job.markets:
             return False
@@ -402,7 +426,8 @@ class QuoteEngine:
         floor = job.min_gpu_memory_gb
         return floor is None or (t.gpu.memory_gb is not None and t.gpu.memory_gb >= floor)
 
-    def candidates(self) -> list[tuple[InstanceType, ComputePrice]]:
+    def candidates(self, any_count: bool = False) -> list[tuple[InstanceType, ComputePrice]]:
+        """The offers that match the job (``any_count``: with any number of GPUs)."""
         found = []
         types = self.types
         for provider, sheet in self.sheets.items():
@@ -412,17 +437,27 @@ class QuoteEngine:
                 t = types.get((provider, price.instance_type, price.region, price.zone))
                 if t is None and price.zone is None:
                     t = self.regional.get((provider, price.instance_type, price.region))
-                if t is not None and self._matches(t, price):
+                if t is not None and self._matches(t, price, any_count):
                     found.append((t, price))
         return found
 
-    def sort_key(self, t: InstanceType, price: ComputePrice) -> tuple[bool, Decimal]:
-        """(lower bound?, known part of the total); by known part alone for LOWER_BOUND."""
+    def smallest_sold(self) -> dict[str, int]:
+        """Per matching GPU model, the fewest GPUs an offer has (every other filter applied)."""
+        smallest: dict[str, int] = {}
+        for t, _ in self.candidates(any_count=True):
+            smallest[t.gpu.model] = min(t.gpu.count, smallest.get(t.gpu.model, t.gpu.count))
+        return smallest
+
+    def sort_key(
+        self, t: InstanceType, price: ComputePrice, last: bool = False
+    ) -> tuple[bool, bool, Decimal]:
+        """(cannot be launched now?, lower bound?, known part of the total); by known part
+        alone for LOWER_BOUND. ``last`` comes from live availability (sold out, not offered)."""
         billing = self._billing(price)
         assert price.price is not None and billing is not None
         hidden = self._hidden(t.provider, price.region)
         known = price.price.amount * billing[1] * self._rate(price.price.currency) + hidden.total
-        return (self.job.ranking is Ranking.COMPLETE and not hidden.complete, known)
+        return (last, self.job.ranking is Ranking.COMPLETE and not hidden.complete, known)
 
     def build(self, t: InstanceType, price: ComputePrice, rank: int | None) -> Quote:
         job = self.job
@@ -493,30 +528,53 @@ class QuoteEngine:
         ranked = self.rank()
         return ranked.quotes, ranked.unpriced, ranked.matched
 
-    def rank(self) -> Ranked:
-        """The top offers in ranking order, the first of each market, and what is unknown."""
+    def rank(self, live: Board | None = None, hide: bool = False) -> Ranked:
+        """The top offers in ranking order, the first of each market, and what is unknown.
+
+        With ``live`` availability, an offer that cannot be launched now (sold out, not
+        offered) ranks after all the others, or is left out when ``hide`` (and counted).
+        """
+        if live is not None:  # offline, the availability module is not even imported
+            from cloudbroker.availability import UNLAUNCHABLE, status_of
+
+        def figure(t: InstanceType, p: ComputePrice) -> Availability | None:
+            return live and live.figure(t.provider, p.region, p.zone, t.name, p.market)
+
+        def last(t: InstanceType, p: ComputePrice) -> bool:
+            return live is not None and status_of(figure(t, p)) in UNLAUNCHABLE
+
+        def build(t: InstanceType, p: ComputePrice, rank: int | None) -> Quote:
+            quote = self.build(t, p, rank)
+            return quote.model_copy(update={"availability": figure(t, p)}) if live else quote
+
         found = self.candidates()
         refused: dict[tuple[str, Market], BillingRule] = {}
         priced, unpriced = [], []
+        left_out = 0
         for t, p in found:
             if self._billing(p) is None:
                 refused.setdefault((t.provider, p.market), p.rule)
+            elif hide and last(t, p):
+                left_out += 1
             elif p.price is None:
                 unpriced.append((t, p))
             else:
                 priced.append((t, p))
-        keyed = sorted((self.sort_key(t, p), i) for i, (t, p) in enumerate(priced))
-        # The same type, price and market in several zones of a region is one offer.
+        keyed = sorted((self.sort_key(t, p, last(t, p)), i) for i, (t, p) in enumerate(priced))
+        # The same type, price and market (and availability) in several zones of a region is
+        # one offer.
         top: dict[tuple, tuple[InstanceType, ComputePrice, list[str]]] = {}
         for _, i in keyed:
             t, p = priced[i]
+            seen = figure(t, p)
             key = (t.provider, t.name, p.region, p.market, p.price, p.flags)
+            key += (status_of(seen), seen and seen.score) if live else ()
             if key in top:
                 top[key][2].append(p.zone or "")
             elif len(top) < self.job.top:
                 top[key] = (t, p, [])
         quotes = [
-            self.build(t, p, rank).model_copy(update={"other_zones": tuple(zones)})
+            build(t, p, rank).model_copy(update={"other_zones": tuple(zones)})
             for rank, (t, p, zones) in enumerate(top.values(), start=1)
         ]
         spare = max(0, self.job.top - len(quotes))
@@ -529,14 +587,17 @@ class QuoteEngine:
             hidden = self._hidden(t.provider, p.region)
             unknown.update(hidden.unknown)
             lower_bounds += not hidden.complete
+        unpriced.sort(key=lambda offer: last(*offer))
         return Ranked(
             quotes=quotes,
-            unpriced=[self.build(t, p, None) for t, p in unpriced[:spare]],
+            unpriced=[build(t, p, None) for t, p in unpriced[:spare]],
             matched=len(found),
-            by_market=[self.build(t, p, None) for t, p in best.values()],
+            by_market=[build(t, p, None) for t, p in best.values()],
             lower_bounds=lower_bounds,
             unknown=dict(unknown.most_common()),
             refused=[self._refusal(who, market, rule) for (who, market), rule in refused.items()],
+            listed_last=sum(last(t, p) for t, p in (*priced, *unpriced)),
+            hidden=left_out,
         )
 
     def _refusal(self, provider: str, market: Market, rule: BillingRule) -> str:
@@ -633,8 +694,12 @@ def _check_known(job: Job, engine: QuoteEngine, types: dict[str, list[InstanceTy
             )
 
 
-def quote(pm, job: Job, fx: FxTable) -> QuoteResult:
-    """Ask every provider for its types and prices at once, then rank the job's offers."""
+def quote(pm, job: Job, fx: FxTable, live: Live | None = None) -> QuoteResult:
+    """Ask every provider for its types and prices at once, then rank the job's offers.
+
+    With ``live``, the clouds are then asked whether the matching offers can be launched now
+    (:mod:`cloudbroker.availability`), and the offers are ranked again with the answers.
+    """
     wanted = list(job.providers) or pm.providers()
     for name in wanted:
         pm.require(name)
@@ -652,13 +717,25 @@ def quote(pm, job: Job, fx: FxTable) -> QuoteResult:
             f"--data-from: {job.data_from.provider} failed: {failures[job.data_from.provider]}"
         )
     siblings: tuple[str, ...] = ()
+    # a provider that failed may be the one selling the GPU: "no offer" alone would hide it
+    failed = "".join(f"; {p} did not answer: {r}" for p, r in sorted(failures.items()))
     if job.gpu:
         known = {t.gpu.model for ts in types.values() for t in ts}
-        job = replace(job, gpu_models=match_gpus(job.gpu, known, job.providers))
+        try:
+            job = replace(job, gpu_models=match_gpus(job.gpu, known, job.providers))
+        except UsageError as exc:
+            raise UsageError(f"{exc}{failed}") from None
         siblings = gpus.sibling_notes(job.gpu_models, (t for ts in types.values() for t in ts))
     engine = QuoteEngine(job, sheets, types, fx)
     _check_known(job, engine, types)
     ranked = engine.rank()
+    smallest: dict[str, int] = {}
+    if not ranked.matched and job.count_is_default and not job.configs:
+        smallest = engine.smallest_sold()  # e.g. A800: sold 8 to an instance only
+        if smallest:
+            job = replace(job, configs=frozenset(smallest.items()))
+            engine = QuoteEngine(job, sheets, types, fx)
+            ranked = engine.rank()
     if not matched_any(ranked):
         markets = "/".join(m.value for m in job.markets)
         where = f" in {', '.join(job.regions)}" if job.regions else ""
@@ -672,7 +749,20 @@ def quote(pm, job: Job, fx: FxTable) -> QuoteResult:
             )
         also = f"; siblings sold: {' | '.join(siblings)}" if siblings else ""
         raise NoOfferError(
-            f"no {markets} offer of {job.count}x {what}{where}; {_closest(engine)}{also}"
+            f"no {markets} offer of {job.count}x {what}{where}; {_closest(engine)}{also}{failed}"
+        )
+    report = None
+    if live is not None:
+        board = live.board(
+            pm, [(t.provider, p.region, t.name, p.market) for t, p in engine.candidates()]
+        )
+        ranked = engine.rank(board, hide=live.available_only)
+        report = LiveReport(
+            read_at=board.read_at(),
+            cached=tuple(sorted(board.cached())),
+            unknown={**board.skipped, **board.failures},
+            listed_last=0 if live.available_only else ranked.listed_last,
+            hidden=ranked.hidden,
         )
     return QuoteResult(
         currency=job.currency,
@@ -688,6 +778,8 @@ def quote(pm, job: Job, fx: FxTable) -> QuoteResult:
         catalogs={p: s.as_of for p, s in sheets.items()},
         failures=failures,
         siblings=siblings,
+        smallest_sold=smallest,
+        live=report,
     )
 
 

@@ -2,51 +2,30 @@
 
 from __future__ import annotations
 
-from datetime import date
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
 
-from cloudbroker import plugins, sizing
-from cloudbroker.cli import app, economics, options
+from cloudbroker import api, plugins
+from cloudbroker.cli import app, economics, option_name, options
 from cloudbroker.cli.output import console, field, print_json
 from cloudbroker.cli.table import Column, FitTable, amount, show
 from cloudbroker.errors import UsageError
 from cloudbroker.gpus import describe as describe_gpus
 from cloudbroker.models import Market, cautions
-from cloudbroker.money import FxRate, FxTable, Money, parse_currency
-from cloudbroker.quote import Job, Location, Quote, QuoteResult, Ranking, quote
+from cloudbroker.money import FxRate, Money
+from cloudbroker.quote import LiveReport, Quote, QuoteResult, Ranking, quote
+
+if TYPE_CHECKING:
+    from cloudbroker.availability import Live
 
 MARKETS = [m.value for m in Market] + ["any"]
 CAUTION = "*"  # the marker of a price whose source is old or second-hand, as in `gpus`
 RANKINGS = [r.value for r in Ranking]
-
-
-def _markets(value: str) -> tuple[Market, ...]:
-    if value == "any":
-        return tuple(Market)
-    try:
-        return (Market(value),)
-    except ValueError:
-        raise UsageError(f"unknown --market {value!r}; accepted: {', '.join(MARKETS)}") from None
-
-
-def _ranking(value: str) -> Ranking:
-    try:
-        return Ranking(value)
-    except ValueError:
-        raise UsageError(f"unknown --rank {value!r}; accepted: {', '.join(RANKINGS)}") from None
-
-
-def _location(value: str) -> Location:
-    provider, sep, region = value.partition(":")
-    if not sep or not provider or not region:
-        raise UsageError(
-            f"malformed --data-from {value!r}; expected PROVIDER:REGION, e.g. aliyun:cn-beijing"
-        )
-    return Location(provider, region)
-
 
 COLUMNS = (
     Column("rank", "#", 0, "right"),
@@ -58,6 +37,7 @@ COLUMNS = (
     Column("vcpus", "vCPUs", 99, "right"),
     Column("memory", "memory GiB", 99, "right"),
     Column("market", "market", 5),
+    Column("availability", "availability", 2),  # quote --live only
     Column("hourly", "hourly", 7, "right"),
     Column("billed", "billed h", 99, "right"),
     Column("compute", "compute", 99, "right"),
@@ -122,9 +102,22 @@ def _gpus(q: Quote) -> str:
     return f"{q.gpu.count}x {q.gpu.model}{shown}"
 
 
+def _availability(q: Quote) -> str:
+    """The live status of the offer's zone, and the spot placement score where given."""
+    figure = q.availability
+    if figure is None:
+        return "unknown"
+    score = f"score {figure.score}/10" if figure.score else ""
+    status = figure.status.value.replace("-", " ")
+    if score and status == "unknown":
+        return score
+    return f"{status}, {score}" if score else status
+
+
 def _row(q: Quote) -> dict[str, str]:
     zones = tuple(z for z in (q.zone, *q.other_zones) if z)
     return {
+        "availability": _availability(q),
         "rank": str(q.rank) if q.rank else "-",
         "provider": q.provider,
         "region": f"{q.region} ({len(zones)})" if zones else q.region or "-",
@@ -162,7 +155,11 @@ def _default(column: Column, quotes: tuple[Quote, ...]) -> bool:
 def _table(result: QuoteResult, *, every: bool) -> FitTable:
     """Every column if ``every`` (--wide, --columns), else those of the default view."""
     quotes = (*result.quotes, *result.unpriced)
-    columns = [c for c in COLUMNS if every or _default(c, quotes)]
+    columns = [
+        c
+        for c in COLUMNS
+        if (every or _default(c, quotes)) and (c.key != "availability" or result.live)
+    ]
     table = FitTable(columns, title=f"GPU offers, totals in {result.currency}")
     rows = [_row(q) for q in quotes]
     for r in rows:
@@ -205,10 +202,56 @@ def _footer(result: QuoteResult) -> list[str | Text]:
     if result.unpriced:
         notes.append("price unknown: the catalog has specs but no published price; never ranked")
     notes.extend(f"sibling also sold: {sibling}" for sibling in result.siblings)
+    if result.smallest_sold:
+        notes.append(_smallest_note(result.smallest_sold))
+    if result.live:
+        notes.extend(_live_notes(result.live))
     for provider, reason in sorted(result.failures.items()):
         notes.append(Text(f"failed: {provider}: {reason}", style="red"))
     notes.append(f"{result.matched} matching offers; showing {len(result.quotes)} ranked")
     return notes
+
+
+def _age(read_at: datetime) -> str:
+    seconds = max(0, int((datetime.now(UTC) - read_at).total_seconds()))
+    return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min"
+
+
+def _offers(n: int) -> str:
+    return f"{n} offer" if n == 1 else f"{n} offers"
+
+
+def _live_notes(live: LiveReport) -> list[str | Text]:
+    """How old each provider's availability is, which providers stay unknown and why, and
+    the offers that cannot be launched now (ranked last or hidden, always counted)."""
+    notes: list[str | Text] = []
+    if live.read_at:
+        ages = ", ".join(
+            f"{p} read {_age(at)} ago" + (" (cached)" if p in live.cached else "")
+            for p, at in sorted(live.read_at.items())
+        )
+        notes.append(f"availability (live): {ages}")
+    for provider, reason in sorted(live.unknown.items()):
+        notes.append(Text(f"availability unknown: {provider}: {reason}", style="yellow"))
+    if live.listed_last:
+        notes.append(
+            f"sold out or not offered: {_offers(live.listed_last)}, ranked after all the others "
+            "(--available-only hides them)"
+        )
+    if live.hidden:
+        notes.append(f"hidden by --available-only: {_offers(live.hidden)} sold out or not offered")
+    return notes
+
+
+def _smallest_note(smallest: dict[str, int]) -> str:
+    """Why offers of more GPUs than the default 1 are shown."""
+    models = " or ".join(sorted(smallest))
+    counts = set(smallest.values())
+    if len(counts) == 1:
+        sold = f"{counts.pop()} GPUs"
+    else:
+        sold = ", ".join(f"{n}x {m}" for m, n in sorted(smallest.items()))
+    return f"no 1-GPU {models} instance is sold; quoting the smallest sold: {sold}"
 
 
 def _ranking_notes(result: QuoteResult) -> list[str]:
@@ -269,8 +312,28 @@ def _explain(q: Quote) -> None:
         field("flag", flag)
     for caution in _cautions(q):
         field("check price", caution)
+    if q.availability:
+        a = q.availability
+        field("availability", f"{_availability(q)}: {a.detail}" if a.detail else _availability(q))
+        field("", f"source: {a.source.name}, read {_age(a.read_at)} ago")
     bound = "" if q.complete else f" (a lower bound; unknown: {'; '.join(q.unknown)})"
     console.print(Text(f"  total = sum of lines = {_cash(q.total)}{bound}"))
+
+
+def _live(live: bool, max_age: float | None, available_only: bool) -> Live | None:
+    """How to read availability with --live; None offline (no SDK is imported then)."""
+    if not live:
+        if max_age is not None or available_only:
+            option = "--max-age" if max_age is not None else "--available-only"
+            raise UsageError(f"{option} needs --live (availability is read live only)")
+        return None
+    from cloudbroker.availability import DEFAULT_MAX_AGE, Cache, Live, default_dir
+
+    return Live(
+        max_age=DEFAULT_MAX_AGE if max_age is None else timedelta(seconds=max_age),
+        cache=Cache(default_dir()),
+        available_only=available_only,
+    )
 
 
 @app.command("quote", rich_help_panel="Plan")
@@ -343,6 +406,15 @@ def quote_command(
         help="complete: complete totals first, lower bounds (≥) after; "
         "lower-bound: all by their known part.",
     ),
+    live: bool = typer.Option(
+        False, "--live", help="Ask the clouds whether each offer can be launched now."
+    ),
+    max_age: float | None = options.option(
+        options.DURATION, None, "--max-age", help="With --live: reuse figures this young (10m)."
+    ),
+    available_only: bool = typer.Option(
+        False, "--available-only", help="With --live: hide sold-out offers (still counted)."
+    ),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
     wide: bool = typer.Option(False, "--wide", help="Every column, however wide the screen."),
     columns: str = typer.Option(
@@ -368,42 +440,39 @@ def quote_command(
     ),
 ) -> None:
     """Rank GPU offers across every installed provider, with every hidden cost itemised."""
-    if not gpu and not model:
-        raise UsageError("give --gpu MODEL (e.g. A100), or --model NAME to size the job")
-    sized = {}
-    if model:
-        sized = sizing.placements(model, mode, precision, batch, seq, zero, gpus, recompute)
-    configs = frozenset(sized)
-    explicit_count = count is not None
-    count = 1 if count is None else count
-    currency = parse_currency(currency, "--currency")
-    table = FxTable()
-    for rate in fx or ():
-        table.add(rate)
-    risk = economics.spot_settings(interruptions, restart_minutes, checkpoint_minutes)
-    use = economics.commitment_settings(utilization, show_commitments)
-    data = data_gb
-    if data and not data_from:
-        raise UsageError("--data-gb needs --data-from PROVIDER:REGION (where the data is now)")
-    job = Job(
-        gpu=gpu,
+    request = api.prepare_quote(
+        gpu,
         count=count,
         hours=hours,
-        markets=_markets(market),
-        providers=tuple(provider or ()),
-        regions=tuple(region or ()),
-        min_gpu_memory_gb=min_gpu_memory,
+        market=market,
+        provider=provider,
+        region=region,
+        min_gpu_memory=min_gpu_memory,
         currency=currency,
-        data_gb=data,
-        data_from=_location(data_from) if data_from else None,
+        fx=fx,
+        data_gb=data_gb,
+        data_from=data_from,
         checkpoint_gb=checkpoint_gb,
         snapshot_days=snapshot_days,
         top=max(top, explain or 0),
-        ranking=_ranking(rank),
-        configs=frozenset(c for c in configs if c[1] == count) if explicit_count else configs,
+        rank=rank,
+        model=model,
+        mode=mode,
+        precision=precision,
+        batch=batch,
+        seq=seq,
+        zero=zero,
+        gpus=gpus,
+        recompute=recompute,
+        name=option_name,
     )
+    job, table, sized = request.job, request.fx, request.sized
+    risk = economics.spot_settings(interruptions, restart_minutes, checkpoint_minutes)
+    use = economics.commitment_settings(utilization, show_commitments)
     pm = plugins.load()
-    result = quote(pm, job, table)
+    result = quote(pm, job, table, _live(live, max_age, available_only))
+    if result.smallest_sold:  # what was quoted instead of 1 GPU: the "rent how?" sections too
+        job = replace(job, configs=frozenset(result.smallest_sold.items()))
     if json_output:
         print_json(
             result.model_dump(mode="json") | economics.as_json(pm, job, result, table, risk, use)

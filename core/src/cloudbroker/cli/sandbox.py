@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from cloudbroker.cli import app
+from cloudbroker.cli import app, options
 from cloudbroker.cli.output import err_console, print_json
 from cloudbroker.errors import UsageError
 
@@ -17,8 +17,12 @@ sandbox_app = typer.Typer(
 )
 app.add_typer(sandbox_app, name="sandbox", rich_help_panel="Setup")
 
-DIR = typer.Option(
-    None, "--dir", help="Sandbox directory (default: $CLOUDBROKER_SANDBOX, else a temp dir)."
+DIR = options.option(
+    options.PATH,
+    None,
+    "--dir",
+    help="Sandbox directory (default: $CLOUDBROKER_SANDBOX, else a temp dir); `up` takes a "
+    "new or empty one.",
 )
 
 
@@ -34,7 +38,7 @@ def _env_output(directory: Path, info: dict, json_output: bool) -> None:
 
 @sandbox_app.command("up")
 def up(
-    directory: Path = DIR,
+    directory: str | None = DIR,
     time_factor: float = typer.Option(
         0.01, "--time-factor", help="Scales the clouds' notice periods (0.01: 300 s -> 3 s)."
     ),
@@ -55,7 +59,7 @@ def up(
 
 
 @sandbox_app.command("env")
-def env(directory: Path = DIR, json_output: bool = typer.Option(False, "--json")) -> None:
+def env(directory: str | None = DIR, json_output: bool = typer.Option(False, "--json")) -> None:
     """Print the environment (``export`` lines) that points cloudbroker at the sandbox."""
     from cloudbroker.sandbox.env import read_info, sandbox_dir
 
@@ -64,7 +68,7 @@ def env(directory: Path = DIR, json_output: bool = typer.Option(False, "--json")
 
 
 @sandbox_app.command("status")
-def status(directory: Path = DIR, json_output: bool = typer.Option(False, "--json")) -> None:
+def status(directory: str | None = DIR, json_output: bool = typer.Option(False, "--json")) -> None:
     """Which clouds run where, and every process the sandbox started."""
     from cloudbroker.sandbox.env import sandbox_dir
     from cloudbroker.sandbox.supervisor import status as sandbox_status
@@ -84,24 +88,30 @@ def status(directory: Path = DIR, json_output: bool = typer.Option(False, "--jso
 
 @sandbox_app.command("down")
 def down(
-    directory: Path = DIR,
+    directory: str | None = DIR,
     keep: bool = typer.Option(False, "--keep", help="Keep the directory (logs, state)."),
 ) -> None:
-    """Stop every process the sandbox started; remove its directory unless --keep."""
+    """Stop every process the sandbox started; remove what it made unless --keep."""
     from cloudbroker.sandbox.env import sandbox_dir
     from cloudbroker.sandbox.supervisor import down as stop
 
     where = sandbox_dir(directory)
-    forced = stop(where, keep=keep)
-    note = f" ({forced} process(es) ended by signal)" if forced else ""
-    print(f"sandbox in {where} is down{note}{'; directory kept' if keep else ''}")
+    done = stop(where, keep=keep)
+    note = f" ({done.forced} process(es) ended by signal)" if done.forced else ""
+    if keep:
+        note += "; directory kept"
+    elif done.left:
+        from cloudbroker.listing import named
+
+        note += f"; kept the directory: it holds what the sandbox did not make ({named(done.left)})"
+    print(f"sandbox in {where} is down{note}")
 
 
 @sandbox_app.command("reclaim")
 def reclaim(
     provider: str,
     instance: str = typer.Argument(None, help="Default: the cloud's only live instance."),
-    directory: Path = DIR,
+    directory: str | None = DIR,
 ) -> None:
     """Reclaim a spot instance, as the cloud does (the job gets SIGTERM, then SIGKILL)."""
     from cloudbroker.sandbox import faults
@@ -116,7 +126,7 @@ def outage(
     provider: str,
     storage: bool = typer.Option(False, "--storage", help="Its object storage goes dark too."),
     end: bool = typer.Option(False, "--end", help="End the outage."),
-    directory: Path = DIR,
+    directory: str | None = DIR,
 ) -> None:
     """The cloud's API (and, with --storage, its object storage) stops answering."""
     from cloudbroker.sandbox import faults
@@ -133,7 +143,7 @@ def capacity(
     place: str = typer.Argument(..., help="A region (every zone) or one zone."),
     instance_type: str = typer.Argument(...),
     count: str = typer.Argument(..., help="Launches still possible, or 'unlimited'."),
-    directory: Path = DIR,
+    directory: str | None = DIR,
 ) -> None:
     """Set how many more instances of a type the cloud can launch in a region or zone."""
     from cloudbroker.sandbox import faults
@@ -159,11 +169,8 @@ def logs(
 
     if side not in ("primary", "standby"):
         raise UsageError(f"unknown --side {side!r}; accepted: primary, standby")
-    store = Store(state)
-    placement = store.placement(placement_id)
-    if placement is None:
-        known = ", ".join(p["id"] for p in store.placements()) or "none"
-        raise UsageError(f"unknown placement {placement_id!r}; known: {known}")
+    store = Store(state, create=False, read_only=True)  # reads; never makes a file
+    placement = store.require_placement(placement_id)
     primary = placement["primary_side"]
     wanted = primary if side == "primary" else ("b" if primary == "a" else "a")
     rows = [r for r in store.instances(placement_id) if r.side == wanted and r.instance_id]
