@@ -42,7 +42,7 @@ CLOUDS: tuple[Cloud, ...] = (
     Cloud(
         "aliyun",
         "cloudbroker_aliyun",
-        "cloudbroker_aliyun.emulator:AliyunEcsEmulator",
+        "cloudbroker_aliyun.testing.emulator:AliyunEcsEmulator",
         lambda api, storage, key, secret: {
             "CLOUDBROKER_ALIYUN_ENDPOINT": _hostport(api),
             "CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT": storage,
@@ -55,7 +55,7 @@ CLOUDS: tuple[Cloud, ...] = (
     Cloud(
         "tencent",
         "cloudbroker_tencent",
-        "cloudbroker_tencent.emulator:TencentEmulator",
+        "cloudbroker_tencent.testing.emulator:TencentEmulator",
         lambda api, storage, key, secret: {
             "CLOUDBROKER_TENCENT_ENDPOINT": _hostport(api),
             "CLOUDBROKER_TENCENT_STORAGE_ENDPOINT": storage,
@@ -67,7 +67,7 @@ CLOUDS: tuple[Cloud, ...] = (
     Cloud(
         "huawei",
         "cloudbroker_huawei",
-        "cloudbroker_huawei.emulator:HuaweiEcsEmulator",
+        "cloudbroker_huawei.testing.emulator:HuaweiEcsEmulator",
         lambda api, storage, key, secret: {
             "CLOUDBROKER_HUAWEI_ENDPOINT": api,
             "CLOUDBROKER_HUAWEI_STORAGE_ENDPOINT": storage,
@@ -85,7 +85,7 @@ CLOUDS: tuple[Cloud, ...] = (
     Cloud(
         "aws",
         "cloudbroker_aws",
-        "cloudbroker_aws.emulator:AwsEmulator",
+        "cloudbroker_aws.testing.emulator:AwsEmulator",
         lambda api, storage, key, secret: {
             "AWS_ENDPOINT_URL": api,
             "CLOUDBROKER_AWS_STORAGE_ENDPOINT": storage,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from cloudbroker.context import HookContext
 from cloudbroker.errors import ConfigError, ProviderUnavailable
 from cloudbroker.launching import encoded_user_data, idempotency_key
 from cloudbroker.models import (
@@ -23,8 +24,9 @@ from cloudbroker.models import (
     LaunchRequest,
     Market,
 )
-from cloudbroker_aliyun.client import PROVIDER, Session
-from cloudbroker_aliyun.offers import zone_types
+from cloudbroker_aliyun.client import Session
+from cloudbroker_aliyun.credentials import PROVIDER
+from cloudbroker_aliyun.offers import regions_to_query, zone_types
 
 CURRENCY = "CNY"
 MAX_USER_DATA_BYTES = 32 * 1024  # ECS's limit on the Base64-encoded UserData
@@ -95,8 +97,8 @@ def _describe(session: Session, region: str, instance_id: str) -> dict[str, Any]
     return found[0] if found else None
 
 
-def status(session: Session, ref: InstanceRef) -> Instance:
-    view = _describe(session, ref.region, ref.instance_id)
+def status(ctx: HookContext, ref: InstanceRef) -> Instance:
+    view = _describe(Session(ctx), ref.region, ref.instance_id)
     if view is None:
         return Instance(
             provider=PROVIDER,
@@ -107,7 +109,7 @@ def status(session: Session, ref: InstanceRef) -> Instance:
     return to_instance(view)
 
 
-def terminate(session: Session, ref: InstanceRef) -> Instance:
+def terminate(ctx: HookContext, ref: InstanceRef) -> Instance:
     """DeleteInstances with Force (releases a running instance too), idempotent by token."""
     params = {
         "RegionId": ref.region,
@@ -115,7 +117,7 @@ def terminate(session: Session, ref: InstanceRef) -> Instance:
         "Force": True,
         "ClientToken": idempotency_key("terminate", ref.region, ref.instance_id),
     }
-    session.call("DeleteInstances", ref.region, params)
+    Session(ctx).call("DeleteInstances", ref.region, params)
     return Instance(
         provider=PROVIDER,
         region=ref.region,
@@ -241,8 +243,9 @@ def run_params(
     return params
 
 
-def launch(session: Session, request: LaunchRequest) -> Instance:
+def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     """RunInstances; a retry after a lost answer reuses the ClientToken and finds the same one."""
+    session = Session(ctx)
     vswitch, group, zone = network(session, request)
     params = run_params(request, vswitch, group, zone, dict(session.ctx.settings))
     answer = session.call("RunInstances", request.region, params)
@@ -265,11 +268,14 @@ def launch(session: Session, request: LaunchRequest) -> Instance:
     )
 
 
-def tagged(session: Session, regions: list[str], tags: dict[str, str]) -> list[Instance]:
-    """Every instance in ``regions`` carrying all of ``tags`` (DescribeInstances, paged)."""
+def tagged(ctx: HookContext, regions: list[str] | None, tags: dict[str, str]) -> list[Instance]:
+    """Every instance carrying all of ``tags`` (DescribeInstances, paged) in ``regions``, else
+    the ``region`` setting, else every region DescribeRegions lists."""
+    session = Session(ctx)
+    configured = [ctx.setting("region")] if ctx.setting("region") else None
     tag_params = {"Tag": [{"Key": k, "Value": v} for k, v in sorted(tags.items())]}
     found = []
-    for region in regions:
+    for region in regions_to_query(session, regions or configured):
         page = 1
         while True:
             answer = session.call(

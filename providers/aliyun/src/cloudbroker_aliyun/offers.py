@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from cloudbroker.catalog import Catalog
+from cloudbroker.context import HookContext
 from cloudbroker.errors import CapacityError, ConfigError, NotFoundError
 from cloudbroker.gpus import normalise_gpu
 from cloudbroker.models import (
@@ -32,7 +33,9 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.money import Money
-from cloudbroker_aliyun.client import PROVIDER, Session
+from cloudbroker.zone_stock import zone_figures
+from cloudbroker_aliyun.client import Session
+from cloudbroker_aliyun.credentials import PROVIDER
 
 API_URL = "https://api.aliyun.com/api/Ecs/2014-05-26/{action}"
 DEFAULT_REGION = "cn-hangzhou"
@@ -126,14 +129,18 @@ def _instance_type(spec: dict[str, Any], region: str, zone: str, source: Source)
     )
 
 
-def gpu_types(session: Session, regions: list[str] | None) -> list[InstanceType]:
+def instance_types(ctx: HookContext, regions: list[str] | None) -> list[InstanceType]:
     """The GPU instance types sold in each zone of ``regions`` (all regions when None)."""
+    return _gpu_types(Session(ctx), regions)
+
+
+def _gpu_types(session: Session, regions: list[str] | None) -> list[InstanceType]:
     wanted = regions_to_query(session, regions)
     if not wanted:
         return []
     specs = _gpu_specs(session, wanted[0])
     source = _source("DescribeInstanceTypes", "with DescribeAvailableResource")
-    found = []
+    found: list[InstanceType] = []
     for region in wanted:
         for zone, names in sorted(zone_types(session, region).items()):
             found.extend(
@@ -161,7 +168,7 @@ def _quote(answer: dict[str, Any]) -> Quote:
     price = answer.get("PriceInfo", {}).get("Price", {})
     currency = price.get("Currency")
     details = price.get("DetailInfos", {}).get("DetailInfo", [])
-    disk = next((d for d in details if d.get("Resource") == "systemDisk"), {})
+    disk: dict[str, Any] = next((d for d in details if d.get("Resource") == "systemDisk"), {})
     return Quote(
         _money(price.get("TradePrice"), currency), _money(disk.get("TradePrice"), currency)
     )
@@ -251,11 +258,12 @@ def _prices_of(
     return prices
 
 
-def price_sheet(session: Session, regions: list[str] | None, catalog: Catalog) -> PriceSheet:
+def price_sheet(ctx: HookContext, regions: list[str] | None, catalog: Catalog) -> PriceSheet:
     """Live compute prices per zone for the GPU types of ``regions``, plus the catalog's terms."""
+    session = Session(ctx)
     rules = {m: catalog.rule(m) for m in (Market.ON_DEMAND, Market.SPOT)}
     zones_by_type: dict[tuple[str, str], list[str]] = {}
-    for offer in gpu_types(session, regions):
+    for offer in _gpu_types(session, regions):
         zones_by_type.setdefault((offer.region, offer.name), []).append(offer.zone or "")
     with ThreadPoolExecutor(max_workers=PRICE_WORKERS) as pool:
         batches: Iterable[list[ComputePrice]] = pool.map(
@@ -300,12 +308,14 @@ def _stock_status(item: dict[str, Any]) -> AvailabilityStatus:
 
 
 def availability(
-    session: Session, regions: list[str], instance_types: list[str], market: Market
+    ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
 ) -> list[Availability]:
     """Stock of each type in each zone of ``regions`` (DescribeAvailableResource, one call per
     region for every type): a zone the answer lists without the type does not sell it."""
+    market = Market(market)
     if market not in STOCK_QUERY:
         return []  # ECS sells no other market
+    session = Session(ctx)
     wanted = set(instance_types)
     found = []
     for region in regions:
@@ -313,29 +323,19 @@ def availability(
         answer = session.call("DescribeAvailableResource", region, params | STOCK_QUERY[market])
         read_at = datetime.now(UTC)
         source = _source("DescribeAvailableResource", f"{market.value} stock per zone")
-        for zone in answer.get("AvailableZones", {}).get("AvailableZone", []):
-            items = {
+        zones = {
+            zone["ZoneId"]: {
                 item.get("Value"): item
                 for resource in zone.get("AvailableResources", {}).get("AvailableResource", [])
                 for item in resource.get("SupportedResources", {}).get("SupportedResource", [])
             }
-            for name in sorted(wanted):
-                item = items.get(name)
-                found.append(
-                    Availability(
-                        provider=PROVIDER,
-                        region=region,
-                        zone=zone["ZoneId"],
-                        instance_type=name,
-                        market=market,
-                        status=AvailabilityStatus.NOT_OFFERED
-                        if item is None
-                        else _stock_status(item),
-                        read_at=read_at,
-                        source=source,
-                        detail="not listed in this zone"
-                        if item is None
-                        else f"{item.get('Status')} ({item.get('StatusCategory')})",
-                    )
-                )
+            for zone in answer.get("AvailableZones", {}).get("AvailableZone", [])
+        }
+        found += zone_figures(
+            zones, sorted(wanted), _reading, PROVIDER, region, market, read_at, source
+        )
     return found
+
+
+def _reading(item: dict[str, Any]) -> tuple[AvailabilityStatus, str]:
+    return _stock_status(item), f"{item.get('Status')} ({item.get('StatusCategory')})"

@@ -1,4 +1,4 @@
-"""Alibaba Cloud hook implementations: thin wrappers over client, offers, instances, storage.
+"""Alibaba Cloud hook implementations: delegations to offers, instances and storage.
 
 No SDK import at module level (``--help`` stays fast): the SDK is imported by
 :class:`cloudbroker_aliyun.client.Session` when a call is made. Offline (the default) the
@@ -22,18 +22,21 @@ from cloudbroker.models import (
 )
 from cloudbroker.provider import CatalogProvider, Description
 from cloudbroker_aliyun import instances, offers, storage
-from cloudbroker_aliyun.client import Session
+from cloudbroker_aliyun.credentials import (
+    CLI_CONFIG,
+    CREDENTIAL_HINT,
+    KEY_ID_ENV,
+    KEY_SECRET_ENV,
+    PROVIDER,
+)
 
 DESCRIPTION = Description(
-    name="aliyun",
+    name=PROVIDER,
     title="Alibaba Cloud",
     currency="CNY",
-    credential_env=("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET"),
-    credential_files=("~/.aliyun/config.json",),
-    credential_hint=(
-        "set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, "
-        "or run 'aliyun configure'"
-    ),
+    credential_env=(KEY_ID_ENV, KEY_SECRET_ENV),
+    credential_files=(CLI_CONFIG,),
+    credential_hint=CREDENTIAL_HINT,
     package="cloudbroker_aliyun",
     homepage="https://www.aliyun.com/product/ecs",
 )
@@ -45,38 +48,34 @@ class AliyunProvider(CatalogProvider):
     def live_instance_types(
         self, ctx: HookContext, regions: list[str] | None
     ) -> list[InstanceType]:
-        return offers.gpu_types(Session(ctx), regions)
+        return offers.instance_types(ctx, regions)
 
     def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
-        return offers.price_sheet(Session(ctx), regions, self.catalog)
+        return offers.price_sheet(ctx, regions, self.catalog)
 
     @hookimpl
     def list_instances(
         self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
     ) -> list[Instance]:
-        session = Session(ctx)
-        configured = [ctx.setting("region")] if ctx.setting("region") else None
-        return instances.tagged(
-            session, offers.regions_to_query(session, regions or configured), tags
-        )
+        return instances.tagged(ctx, regions, tags)
 
     @hookimpl
     def availability(
         self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
     ) -> list[Availability]:
-        return offers.availability(Session(ctx), regions, instance_types, Market(market))
+        return offers.availability(ctx, regions, instance_types, market)
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:
-        return instances.launch(Session(ctx), request)
+        return instances.launch(ctx, request)
 
     @hookimpl
     def terminate(self, ctx: HookContext, instance: InstanceRef) -> Instance:
-        return instances.terminate(Session(ctx), instance)
+        return instances.terminate(ctx, instance)
 
     @hookimpl
     def instance_status(self, ctx: HookContext, instance: InstanceRef) -> Instance:
-        return instances.status(Session(ctx), instance)
+        return instances.status(ctx, instance)
 
     @hookimpl
     def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:

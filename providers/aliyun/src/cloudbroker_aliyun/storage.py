@@ -7,12 +7,11 @@ the metadata service (:data:`INSTANCE_CREDENTIALS`): the role named by ``instanc
 
 from __future__ import annotations
 
-from pydantic import SecretStr
-
 from cloudbroker.context import HookContext
 from cloudbroker.errors import ConfigError
 from cloudbroker.models import BucketRef, InstanceCredentials, MetadataToken, StorageRemote
-from cloudbroker_aliyun.client import PROVIDER, credentials
+from cloudbroker.s3_remote import s3_remote
+from cloudbroker_aliyun.credentials import PROVIDER, credentials
 
 STORAGE_ENDPOINT_ENV = "CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT"
 
@@ -55,16 +54,11 @@ def oss_endpoint(ctx: HookContext, region: str | None) -> str:
 
 def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
     found = credentials(ctx)
-    return StorageRemote(
-        options={
-            "provider": "Alibaba",
-            "endpoint": oss_endpoint(ctx, bucket.region or ctx.setting("region")),
-        },
-        secrets={
-            "access_key_id": SecretStr(found.access_key_id),
-            "secret_access_key": SecretStr(found.access_key_secret),
-        },
-        bucket=bucket.bucket,
-        path=bucket.path,
+    return s3_remote(
+        bucket,
+        "Alibaba",
+        access_key_id=found.access_key_id,
+        secret_access_key=found.access_key_secret,
         instance_credentials=INSTANCE_CREDENTIALS,
+        endpoint=oss_endpoint(ctx, bucket.region or ctx.setting("region")),
     )

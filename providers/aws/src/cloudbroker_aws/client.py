@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from cloudbroker import retry
@@ -132,9 +133,7 @@ def pages(api: Any, operation: str, key: str, **params: Any) -> list[Any]:
     while True:
         page_params = {**params, **({"NextToken": token} if token else {})}
         page = call(
-            lambda p=page_params: method(**p),
-            what=_camel(operation),
-            region=api.meta.region_name,
+            partial(method, **page_params), what=_camel(operation), region=api.meta.region_name
         )
         items.extend(page.get(key, []))
         token = page.get("NextToken")

@@ -3,6 +3,9 @@
 The code (``e.response["Error"]["Code"]``) is what AWS documents and keeps stable; HTTP status
 alone misleads on EC2, which answers InsufficientInstanceCapacity with a 500. The botocore
 import is deferred to the first translation so that importing this module stays free.
+
+The SDK's exceptions are ``ClientError`` and every ``BotoCoreError`` (transport failures
+included); anything else is raised unchanged (:mod:`cloudbroker.sdk_errors` has the policy).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     ThrottledError,
 )
+from cloudbroker.sdk_errors import one_line, sdk_exception
 
 CREDENTIALS_HINT = (
     "check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the profile named by setting "
@@ -75,13 +79,9 @@ UNAVAILABLE_CODES = frozenset(
 REQUEST_CODES_PREFIXES = ("InvalidParameter", "MissingParameter", "IdempotentParameterMismatch")
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def translate_client_error(code: str, status: int, message: str, what: str) -> CloudBrokerError:
     """The typed error for an AWS error ``code`` answered with HTTP ``status``."""
-    detail = f"{what}: {code}: {_one_line(message)}" if message else f"{what}: {code}"
+    detail = f"{what}: {code}: {one_line(message)}" if message else f"{what}: {code}"
     if code in CAPACITY_CODES:
         return CapacityError(detail)
     if code in AUTH_CODES:
@@ -98,9 +98,10 @@ def translate_client_error(code: str, status: int, message: str, what: str) -> C
 
 
 def translate(exc: Exception, what: str) -> CloudBrokerError:
-    """Map any exception raised by a boto3 call to one typed, one-line error."""
+    """The typed, one-line error for what a boto3 call (``what``) raised."""
     from botocore import exceptions as bx
 
+    sdk_exception(exc, bx.ClientError, bx.BotoCoreError)
     if isinstance(exc, bx.ClientError):
         error = exc.response.get("Error", {})
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
@@ -108,7 +109,7 @@ def translate(exc: Exception, what: str) -> CloudBrokerError:
             str(error.get("Code", "Unknown")), int(status or 0), error.get("Message", ""), what
         )
     if isinstance(exc, bx.ProfileNotFound):
-        return ConfigError(f"{what}: {_one_line(exc)} (settings 'profile' or AWS_PROFILE)")
+        return ConfigError(f"{what}: {one_line(exc)} (settings 'profile' or AWS_PROFILE)")
     if isinstance(
         exc,
         bx.NoCredentialsError
@@ -116,9 +117,9 @@ def translate(exc: Exception, what: str) -> CloudBrokerError:
         | bx.CredentialRetrievalError
         | bx.TokenRetrievalError,
     ):
-        return AuthError(f"{what}: {_one_line(exc)} ({CREDENTIALS_HINT})")
+        return AuthError(f"{what}: {one_line(exc)} ({CREDENTIALS_HINT})")
     if isinstance(exc, bx.ConnectionError | bx.HTTPClientError):
-        return ProviderUnavailable(f"{what}: {_one_line(exc)}")
+        return ProviderUnavailable(f"{what}: {one_line(exc)}")
     if isinstance(exc, bx.ParamValidationError | bx.NoRegionError):
-        return ConfigError(f"{what}: {_one_line(exc)}")
-    return CloudBrokerError(f"{what}: {type(exc).__name__}: {_one_line(exc)}")
+        return ConfigError(f"{what}: {one_line(exc)}")
+    return CloudBrokerError(f"{what}: {type(exc).__name__}: {one_line(exc)}")

@@ -160,7 +160,7 @@ def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     return to_instance(request.region, made["Instances"][0])
 
 
-def describe(ctx: HookContext, ref: InstanceRef) -> Instance:
+def status(ctx: HookContext, ref: InstanceRef) -> Instance:
     ec2 = client.client(ctx, "ec2", ref.region)
     found = client.call(
         lambda: ec2.describe_instances(InstanceIds=[ref.instance_id]),
@@ -180,15 +180,16 @@ def terminate(ctx: HookContext, ref: InstanceRef) -> Instance:
         what="TerminateInstances",
         region=ref.region,
     )
-    return describe(ctx, ref)
+    return status(ctx, ref)
 
 
-def list_tagged(ctx: HookContext, regions: list[str], tags: dict[str, str]) -> list[Instance]:
-    """Instances in ``regions`` carrying every one of ``tags``, terminated ones left out."""
+def tagged(ctx: HookContext, regions: list[str] | None, tags: dict[str, str]) -> list[Instance]:
+    """Instances in ``regions`` (see :func:`client.regions`) carrying every one of ``tags``,
+    terminated ones left out."""
     filters = [{"Name": f"tag:{key}", "Values": [value]} for key, value in tags.items()]
     filters.append({"Name": "instance-state-name", "Values": LIVE_STATES})
     found = []
-    for region in regions:
+    for region in client.regions(ctx, regions):
         ec2 = client.client(ctx, "ec2", region)
         for reservation in client.pages(ec2, "describe_instances", "Reservations", Filters=filters):
             found += [to_instance(region, raw) for raw in reservation.get("Instances", [])]

@@ -1,7 +1,7 @@
-"""Amazon Web Services hook implementations (thin: the work is in the sibling modules).
+"""Amazon Web Services hook implementations: delegations to offers, instances and storage.
 
-No SDK import at module level: boto3 is imported inside the calls that need it, so
-``cloudbroker --help`` and offline quotes never pay for it.
+No SDK import at module level: boto3 is imported by :mod:`cloudbroker_aws.client` inside the
+calls that need it, so ``cloudbroker --help`` and offline quotes never pay for it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from cloudbroker.models import (
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_aws import client, instances, offers, prices, storage
+from cloudbroker_aws import instances, offers, storage
 
 DESCRIPTION = Description(
     name="aws",
@@ -41,25 +41,22 @@ class AwsProvider(CatalogProvider):
     def live_instance_types(
         self, ctx: HookContext, regions: list[str] | None
     ) -> list[InstanceType]:
-        found = []
-        for region in client.regions(ctx, regions):
-            found += offers.instance_types(ctx, region)
-        return found
+        return offers.instance_types(ctx, regions)
 
     def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
-        return prices.price_sheet(ctx, client.regions(ctx, regions), self.catalog)
+        return offers.price_sheet(ctx, regions, self.catalog)
 
     @hookimpl
     def list_instances(
         self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
     ) -> list[Instance]:
-        return instances.list_tagged(ctx, client.regions(ctx, regions), tags)
+        return instances.tagged(ctx, regions, tags)
 
     @hookimpl
     def availability(
         self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
     ) -> list[Availability]:
-        return offers.availability(ctx, regions, instance_types, Market(market))
+        return offers.availability(ctx, regions, instance_types, market)
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:
@@ -71,7 +68,7 @@ class AwsProvider(CatalogProvider):
 
     @hookimpl
     def instance_status(self, ctx: HookContext, instance: InstanceRef) -> Instance:
-        return instances.describe(ctx, instance)
+        return instances.status(ctx, instance)
 
     @hookimpl
     def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:

@@ -17,11 +17,10 @@ to hash it and every PutObject fails ("request stream is not seekable").
 
 from __future__ import annotations
 
-from pydantic import SecretStr
-
 from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError
 from cloudbroker.models import BucketRef, InstanceCredentials, MetadataToken, StorageRemote
+from cloudbroker.s3_remote import s3_remote
 from cloudbroker_aws import client
 from cloudbroker_aws.errors import CREDENTIALS_HINT
 
@@ -48,26 +47,20 @@ INSTANCE_CREDENTIALS = InstanceCredentials(
 
 
 def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
-    options = {"provider": "AWS", "region": bucket.region or client.default_region(ctx)}
+    region = bucket.region or client.default_region(ctx)
     url = ctx.secret("CLOUDBROKER_AWS_STORAGE_ENDPOINT") or client.endpoint(ctx, "s3")
-    if url:
-        options["endpoint"] = url
-        if url.startswith("http://"):
-            options["use_unsigned_payload"] = "true"
     found = client.call(lambda: client.session(ctx).get_credentials(), what="S3 credentials")
     if found is None:
         raise AuthError(f"no AWS credentials for S3 ({CREDENTIALS_HINT})", provider="aws")
     frozen = found.get_frozen_credentials()
-    secrets = {
-        "access_key_id": SecretStr(frozen.access_key),
-        "secret_access_key": SecretStr(frozen.secret_key),
-    }
-    if frozen.token:
-        secrets["session_token"] = SecretStr(frozen.token)
-    return StorageRemote(
-        options=options,
-        secrets=secrets,
-        bucket=bucket.bucket,
-        path=bucket.path,
+    return s3_remote(
+        bucket,
+        "AWS",
+        access_key_id=frozen.access_key,
+        secret_access_key=frozen.secret_key,
+        session_token=frozen.token,
         instance_credentials=INSTANCE_CREDENTIALS,
+        region=region,
+        endpoint=url,
+        use_unsigned_payload="true" if url and url.startswith("http://") else None,
     )

@@ -1,10 +1,22 @@
-"""The Huawei Cloud SDK calls this provider makes, and nothing else.
+"""The Huawei Cloud SDK calls this provider makes, and where each service answers.
 
 Each call goes through :func:`cloudbroker.retry.call` (throttling and 5xx are retried with
 backoff, the SDK's own retries stay off) and comes back as a plain dict in the REST wire shape
 (``OS-EXT-STS:task_state``, ``os_extra_specs``, ...), so the mapping modules read the same
 fields the API documentation and the emulator use. SDK modules are imported here, inside the
 constructors, never at import time.
+
+Every client is built with an explicit endpoint (never the SDK's region catalogue), so a
+wrong or missing region cannot make the SDK fail over to a real regional endpoint:
+
+* ECS: ``CLOUDBROKER_HUAWEI_ENDPOINT``, else ``https://ecs.<region>.myhuaweicloud.com``.
+* BSS (price inquiry, a global service): ``CLOUDBROKER_HUAWEI_BSS_ENDPOINT``, else the ECS
+  override (one local emulator serves both), else ``https://bss.myhuaweicloud.com`` (Chinese
+  mainland site; international accounts set ``https://bss-intl.myhuaweicloud.com``).
+* OBS: ``CLOUDBROKER_HUAWEI_STORAGE_ENDPOINT``, else ``https://obs.<region>.myhuaweicloud.com``.
+
+An override keeps its scheme: the SDK prefixes ``https://`` to a bare host, so a local
+emulator is given as ``http://127.0.0.1:PORT``.
 """
 
 from __future__ import annotations
@@ -12,12 +24,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
+from functools import partial
 from typing import Any, TypeVar
 
 from cloudbroker import retry
 from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError
-from cloudbroker_huawei import credentials, endpoints
+from cloudbroker_huawei import credentials
 from cloudbroker_huawei.errors import translate
 
 T = TypeVar("T")
@@ -26,6 +39,22 @@ HOUR = 4  # BSS usage_measure_id for hours
 RATINGS_PER_CALL = 100  # BSS accepts at most 100 products per inquiry
 SERVERS_PER_PAGE = 1000  # the most ListServersDetails returns at once
 LOG = logging.getLogger("cloudbroker.provider.huawei")
+ECS_ENV = "CLOUDBROKER_HUAWEI_ENDPOINT"
+BSS_ENV = "CLOUDBROKER_HUAWEI_BSS_ENDPOINT"
+STORAGE_ENV = "CLOUDBROKER_HUAWEI_STORAGE_ENDPOINT"
+BSS_DEFAULT = "https://bss.myhuaweicloud.com"
+
+
+def ecs_endpoint(ctx: HookContext, region: str) -> str:
+    return ctx.env.get(ECS_ENV) or f"https://ecs.{region}.myhuaweicloud.com"
+
+
+def bss_endpoint(ctx: HookContext) -> str:
+    return ctx.env.get(BSS_ENV) or ctx.env.get(ECS_ENV) or BSS_DEFAULT
+
+
+def obs_endpoint(ctx: HookContext, region: str) -> str:
+    return ctx.env.get(STORAGE_ENV) or f"https://obs.{region}.myhuaweicloud.com"
 
 
 def wire(value: Any) -> Any:
@@ -84,7 +113,7 @@ class Ecs:
             EcsClient.new_builder()
             .with_http_config(_http_config(ctx))
             .with_credentials(basic)
-            .with_endpoints([endpoints.ecs(ctx, region)])
+            .with_endpoints([ecs_endpoint(ctx, region)])
             .build()
         )
 
@@ -142,7 +171,7 @@ class Ecs:
                 tags=f"{tag[0]}={tag[1]}" if tag else None, limit=SERVERS_PER_PAGE, marker=marker
             )
             answer = _call(
-                lambda r=request: self._client.list_servers_details(r),
+                partial(self._client.list_servers_details, request),
                 "ListServersDetails",
                 self.region,
             )
@@ -226,7 +255,7 @@ class Bss:
             .with_credentials(
                 GlobalCredentials(creds.access_key, creds.secret_key, creds.domain_id)
             )
-            .with_endpoints([endpoints.bss(ctx)])
+            .with_endpoints([bss_endpoint(ctx)])
             .build()
         )
 

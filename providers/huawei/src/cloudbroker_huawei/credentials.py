@@ -23,7 +23,7 @@ from pathlib import Path
 
 from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError, ConfigError
-from cloudbroker.models import CredentialStatus
+from cloudbroker.models import CredentialStatus, ProviderInfo
 
 PROVIDER = "huawei"
 PROFILE_FILE = "~/.hcloud/config.json"
@@ -72,6 +72,20 @@ def status(ctx: HookContext) -> CredentialStatus:
     except (AuthError, ConfigError) as exc:
         exc.provider = None
         return CredentialStatus(configured=False, hint=str(exc))
+
+
+def provider_info(ctx: HookContext, info: ProviderInfo) -> ProviderInfo:
+    """``info`` (the catalog's) with the configured regions added (``region``,
+    ``project_ids``), which live calls serve although the packaged flavors name no region,
+    and the credentials as :func:`resolve` finds them (an encrypted KooCLI file is not
+    usable)."""
+    configured = {ctx.setting("region"), *(ctx.setting("project_ids") or {})} - {None, ""}
+    return info.model_copy(
+        update={
+            "regions": tuple(sorted({*info.regions, *configured})),
+            "credentials": status(ctx),
+        }
+    )
 
 
 def _profile_path(ctx: HookContext) -> Path:
@@ -140,9 +154,12 @@ def default_region(ctx: HookContext, credentials: Credentials) -> str:
     return region
 
 
-def regions(ctx: HookContext, credentials: Credentials) -> list[str]:
-    """The regions a call that names none covers: the default one and those with a project
-    id in ``project_ids``."""
+def regions(ctx: HookContext, requested: list[str] | None) -> list[str]:
+    """The regions a call covers: ``requested``, else the default one and those with a
+    project id in ``project_ids``."""
+    if requested:
+        return list(requested)
+    credentials = resolve(ctx)
     configured = {ctx.setting("region"), credentials.region, *(ctx.setting("project_ids") or {})}
     found = sorted(configured - {None, ""})
     return found or [default_region(ctx, credentials)]

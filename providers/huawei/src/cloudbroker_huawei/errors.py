@@ -11,7 +11,8 @@ the HTTP status. Two traps this avoids:
   recognised by the message as well as by code.
 
 The SDK's exception module is imported only when translating, i.e. after an SDK call failed,
-so importing this module stays free.
+so importing this module stays free. The SDK also lets ``requests`` failures through; any
+other exception is raised unchanged (:mod:`cloudbroker.sdk_errors` has the policy).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     ThrottledError,
 )
+from cloudbroker.sdk_errors import one_line, sdk_exception
 from cloudbroker_huawei.credentials import HINT, PROVIDER
 
 AUTH_CODES = frozenset(
@@ -62,7 +64,7 @@ def classify(
 ) -> CloudBrokerError:
     """The typed error for a Huawei answer (also used for failed ECS jobs, status None)."""
     code = code or (str(status) if status else "unknown")
-    text = " ".join(str(message or "").split()) or "no message"
+    text = one_line(message) or "no message"
     detail = f"{code}: {text}" + (f" (request id {request_id})" if request_id else "")
     if code in AUTH_CODES or status == 401:
         return AuthError(
@@ -90,19 +92,14 @@ def classify(
 
 
 def translate(exc: Exception) -> CloudBrokerError:
-    """For :func:`cloudbroker.retry.call`: an SDK exception as a typed error.
-
-    Anything that is not an SDK or network failure is a bug in this adapter and is re-raised
-    as it is, so that the plugin manager reports it as one instead of retrying it.
-    """
+    """For :func:`cloudbroker.retry.call`: an SDK exception as a typed error."""
     import requests
     from huaweicloudsdkcore.exceptions import exceptions as sdk
 
+    sdk_exception(exc, sdk.SdkException, requests.RequestException)
     if isinstance(exc, sdk.ServiceResponseException):
         return classify(exc.status_code, exc.error_code, exc.error_msg, exc.request_id)
     if isinstance(exc, sdk.RequestTimeoutException | requests.Timeout):
         return ProviderUnavailable("Huawei Cloud did not answer in time", provider=PROVIDER)
-    if isinstance(exc, sdk.SdkException | requests.RequestException):  # refused, reset, DNS
-        reason = " ".join(str(getattr(exc, "error_msg", exc)).split())[:200]
-        return ProviderUnavailable(f"cannot reach Huawei Cloud ({reason})", provider=PROVIDER)
-    raise exc
+    reason = one_line(getattr(exc, "error_msg", exc))  # refused, reset, DNS
+    return ProviderUnavailable(f"cannot reach Huawei Cloud ({reason})", provider=PROVIDER)

@@ -6,11 +6,11 @@ to the instance, from the metadata service (:data:`INSTANCE_CREDENTIALS`; no rol
 
 from __future__ import annotations
 
-from pydantic import SecretStr
-
 from cloudbroker.context import HookContext
 from cloudbroker.models import BucketRef, InstanceCredentials, MetadataToken, StorageRemote
-from cloudbroker_huawei import credentials, endpoints
+from cloudbroker.s3_remote import s3_remote
+from cloudbroker_huawei import credentials
+from cloudbroker_huawei.client import obs_endpoint
 
 #: GET /openstack/latest/securitykey answers {"credential": {"access", "secret",
 #: "securitytoken", "expires_at"}} (the fields huaweicloudsdkcore's MetadataAccessor reads);
@@ -37,20 +37,13 @@ INSTANCE_CREDENTIALS = InstanceCredentials(
 def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
     creds = credentials.resolve(ctx)
     region = bucket.region or credentials.default_region(ctx, creds)
-    secrets = {
-        "access_key_id": SecretStr(creds.access_key),
-        "secret_access_key": SecretStr(creds.secret_key),
-    }
-    if creds.security_token:
-        secrets["session_token"] = SecretStr(creds.security_token)
-    return StorageRemote(
-        options={
-            "provider": "HuaweiOBS",
-            "endpoint": endpoints.obs(ctx, region),
-            "region": region,
-        },
-        secrets=secrets,
-        bucket=bucket.bucket,
-        path=bucket.path,
+    return s3_remote(
+        bucket,
+        "HuaweiOBS",
+        access_key_id=creds.access_key,
+        secret_access_key=creds.secret_key,
+        session_token=creds.security_token,
         instance_credentials=INSTANCE_CREDENTIALS,
+        endpoint=obs_endpoint(ctx, region),
+        region=region,
     )

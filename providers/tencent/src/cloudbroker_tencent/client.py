@@ -1,4 +1,5 @@
-"""Signed CVM API calls through the real SDK, with timeouts, typed errors and retries.
+"""Where the CVM API is, and signed calls to it through the real SDK, with timeouts, typed
+errors and retries.
 
 The SDK (``tencentcloud-sdk-python-cvm``) is imported here, lazily, the first time a call is
 made. Calls go through ``call_json`` so that we read the answer as Tencent sent it (the SDK's
@@ -9,16 +10,59 @@ transport failures are retried with backoff and jitter, nothing else.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
 
 from cloudbroker import retry
 from cloudbroker.context import HookContext
-from cloudbroker_tencent.connection import api_endpoint, credentials
+from cloudbroker.errors import ConfigError
+from cloudbroker_tencent.credentials import credentials
 from cloudbroker_tencent.errors import translate
 
+ENDPOINT_ENV = "CLOUDBROKER_TENCENT_ENDPOINT"
+STORAGE_ENDPOINT_ENV = "CLOUDBROKER_TENCENT_STORAGE_ENDPOINT"
+# Hosts reached over plain http when the override names no scheme (local emulators).
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 # Messages in English: they end up, one line, in front of the user.
 LANGUAGE = "en-US"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The API host (``None``: the SDK's own, cvm.tencentcloudapi.com) and its protocol."""
+
+    host: str | None = None
+    protocol: str = "https"
+
+
+def api_endpoint(ctx: HookContext) -> Endpoint:
+    """``CLOUDBROKER_TENCENT_ENDPOINT`` as the SDK wants it: a bare ``host[:port]`` + protocol.
+
+    The SDK sends whatever ``endpoint`` holds as the Host header, so a scheme must be split
+    off; without one, loopback hosts are plain http and everything else https.
+    """
+    raw = (ctx.env.get(ENDPOINT_ENV) or "").strip()
+    if not raw:
+        return Endpoint()
+    split = urlsplit(raw if "://" in raw else f"//{raw}")
+    if split.scheme not in ("", "http", "https") or not split.hostname:
+        raise ConfigError(
+            f"{ENDPOINT_ENV}={raw!r} is not a host[:port] or an http(s) URL", provider="tencent"
+        )
+    if split.path not in ("", "/") or split.query:
+        raise ConfigError(
+            f"{ENDPOINT_ENV}={raw!r}: the API has no path; give only scheme, host and port",
+            provider="tencent",
+        )
+    protocol = split.scheme or ("http" if split.hostname in LOOPBACK else "https")
+    return Endpoint(host=split.netloc, protocol=protocol)
+
+
+def storage_endpoint(ctx: HookContext, region: str) -> str:
+    """The region's COS endpoint, or ``CLOUDBROKER_TENCENT_STORAGE_ENDPOINT`` verbatim."""
+    return (ctx.env.get(STORAGE_ENDPOINT_ENV) or "").strip() or f"cos.{region}.myqcloud.com"
 
 
 class CvmApi:

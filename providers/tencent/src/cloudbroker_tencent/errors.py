@@ -4,9 +4,13 @@ The SDK raises ``TencentCloudSDKException`` for everything: API errors carry the
 (``AuthFailure.SignatureFailure``, ``ResourceInsufficient.SpecifiedInstanceType``...), and the
 SDK adds its own for transport: ``ClientNetworkError`` (connection, timeout), and
 ``ServerNetworkError`` (any non-200 status). Codes are dotted families; a family maps as a whole.
+The SDK also lets json's decode error through from an answer that is not JSON; any other
+exception is raised unchanged (:mod:`cloudbroker.sdk_errors` has the policy).
 """
 
 from __future__ import annotations
+
+import json
 
 from cloudbroker.errors import (
     AuthError,
@@ -17,7 +21,8 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     ThrottledError,
 )
-from cloudbroker_tencent.connection import CHECK_CREDENTIALS
+from cloudbroker.sdk_errors import one_line, sdk_exception
+from cloudbroker_tencent.credentials import CHECK_CREDENTIALS
 
 # (code or code family, error type); the first match wins.
 CODES: tuple[tuple[str, type[CloudBrokerError]], ...] = (
@@ -53,8 +58,6 @@ CODES: tuple[tuple[str, type[CloudBrokerError]], ...] = (
     ("UnsupportedRegion", ConfigError),
 )
 
-MAX_MESSAGE = 300
-
 
 def error_type(code: str) -> type[CloudBrokerError]:
     """The typed error for ``code``; unknown codes are plain (never retried) errors."""
@@ -64,30 +67,23 @@ def error_type(code: str) -> type[CloudBrokerError]:
     return CloudBrokerError
 
 
-def _one_line(text: object) -> str:
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    line = " ".join(str(text or "").split())
-    return line if len(line) <= MAX_MESSAGE else f"{line[: MAX_MESSAGE - 3]}..."
-
-
 def translate(exc: Exception) -> CloudBrokerError:
-    """A typed, one-line error for anything a CVM call raised."""
+    """A typed, one-line error for what a CVM call raised."""
     from tencentcloud.common.exception.tencent_cloud_sdk_exception import (
         TencentCloudSDKException,
     )
 
-    if not isinstance(exc, TencentCloudSDKException):
-        # e.g. a 200 whose body is not JSON: the SDK lets json's error through.
+    if isinstance(exc, json.JSONDecodeError):  # a 200 whose body is not JSON
         return ProviderUnavailable(
-            f"unreadable answer from the CVM API: {type(exc).__name__}: {_one_line(exc)}",
+            f"unreadable answer from the CVM API: {type(exc).__name__}: {one_line(exc)}",
             provider="tencent",
         )
-    code = str(exc.get_code() or "Unknown")
+    error = sdk_exception(exc, TencentCloudSDKException)
+    code = str(error.get_code() or "Unknown")
     kind = error_type(code)
-    message = f"{code}: {_one_line(exc.get_message())}"
-    if exc.get_request_id():
-        message += f" (request {exc.get_request_id()})"
+    message = f"{code}: {one_line(error.get_message())}"
+    if error.get_request_id():
+        message += f" (request {error.get_request_id()})"
     if kind is AuthError:
         message += f"; {CHECK_CREDENTIALS}"
     return kind(message, provider="tencent")

@@ -18,7 +18,7 @@ from cloudbroker.context import HookContext
 from cloudbroker.errors import CapacityError, NotFoundError, ProviderUnavailable, UsageError
 from cloudbroker.launching import encoded_user_data
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
-from cloudbroker_tencent import listing
+from cloudbroker_tencent import offers
 from cloudbroker_tencent.client import CvmApi
 
 CHARGE_TYPES = {Market.ON_DEMAND: "POSTPAID_BY_HOUR", Market.SPOT: "SPOTPAID"}
@@ -93,9 +93,9 @@ def run_params(request: LaunchRequest) -> dict[str, Any]:
         params["UserData"] = _user_data(request.user_data)
     if request.market is Market.SPOT and request.max_price is not None:
         # Without a cap, Tencent bids the current spot price for us.
-        if request.max_price.currency != listing.CURRENCY:
+        if request.max_price.currency != offers.CURRENCY:
             raise UsageError(
-                f"spot max price must be in {listing.CURRENCY}, got {request.max_price.currency}",
+                f"spot max price must be in {offers.CURRENCY}, got {request.max_price.currency}",
                 provider="tencent",
             )
         params["InstanceMarketOptions"] = {
@@ -200,7 +200,7 @@ def tagged(ctx: HookContext, regions: list[str] | None, tags: dict[str, str]) ->
         [ctx.setting("region")] if ctx.setting("region") else None
     )
     found: list[Instance] = []
-    for region in listing.regions(ctx, regions or configured):
+    for region in offers.regions(ctx, regions or configured):
         found += _tagged_in(ctx, region, tags)
     return found
 

@@ -1,4 +1,4 @@
-"""Tencent Cloud hook implementations: thin; the work is in listing, instances and storage.
+"""Tencent Cloud hook implementations: delegations to offers, instances and storage.
 
 No SDK import at module level (a test checks it): the SDK loads in ``client`` on the first
 API call, so ``cloudbroker providers`` and offline quotes never pay for it.
@@ -20,8 +20,8 @@ from cloudbroker.models import (
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_tencent import instances, listing, storage
-from cloudbroker_tencent.connection import (
+from cloudbroker_tencent import instances, offers, storage
+from cloudbroker_tencent.credentials import (
     CREDENTIAL_FILE,
     CREDENTIAL_HINT,
     SECRET_ID_ENV,
@@ -46,10 +46,10 @@ class TencentProvider(CatalogProvider):
     def live_instance_types(
         self, ctx: HookContext, regions: list[str] | None
     ) -> list[InstanceType]:
-        return listing.instance_types(ctx, regions)
+        return offers.instance_types(ctx, regions)
 
     def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
-        return listing.price_sheet(ctx, regions, self.description, self.catalog)
+        return offers.price_sheet(ctx, regions, self.catalog)
 
     @hookimpl
     def list_instances(
@@ -61,7 +61,7 @@ class TencentProvider(CatalogProvider):
     def availability(
         self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
     ) -> list[Availability]:
-        return listing.availability(ctx, regions, instance_types, Market(market))
+        return offers.availability(ctx, regions, instance_types, market)
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:

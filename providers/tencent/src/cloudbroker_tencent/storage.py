@@ -7,12 +7,12 @@ metadata service (:data:`INSTANCE_CREDENTIALS`): the role named by ``instance_ro
 
 from __future__ import annotations
 
-from pydantic import SecretStr
-
 from cloudbroker.config import require
 from cloudbroker.context import HookContext
 from cloudbroker.models import BucketRef, InstanceCredentials, StorageRemote
-from cloudbroker_tencent.connection import STORAGE_ENDPOINT_ENV, credentials, storage_endpoint
+from cloudbroker.s3_remote import s3_remote
+from cloudbroker_tencent.client import STORAGE_ENDPOINT_ENV, storage_endpoint
+from cloudbroker_tencent.credentials import credentials
 
 #: GET .../cam/security-credentials/<role> answers TmpSecretId, TmpSecretKey, Token,
 #: ExpiredTime, Expiration; the listing without a role names the bound role (as the
@@ -38,13 +38,11 @@ def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
     if not ctx.env.get(STORAGE_ENDPOINT_ENV):
         (region,) = require({"region": region}, "tencent", "region")
     creds = credentials(ctx)
-    return StorageRemote(
-        options={"provider": "TencentCOS", "endpoint": storage_endpoint(ctx, region or "")},
-        secrets={
-            "access_key_id": SecretStr(creds.secret_id),
-            "secret_access_key": SecretStr(creds.secret_key),
-        },
-        bucket=bucket.bucket,
-        path=bucket.path,
+    return s3_remote(
+        bucket,
+        "TencentCOS",
+        access_key_id=creds.secret_id,
+        secret_access_key=creds.secret_key,
         instance_credentials=INSTANCE_CREDENTIALS,
+        endpoint=storage_endpoint(ctx, region or ""),
     )

@@ -1,4 +1,4 @@
-"""Who we are and where Tencent Cloud is: credentials and endpoints, read from the context.
+"""Who we are to Tencent Cloud: the SecretId/SecretKey pair, from the context or tccli's file.
 
 No SDK import here, so that ``provider_info`` and a missing setting never pay for it. Secrets
 are only handed to the SDK (and to rclone through the core); they never go into a message.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError, ConfigError
@@ -19,10 +18,6 @@ SECRET_KEY_ENV = "TENCENTCLOUD_SECRET_KEY"
 CREDENTIAL_FILE = "~/.tccli/default.credential"
 CREDENTIAL_HINT = f"set {SECRET_ID_ENV} and {SECRET_KEY_ENV}, or run 'tccli configure'"
 CHECK_CREDENTIALS = f"check {SECRET_ID_ENV}/{SECRET_KEY_ENV} or {CREDENTIAL_FILE}"
-ENDPOINT_ENV = "CLOUDBROKER_TENCENT_ENDPOINT"
-STORAGE_ENDPOINT_ENV = "CLOUDBROKER_TENCENT_STORAGE_ENDPOINT"
-# Hosts reached over plain http when the override names no scheme (local emulators).
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 @dataclass(frozen=True)
@@ -30,14 +25,6 @@ class Credentials:
     secret_id: str
     secret_key: str = field(repr=False)
     source: str = "env"
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """The API host (``None``: the SDK's own, cvm.tencentcloudapi.com) and its protocol."""
-
-    host: str | None = None
-    protocol: str = "https"
 
 
 def credentials(ctx: HookContext) -> Credentials:
@@ -65,31 +52,3 @@ def _tccli_profile(path: Path) -> Credentials:
     if not all(isinstance(value, str) and value for value in (secret_id, secret_key)):
         raise ConfigError(f"{path}: secretId or secretKey is empty", provider="tencent")
     return Credentials(secret_id, secret_key, source=f"file {path}")
-
-
-def api_endpoint(ctx: HookContext) -> Endpoint:
-    """``CLOUDBROKER_TENCENT_ENDPOINT`` as the SDK wants it: a bare ``host[:port]`` + protocol.
-
-    The SDK sends whatever ``endpoint`` holds as the Host header, so a scheme must be split
-    off; without one, loopback hosts are plain http and everything else https.
-    """
-    raw = (ctx.env.get(ENDPOINT_ENV) or "").strip()
-    if not raw:
-        return Endpoint()
-    split = urlsplit(raw if "://" in raw else f"//{raw}")
-    if split.scheme not in ("", "http", "https") or not split.hostname:
-        raise ConfigError(
-            f"{ENDPOINT_ENV}={raw!r} is not a host[:port] or an http(s) URL", provider="tencent"
-        )
-    if split.path not in ("", "/") or split.query:
-        raise ConfigError(
-            f"{ENDPOINT_ENV}={raw!r}: the API has no path; give only scheme, host and port",
-            provider="tencent",
-        )
-    protocol = split.scheme or ("http" if split.hostname in LOOPBACK else "https")
-    return Endpoint(host=split.netloc, protocol=protocol)
-
-
-def storage_endpoint(ctx: HookContext, region: str) -> str:
-    """The region's COS endpoint, or ``CLOUDBROKER_TENCENT_STORAGE_ENDPOINT`` verbatim."""
-    return (ctx.env.get(STORAGE_ENDPOINT_ENV) or "").strip() or f"cos.{region}.myqcloud.com"

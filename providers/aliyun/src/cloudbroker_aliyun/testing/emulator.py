@@ -5,7 +5,7 @@ It speaks the ECS RPC wire format (params in the query, JSON answers, errors as 
 and the legacy v2 HMAC-SHA1 with ``Config(signature_algorithm='v2')``) and keeps instance state,
 so the adapter is tested against the same bytes a real endpoint would see. Run it with::
 
-    python -m cloudbroker_aliyun.emulator --port 0
+    python -m cloudbroker_aliyun.testing.emulator --port 0
 
 and point cloudbroker at the URL it prints (``CLOUDBROKER_ALIYUN_ENDPOINT``). The offers below
 are fixture data: GPU specs as ECS labels them and prices copied from the reference catalog
@@ -339,7 +339,7 @@ class AliyunEcsEmulator(Emulator):
 
     # -- catalog actions -------------------------------------------------------------------
 
-    def _region(self, params: dict[str, str]) -> dict[str, dict[str, tuple[str, str]]]:
+    def _region(self, params: dict[str, str]) -> dict[str, dict[str, tuple[str, str | None]]]:
         region = params.get("RegionId", "")
         if region not in self.offers:
             raise _bad(400, "InvalidRegionId.NotFound", f"The RegionId {region!r} does not exist.")
@@ -412,7 +412,7 @@ class AliyunEcsEmulator(Emulator):
             "NextToken": str(start + size) if more else "",
         }
 
-    def _offer(self, params: dict[str, str], zone: str | None) -> list[tuple[str, str]]:
+    def _offer(self, params: dict[str, str], zone: str | None) -> list[tuple[str, str | None]]:
         """(on-demand, spot) prices of the type in the zone, or in every zone offering it."""
         instance_type = params.get("InstanceType", "")
         zones = self._region(params)
@@ -434,7 +434,8 @@ class AliyunEcsEmulator(Emulator):
     def _describe_price(self, params: dict[str, str]) -> dict[str, Any]:
         prices = self._offer(params, params.get("ZoneId"))
         spot = params.get("SpotStrategy", "NoSpot") != "NoSpot"
-        sold = [float(s if spot else d) for d, s in prices if (s if spot else d) is not None]
+        asked = [s if spot else d for d, s in prices]
+        sold = [float(price) for price in asked if price is not None]
         if not sold:
             raise _bad(
                 400,

@@ -1,6 +1,6 @@
 """A local AWS for tests and demos: moto's server behind a front that fills moto's gaps.
 
-``python -m cloudbroker_aws.emulator --port 0`` (needs ``moto[server]``) starts moto's
+``python -m cloudbroker_aws.testing.emulator --port 0`` (needs ``moto[server]``) starts moto's
 ThreadedMotoServer in this process and, in front of it, an emulator on the core kit that
 speaks EC2 and the Price List API over HTTP:
 
@@ -32,8 +32,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from cloudbroker.testing.emulator import LOW_STOCK, ApiError, Emulator, Request, Response, serve
 from cloudbroker.testing.emulator import Instance as KitInstance
-from cloudbroker_aws import sigv4
-from cloudbroker_aws.pricing_emulator import (
+from cloudbroker_aws.testing import sigv4
+from cloudbroker_aws.testing.prices import (
     EC2_XMLNS,
     PriceBook,
     get_products,
@@ -119,16 +119,8 @@ class AwsEmulator(Emulator):
         ),
     }
 
-    def __init__(
-        self,
-        *,
-        access_key: str,
-        secret_key: str,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        prices: PriceBook | None = None,
-    ) -> None:
-        super().__init__(access_key=access_key, secret_key=secret_key, host=host, port=port)
+    def __init__(self, *, prices: PriceBook | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.prices = prices if prices is not None else PriceBook.from_catalog()
         self.moto = start_moto()
         moto_host, moto_port = self.moto.get_host_and_port()
@@ -337,7 +329,7 @@ class AwsEmulator(Emulator):
 
     def _upstream(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> Response:
         split = urlsplit(self.moto_url)
-        connection = http.client.HTTPConnection(split.hostname, split.port, timeout=30)
+        connection = http.client.HTTPConnection(split.netloc, timeout=30)
         try:
             connection.request(method, path, body=body, headers=headers)
             answer = connection.getresponse()
@@ -370,7 +362,7 @@ def _launched(xml: bytes) -> list[tuple[str, str | None]]:
 
 def _indexed(form: dict[str, str], prefix: str) -> list[str]:
     """Values of ``Prefix.1``, ``Prefix.2``, ... (EC2's query encoding of a list)."""
-    found = []
+    found: list[str] = []
     for n in range(1, 1001):
         if f"{prefix}.{n}" not in form:
             return found

@@ -1,9 +1,19 @@
-"""Live GPU types and prices: DescribeZoneInstanceConfigInfos, InquiryPriceRunInstances.
+"""Live offers: GPU types, prices and stock from DescribeZoneInstanceConfigInfos (and
+InquiryPriceRunInstances).
 
 One DescribeZoneInstanceConfigInfos call per region answers for every zone, type and billing
 mode at once (pay-as-you-go and spot), with each item's price (``Price.UnitPriceDiscount``,
-the price after the account's discount). Where an item carries no price, and an image is
-configured (the inquiry requires one), InquiryPriceRunInstances prices that configuration.
+the price after the account's discount) and stock. Where an item carries no price, and an
+image is configured (the inquiry requires one), InquiryPriceRunInstances prices that
+configuration.
+
+The API gives a type's GPU *count* (``Gpu``/``GpuCount``) but not the GPU's name or memory, so
+the instance family decides them (:data:`FAMILIES`). Names and the GT4, GN10X(p) and GN7
+memory are Tencent's GPU instance documentation ("NVIDIA 系列实例": GT4 = Tesla A100 NVLink
+40G, GN10X/GN10Xp = Tesla V100 NVLink 32G; GN7 = T4 16 GB); A10, P40 and P4 memory is NVIDIA's
+card spec (see ../shared/reference/prices-and-hidden-costs.md 1c, the same facts the offline
+catalog uses). Labels keep Tencent's wording; ``cloudbroker.gpus.normalise_gpu`` turns them
+into models.
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, NamedTuple
 
 from cloudbroker.catalog import Catalog
 from cloudbroker.context import HookContext
@@ -32,9 +42,8 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.money import Money
-from cloudbroker.provider import Description
+from cloudbroker.zone_stock import zone_figures
 from cloudbroker_tencent.client import CvmApi
-from cloudbroker_tencent.families import family_gpu
 
 log = logging.getLogger("cloudbroker.provider.tencent")
 
@@ -46,6 +55,42 @@ INQUIRY_URL = "https://www.tencentcloud.com/document/api/213/33248"
 PARALLEL_REGIONS = 4
 # The China site's APIs price in CNY (the international site, cvm.intl..., is not supported).
 CURRENCY = "CNY"
+
+
+class FamilyGpu(NamedTuple):
+    label: str
+    memory_gb: Decimal | None  # per GPU; None where no Tencent source states it
+
+
+_T4 = FamilyGpu("NVIDIA T4", Decimal(16))
+_V100 = FamilyGpu("NVIDIA Tesla V100 NVLink 32G", Decimal(32))
+_A10 = FamilyGpu("NVIDIA A10", Decimal(24))
+
+# Keys are upper-case: the API spells families "GN10Xp", the catalog "GN10XP".
+FAMILIES: dict[str, FamilyGpu] = {
+    "GN7": _T4,
+    "GI3X": _T4,
+    "GN10X": _V100,
+    "GN10XP": _V100,
+    "GT4": FamilyGpu("NVIDIA Tesla A100 NVLink 40G", Decimal(40)),
+    "GNV4": _A10,
+    "GNV4V": _A10,
+    "PNV4": _A10,
+    "GN8": FamilyGpu("NVIDIA Tesla P40", Decimal(24)),
+    "GN6": FamilyGpu("NVIDIA Tesla P4", Decimal(8)),
+    "GN6S": FamilyGpu("NVIDIA Tesla P4", Decimal(8)),
+    "PTX1": FamilyGpu("Tencent Zixiao C100", None),
+    "GI1": FamilyGpu("Intel SG1", None),
+}
+
+
+def family_of(instance_type: str, family: str | None = None) -> str:
+    """The family key: the API's ``InstanceFamily`` when given, else the type's prefix."""
+    return (family or instance_type.split(".", 1)[0]).replace("-", "").upper()
+
+
+def family_gpu(instance_type: str, family: str | None = None) -> FamilyGpu | None:
+    return FAMILIES.get(family_of(instance_type, family))
 
 
 @dataclass(frozen=True)
@@ -147,7 +192,7 @@ def region_offers(ctx: HookContext, region: str) -> list[Offer]:
     return [offer for offer in offers if offer is not None]
 
 
-def offers(ctx: HookContext, wanted: list[str] | None) -> list[Offer]:
+def gpu_offers(ctx: HookContext, wanted: list[str] | None) -> list[Offer]:
     """Every GPU offer of the wanted regions, a few regions at a time."""
     names = regions(ctx, wanted)
     if not names:
@@ -210,33 +255,28 @@ def compute_prices(
 def instance_types(ctx: HookContext, wanted: list[str] | None) -> list[InstanceType]:
     """The GPU types of the regions, one per type and zone (whatever the billing modes)."""
     unique: dict[tuple[str, str, str | None], InstanceType] = {}
-    for offer in offers(ctx, wanted):
+    for offer in gpu_offers(ctx, wanted):
         t = offer.instance_type
         unique.setdefault((t.name, t.region, t.zone), t)
     return list(unique.values())
 
 
-def price_sheet(
-    ctx: HookContext,
-    wanted: list[str] | None,
-    description: Description,
-    catalog: Catalog,
-) -> PriceSheet:
+def price_sheet(ctx: HookContext, wanted: list[str] | None, catalog: Catalog) -> PriceSheet:
     """Live compute prices, with the catalog's billing rules and hidden-cost terms."""
-    found = offers(ctx, wanted)
+    found = gpu_offers(ctx, wanted)
     rules = catalog.rules
     terms = catalog.terms
     compute: list[ComputePrice] = []
     for region in sorted({offer.instance_type.region for offer in found}):
         try:  # the inquiry, for items without a listed price, needs an image of the region
-            image = image_for(ctx.settings, description.name, region)
+            image = image_for(ctx.settings, "tencent", region)
         except ConfigError:
             image = None
         here = [offer for offer in found if offer.instance_type.region == region]
         compute += compute_prices(ctx, here, rules, image)
     return PriceSheet(
-        provider=description.name,
-        currency=description.currency,
+        provider="tencent",
+        currency=CURRENCY,
         as_of=today(),
         compute=tuple(compute),
         terms=terms,
@@ -278,34 +318,25 @@ def region_availability(
     )
     read_at = datetime.now(UTC)
     source = Source(name=f"{LISTING} ({region}, {charge})", url=LISTING_URL, as_of=read_at.date())
-    items = answer.get("InstanceTypeQuotaSet") or []
-    listed = {(i.get("Zone"), i.get("InstanceType")): i for i in items}
-    found = []
-    for zone in sorted({i.get("Zone") for i in items if i.get("Zone")}):
-        for name in instance_types:
-            item = listed.get((zone, name))
-            found.append(
-                Availability(
-                    provider="tencent",
-                    region=region,
-                    zone=zone,
-                    instance_type=name,
-                    market=market,
-                    status=AvailabilityStatus.NOT_OFFERED if item is None else stock_status(item),
-                    read_at=read_at,
-                    source=source,
-                    detail="not listed in this zone"
-                    if item is None
-                    else f"{item.get('Status')} ({item.get('StatusCategory')})",
-                )
-            )
-    return found
+    zones: dict[str, dict[str, dict[str, Any]]] = {}
+    for item in answer.get("InstanceTypeQuotaSet") or []:
+        if item.get("Zone"):
+            zones.setdefault(item["Zone"], {})[item.get("InstanceType")] = item
+    ordered = {zone: zones[zone] for zone in sorted(zones)}
+    return zone_figures(
+        ordered, instance_types, _reading, "tencent", region, market, read_at, source
+    )
+
+
+def _reading(item: dict[str, Any]) -> tuple[AvailabilityStatus, str]:
+    return stock_status(item), f"{item.get('Status')} ({item.get('StatusCategory')})"
 
 
 def availability(
     ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
 ) -> list[Availability]:
     """Stock per zone of each type, a few regions at a time (pay-as-you-go and spot only)."""
+    market = Market(market)
     if market not in MARKET_CHARGE or not regions:
         return []
     types = sorted(set(instance_types))

@@ -1,6 +1,6 @@
 """A local Tencent Cloud CVM (API 3.0) that the real SDK can talk to: tests, and trying out.
 
-    python -m cloudbroker_tencent.emulator --port 0 [--access-key AKID... --secret-key ...]
+    python -m cloudbroker_tencent.testing.emulator --port 0 [--access-key AKID... --secret-key ...]
 
 then ``CLOUDBROKER_TENCENT_ENDPOINT=<printed URL>`` with the same keys in
 ``TENCENTCLOUD_SECRET_ID`` / ``TENCENTCLOUD_SECRET_KEY``. It speaks the wire format recorded in
@@ -189,15 +189,9 @@ class TencentEmulator(Emulator):
     }
 
     def __init__(
-        self,
-        *,
-        access_key: str,
-        secret_key: str,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        offerings: tuple[Offering, ...] = DEFAULT_OFFERINGS,
+        self, *, offerings: tuple[Offering, ...] = DEFAULT_OFFERINGS, **kwargs: Any
     ) -> None:
-        super().__init__(access_key=access_key, secret_key=secret_key, host=host, port=port)
+        super().__init__(**kwargs)
         self.offerings = offerings
 
     @classmethod

@@ -6,7 +6,7 @@ body hash), answers errors as Huawei does (4xx/5xx, ``X-Request-Id`` header; API
 errors flat as ``{"error_code", "error_msg"}``, ECS errors nested as ``{"error": {"code",
 "message"}}``), and keeps servers, jobs and client tokens. Run it with::
 
-    python -m cloudbroker_huawei.emulator --port 0
+    python -m cloudbroker_huawei.testing.emulator --port 0
 
 and point cloudbroker at the URL it prints (``CLOUDBROKER_HUAWEI_ENDPOINT``). Any project id
 and region are accepted.
@@ -255,9 +255,9 @@ class HuaweiEcsEmulator(Emulator):
     def handle(self, action: str, request: Request) -> Response:
         path = request.path.rstrip("/")
         params = next(
-            p.fullmatch(path).groupdict()
+            match.groupdict()
             for m, p, a in ROUTES
-            if a == action and m == request.method
+            if a == action and m == request.method and (match := p.fullmatch(path))
         )
         status, body = self._handlers[action](request, params)
         return Response(status, body, headers={"X-Request-Id": request.request_id})

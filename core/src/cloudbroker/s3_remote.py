@@ -1,0 +1,41 @@
+"""A bucket of an S3-compatible object store as an rclone remote (the ``sync_storage`` answer).
+
+Every built-in cloud's object storage speaks S3 (rclone's ``s3`` backend with its
+``provider``: AWS, Alibaba, TencentCOS, HuaweiOBS); what differs is where its endpoint is, the
+keys it signs with and how an instance of the cloud gets its own (``InstanceCredentials``,
+kept by each provider). The keys become secrets, which the core hands to rclone by
+environment only.
+"""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+
+from cloudbroker.models import BucketRef, InstanceCredentials, StorageRemote
+
+
+def s3_remote(
+    bucket: BucketRef,
+    provider: str,
+    *,
+    access_key_id: str,
+    secret_access_key: str,
+    session_token: str | None = None,
+    instance_credentials: InstanceCredentials | None = None,
+    **options: str | None,
+) -> StorageRemote:
+    """``bucket`` on rclone's S3 backend with ``provider`` and the non-secret ``options``
+    (``endpoint``, ``region``...; those given as None are left out)."""
+    secrets = {
+        "access_key_id": SecretStr(access_key_id),
+        "secret_access_key": SecretStr(secret_access_key),
+    }
+    if session_token:
+        secrets["session_token"] = SecretStr(session_token)
+    return StorageRemote(
+        options={"provider": provider} | {k: v for k, v in options.items() if v is not None},
+        secrets=secrets,
+        bucket=bucket.bucket,
+        path=bucket.path,
+        instance_credentials=instance_credentials,
+    )

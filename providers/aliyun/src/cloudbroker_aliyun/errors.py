@@ -1,0 +1,81 @@
+"""Alibaba Cloud SDK exceptions -> cloudbroker's typed errors, decided by ECS error code.
+
+Every ECS answer and transport failure reaches us as a ``TeaException`` (``code``,
+``statusCode``, ``data["Message"]``; a failure with no HTTP answer carries the underlying
+error as ``inner_exception``). The code decides first (``Throttling*``, ``*.NotFound``,
+stock codes...), then the HTTP status. The SDK is imported only when translating; any
+other exception is raised unchanged (:mod:`cloudbroker.sdk_errors` has the policy).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cloudbroker.errors import (
+    AuthError,
+    CapacityError,
+    CloudBrokerError,
+    ConfigError,
+    NotFoundError,
+    ProviderUnavailable,
+    ThrottledError,
+)
+from cloudbroker.sdk_errors import one_line, sdk_exception
+from cloudbroker_aliyun.credentials import CHECK_CREDENTIALS, PROVIDER
+
+AUTH_CODES = {
+    "InvalidAccessKeyId.NotFound": "the access key id is unknown",
+    "InvalidAccessKeyId.Inactive": "the access key is disabled",
+    "SignatureDoesNotMatch": "the access key secret is wrong",
+    "IncompleteSignature": "the request signature is incomplete",
+    "InvalidCredentials": "no usable access key",
+}
+CAPACITY_CODES = {
+    "OperationDenied.NoStock",
+    "InvalidResourceType.NotSupported",
+    "Zone.NotOnSale",
+    "Zone.NotOpen",
+}
+
+
+def translate(exc: Exception, action: str) -> CloudBrokerError:
+    """The typed, one-line error for what the SDK raised during ``action``."""
+    from Tea.exceptions import TeaException
+
+    return classify(sdk_exception(exc, TeaException), action)
+
+
+def classify(exc: Any, action: str) -> CloudBrokerError:
+    """The typed error for an SDK error of ``action``, read from its ``code``, HTTP status
+    (``status_code`` or ``statusCode``), ``data["Message"]`` and ``inner_exception``."""
+    code = str(getattr(exc, "code", "") or "")
+    status = getattr(exc, "status_code", None) or getattr(exc, "statusCode", None)
+    data = getattr(exc, "data", None)
+    detail = one_line(data.get("Message")) if isinstance(data, dict) else ""
+    if code == "SignatureDoesNotMatch":
+        detail = ""  # the rest is ECS's string-to-sign: noise for a person
+    said = f"{action}: {code}" + (f": {detail}" if detail else "")
+    if code in AUTH_CODES or code.startswith(("Forbidden", "NoPermission")):
+        reason = AUTH_CODES.get(code, "the access key is not allowed to do this")
+        return AuthError(f"{reason} ({said}); {CHECK_CREDENTIALS}", provider=PROVIDER)
+    if (
+        code.startswith("Throttling")
+        or status == 429
+        or type(exc).__name__ == "ThrottlingException"
+    ):
+        return ThrottledError(f"throttled ({said})", provider=PROVIDER)
+    if code in CAPACITY_CODES:
+        return CapacityError(f"no capacity ({said})", provider=PROVIDER)
+    if code.endswith(".NotFound"):
+        return NotFoundError(f"not found ({said})", provider=PROVIDER)
+    if isinstance(status, int) and status >= 500:
+        return ProviderUnavailable(f"ECS server error ({said})", provider=PROVIDER)
+    if isinstance(status, int) and status >= 400:
+        return ConfigError(
+            f"ECS rejected the request ({said}); check [providers.{PROVIDER}] settings",
+            provider=PROVIDER,
+        )
+    # No HTTP answer: connection refused or reset, timeout, a lost or non-JSON response.
+    inner = getattr(exc, "inner_exception", None) or exc
+    reason = one_line(getattr(inner, "message", None) or str(inner)) or type(inner).__name__
+    return ProviderUnavailable(f"{action}: no answer from ECS ({reason})", provider=PROVIDER)
