@@ -3,22 +3,57 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from cloudbroker.testing.contract import ProviderContract
+from cloudbroker.testing.pytest_plugin import CREDENTIAL_PREFIXES
 
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 os.environ.setdefault("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
 # pytest exports COLUMNS=80 to its workers; a test that cares about width sets it itself.
 os.environ.pop("COLUMNS", None)
 
+#: Tests of the contract suite that start a process: a fresh interpreter, or rclone.
+CONTRACT_PROCESS_TESTS = (
+    "test_importing_the_plugin_imports_no_sdk",
+    "test_sync_storage_remote_is_accepted_by_rclone",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the contract suite's process tests ``slow``, as a test of our own would be."""
+    for item in items:
+        cls = getattr(item, "cls", None)
+        contract = cls is not None and issubclass(cls, ProviderContract)
+        if contract and getattr(item, "originalname", item.name) in CONTRACT_PROCESS_TESTS:
+            item.add_marker(pytest.mark.slow)
+
+
+#: What the test tools themselves keep in the working directory (both in .gitignore).
+TOOL_CACHES = {".hypothesis", ".pytest_cache"}
+
+
+@pytest.fixture(autouse=True)
+def _leaves_the_working_directory_alone() -> Iterator[None]:
+    """Fail a test that leaves a file in the directory pytest runs in (the repository)."""
+    here = Path.cwd()
+    before = set(os.listdir(here))
+    yield
+    left = sorted(set(os.listdir(here)) - before - TOOL_CACHES)
+    assert not left, f"the test left {left} in {here}; write under tmp_path"
+
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> dict[str, str]:
-    """An environment with no cloud credentials and a throw-away HOME and config."""
+    """An environment with no cloud credentials and a throw-away HOME and config.
+
+    Like the kit's ``cloudbroker_env``, with HOME at ``tmp_path`` itself.
+    """
     for name in list(os.environ):
-        if name.startswith(
-            ("AWS_", "ALIBABA_CLOUD_", "TENCENTCLOUD_", "HUAWEICLOUD_", "CLOUDBROKER_")
-        ):
+        if name.startswith(CREDENTIAL_PREFIXES):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

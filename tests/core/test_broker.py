@@ -77,7 +77,7 @@ def test_plan_rejects_same_cloud_and_bad_buckets(tmp_path):
     broker, _, _ = setup(tmp_path)
     with pytest.raises(UsageError, match="must be different clouds"):
         place(broker, "ali", "ali")
-    with pytest.raises(UsageError, match="--primary aws: no bucket on aws"):
+    with pytest.raises(UsageError, match="^primary aws: no bucket on aws; give bucket / "):
         broker.plan(
             PlaceRequest(
                 **REQUEST,
@@ -162,19 +162,19 @@ def test_killed_mid_failover_then_resumed_leaves_one_standby(tmp_path):
     broker, clouds, _ = setup(tmp_path)
     pid, _ = place(broker)
     broker.up(pid)
-    real_call = broker.pm.call
+    real_launch = broker.pm.launch
 
-    def crash_after_launch(provider, hook, **kwargs):
-        result = real_call(provider, hook, **kwargs)
-        if hook == "launch" and provider == "ten":
+    def crash_after_launch(provider, request):
+        result = real_launch(provider, request)
+        if provider == "ten":
             raise KeyboardInterrupt  # the process dies after the cloud made the instance
         return result
 
-    broker.pm.call = crash_after_launch
+    broker.pm.launch = crash_after_launch
     with pytest.raises(KeyboardInterrupt):
         broker.failover(pid)
     assert broker.store.failover(pid)["step"] == "launch"
-    broker.pm.call = real_call
+    broker.pm.launch = real_launch
     resumed = Broker(
         broker.pm,
         Store(tmp_path / "state.db"),
@@ -248,10 +248,9 @@ def test_gc_finds_lost_launches_of_its_own_placements_and_leaves_others_alone(tm
     broker.up(pid)
 
     def stray(key, placement_id):
-        return broker.pm.call(
+        return broker.pm.launch(
             "ten",
-            "launch",
-            request=launch_request(
+            launch_request(
                 "ten",
                 {"image": "img"},
                 region="r1",
@@ -327,17 +326,15 @@ def test_down_abandons_a_failover_in_progress_and_nothing_launches_after(tmp_pat
     broker, clouds, _ = setup(tmp_path)
     pid, _ = place(broker)
     broker.up(pid)
-    real_call = broker.pm.call
+    real_launch = broker.pm.launch
 
-    def die_before_launching(provider, hook, **kwargs):
-        if hook == "launch":
-            raise KeyboardInterrupt  # killed just before the standby's launch call
-        return real_call(provider, hook, **kwargs)
+    def die_before_launching(provider, request):
+        raise KeyboardInterrupt  # killed just before the standby's launch call
 
-    broker.pm.call = die_before_launching
+    broker.pm.launch = die_before_launching
     with pytest.raises(KeyboardInterrupt):
         broker.failover(pid)
-    broker.pm.call = real_call
+    broker.pm.launch = real_launch
     clock = Clock()
     broker.clock, broker.sleep = clock, clock.sleep
     assert broker.down(pid) == []  # waited out the launch that never reached the cloud
@@ -363,18 +360,16 @@ def test_up_after_down_launches_with_a_new_key(tmp_path):
 def test_up_resumed_after_a_crash_keeps_its_key_and_makes_one_instance(tmp_path):
     broker, clouds, _ = setup(tmp_path)
     pid, _ = place(broker)
-    real_call = broker.pm.call
+    real_launch = broker.pm.launch
 
-    def crash_after_launch(provider, hook, **kwargs):
-        result = real_call(provider, hook, **kwargs)
-        if hook == "launch":
-            raise KeyboardInterrupt  # the cloud made it; the answer never reached the store
-        return result
+    def crash_after_launch(provider, request):
+        real_launch(provider, request)
+        raise KeyboardInterrupt  # the cloud made it; the answer never reached the store
 
-    broker.pm.call = crash_after_launch
+    broker.pm.launch = crash_after_launch
     with pytest.raises(KeyboardInterrupt):
         broker.up(pid)
-    broker.pm.call = real_call
+    broker.pm.launch = real_launch
     broker.up(pid)
     assert len(clouds["ali"].live()) == 1
     assert len(set(launches(broker, pid))) == 1  # the same key both times
@@ -428,17 +423,15 @@ def test_a_launch_killed_in_flight_is_not_cleared_before_it_could_show_up(tmp_pa
     clock = Clock()
     broker, clouds, _ = setup(tmp_path, clock=clock, sleep=clock.sleep)
     pid, _ = place(broker)
-    real_call = broker.pm.call
+    real_launch = broker.pm.launch
 
-    def killed_mid_request(provider, hook, **kwargs):
-        if hook == "launch":
-            raise KeyboardInterrupt
-        return real_call(provider, hook, **kwargs)
+    def killed_mid_request(provider, request):
+        raise KeyboardInterrupt
 
-    broker.pm.call = killed_mid_request
+    broker.pm.launch = killed_mid_request
     with pytest.raises(KeyboardInterrupt):
         broker.up(pid)
-    broker.pm.call = real_call
+    broker.pm.launch = real_launch
     [entry] = broker.status(pid)["instances"]
     assert entry["state"] == "launching" and "not confirmed yet" in entry["error"]
     # the dead process's request reaches the cloud late: `down` waits for it and ends it

@@ -80,10 +80,9 @@ def gc_world(monkeypatch, tmp_path):
     path = tmp_path / "s.db"
     broker = Broker(pm, Store(path), FakeReplicator(clouds), sleep=lambda s: None)
     for key, placement in (("mine", "pl-mine"), ("theirs", "pl-theirs")):
-        pm.call(
+        pm.launch(
             "ten",
-            "launch",
-            request=launch_request(
+            launch_request(
                 "ten",
                 {"image": "i"},
                 region="r1",

@@ -1,5 +1,8 @@
 """The four packaged offline catalogs: they load cleanly, carry provenance, and keep the
-curated decisions (drops, flags, unknown prices, billing rules) documented in their NOTES.md."""
+curated decisions (drops, flags, unknown prices, billing rules) documented in their NOTES.md.
+
+These test the shipped data itself, so a catalog refresh updates them with the data; tests of
+the logic that reads catalogs use synthetic ones (``support.catalogs``) instead."""
 
 from __future__ import annotations
 

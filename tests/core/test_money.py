@@ -8,7 +8,9 @@ from decimal import Decimal
 import pytest
 
 from cloudbroker.errors import UsageError
-from cloudbroker.money import FxRate, FxTable, Money, parse_currency, parse_fx
+from cloudbroker.cli import option_name
+from cloudbroker.cli.options import parse_fx
+from cloudbroker.money import FxRate, FxTable, Money, parse_currency
 
 TODAY = date(2026, 11, 30)
 
@@ -33,8 +35,10 @@ def test_any_pair_converts_through_usd_with_both_dated_rates():
 
 
 def test_a_missing_rate_names_the_currency_and_how_to_give_it():
-    with pytest.raises(UsageError, match=r"no exchange rate for EUR; give one with --fx EUR="):
+    with pytest.raises(UsageError, match=r"no exchange rate for EUR; give one with fx EUR="):
         FxTable().rate("CNY", "EUR")
+    with pytest.raises(UsageError, match=r"no exchange rate for EUR; give one with --fx EUR="):
+        FxTable(name=option_name).rate("CNY", "EUR")
 
 
 def test_a_later_rate_replaces_the_default():

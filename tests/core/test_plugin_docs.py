@@ -176,8 +176,8 @@ def test_the_live_hooks_snippet_runs_as_written(
         instance_type="exg.l4.large",
         key=idempotency_key("snippet"),
     )
-    launched = manager.call("example", "launch", request=request)
-    seen = manager.call("example", "instance_status", instance=launched.ref)
+    launched = manager.launch("example", request)
+    seen = manager.instance_status("example", launched.ref)
     assert (
         seen.instance_id == launched.instance_id and seen.tags[KEY_TAG] == request.idempotency_key
     )

@@ -92,7 +92,7 @@ def test_entry_points_find_the_four_built_in_providers(clean_env):
         record = pm.records[name]
         assert record.distribution == f"cloudbroker-{name}"
         assert record.version and "provider_info" in record.hooks
-    infos = pm.fan_out("provider_info")
+    infos = pm.provider_info()
     assert not infos.failures
     assert {i.name for i in infos.results.values()} == set(BUILT_IN)
 
@@ -182,9 +182,7 @@ def test_a_wrong_answer_names_the_hook_the_model_expected_and_what_came(answer, 
 
     pm = manager(w=Wrong("w"))
     with pytest.raises(PluginError) as info:
-        pm.call(
-            "w", "instance_status", instance=InstanceRef(provider="w", region="r", instance_id="i")
-        )
+        pm.instance_status("w", InstanceRef(provider="w", region="r", instance_id="i"))
     assert str(info.value) == (
         f"w: instance_status must return an Instance (cloudbroker.models), {got}"
     )
@@ -192,7 +190,7 @@ def test_a_wrong_answer_names_the_hook_the_model_expected_and_what_came(answer, 
 
 def test_a_provider_answering_under_another_name_is_reported_not_dropped():
     pm = manager(example=FakeProvider("exmpl"), good=FakeProvider("good"))
-    outcome = pm.fan_out("provider_info")
+    outcome = pm.provider_info()
     assert sorted(outcome.results) == ["good"]
     [failure] = outcome.failures
     assert (failure.provider, failure.reason) == (
@@ -202,7 +200,7 @@ def test_a_provider_answering_under_another_name_is_reported_not_dropped():
     )
     ref = InstanceRef(provider="example", region="r", instance_id="i-1")
     with pytest.raises(PluginError, match="instance_status answered as 'exmpl'"):
-        pm.call("example", "instance_status", instance=ref)
+        pm.instance_status("example", ref)
 
 
 @pytest.mark.parametrize(
@@ -217,7 +215,7 @@ def test_a_provider_answering_under_another_name_is_reported_not_dropped():
 def test_a_broken_plugin_is_reported_while_the_others_answer(plugin, reason):
     pm = manager(a=FakeProvider("a"), broken=plugin, z=FakeProvider("z"))
     started = time.monotonic()
-    outcome = pm.fan_out("provider_info", timeout=0.5)
+    outcome = pm.provider_info(timeout=0.5)
     assert time.monotonic() - started < 5
     assert sorted(outcome.results) == ["a", "z"]
     [failure] = outcome.failures
@@ -234,7 +232,7 @@ def test_fan_out_runs_providers_concurrently():
 
     pm = manager(**{f"p{i}": Slow(f"p{i}") for i in range(5)})
     started = time.monotonic()
-    outcome = pm.fan_out("provider_info", timeout=5)
+    outcome = pm.provider_info(timeout=5)
     assert len(outcome.results) == 5
     assert time.monotonic() - started < 1.5  # 5 x 0.4 s sequentially would be 2 s
 
@@ -242,9 +240,7 @@ def test_fan_out_runs_providers_concurrently():
 def test_routed_call_reaches_only_its_provider():
     a, b = FakeProvider("a"), FakeProvider("b")
     pm = manager(a=a, b=b)
-    result = pm.call(
-        "b", "instance_status", instance=InstanceRef(provider="b", region="r", instance_id="i-1")
-    )
+    result = pm.instance_status("b", InstanceRef(provider="b", region="r", instance_id="i-1"))
     assert result.provider == "b"
     assert (a.calls, b.calls) == ([], ["i-1"])
 
@@ -253,9 +249,9 @@ def test_routed_call_to_unknown_provider_or_missing_hook_is_a_clear_error():
     pm = manager(a=FakeProvider("a"))
     ref = InstanceRef(provider="x", region="r", instance_id="i")
     with pytest.raises(UsageError, match="unknown provider 'x'; installed: a"):
-        pm.call("x", "instance_status", instance=ref)
+        pm.instance_status("x", ref)
     with pytest.raises(PluginError, match="does not implement launch"):
-        pm.call("a", "launch", request=None)
+        pm.launch("a", None)
 
 
 def test_routed_call_keeps_typed_errors_and_names_the_provider():
@@ -266,9 +262,7 @@ def test_routed_call_keeps_typed_errors_and_names_the_provider():
 
     pm = manager(c=NoStock("c"))
     with pytest.raises(CapacityError) as info:
-        pm.call(
-            "c", "instance_status", instance=InstanceRef(provider="c", region="r", instance_id="i")
-        )
+        pm.instance_status("c", InstanceRef(provider="c", region="r", instance_id="i"))
     assert str(info.value) == "c: no stock in zone x"
 
 

@@ -599,3 +599,48 @@ def test_case_8_a_dataset_across_clouds_says_which_egress_rate_applies_and_why(c
     assert "leaving a VM or elastic IP in the source region" in rule  # which rate
     assert "names a region, not a service" in rule  # why
     assert "Aliyun OSS" in rule and "own internet rate" in rule  # what it does not cover
+
+
+# -- a GPU sold only several to an instance, with --count left out ----------------------------
+
+
+def test_the_smallest_count_sold_respects_every_other_filter(world):
+    assert engine_for(world, gpu="A100", count=1).smallest_sold() == {
+        "A100-40GB": 8,
+        "A100-80GB": 8,
+    }
+    in_bj = engine_for(world, gpu="A100", count=1, regions=("bj",))
+    assert in_bj.smallest_sold() == {"A100-40GB": 8}
+    spot = engine_for(world, gpu="A100", count=1, markets=(Market.SPOT,))
+    assert spot.smallest_sold() == {}  # nothing sold on spot: nothing to fall back on
+
+
+def test_a800_without_count_quotes_the_8_gpus_aliyun_sells_and_says_so(clean_env):
+    done = cli("--gpu", "A800", env=clean_env, width=200)
+    assert done.returncode == 0, done.stderr
+    assert "8x A800-40GB" in done.stdout and "ecs.ebmgn7v.32xlarge" in done.stdout
+    assert "no 1-GPU A800-40GB instance is sold; quoting the smallest sold: 8 GPUs" in done.stdout
+    data = quote_json(clean_env, "--gpu", "A800")
+    assert data["smallest_sold"] == {"A800-40GB": 8}
+    assert {(q["gpu"]["model"], q["gpu"]["count"]) for q in data["quotes"]} == {("A800-40GB", 8)}
+
+
+def test_a800_with_an_explicit_count_of_1_still_names_the_closest_offer(clean_env):
+    done = cli("--gpu", "A800", "--count", "1", env=clean_env)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "no on-demand offer of 1x A800; closest: aliyun ecs.ebmgn7v.32xlarge" in done.stderr
+
+
+def test_a_gpu_sold_with_1_gpu_is_quoted_at_1_without_a_note(clean_env):
+    data = quote_json(clean_env, "--gpu", "A100")
+    assert data["smallest_sold"] == {}
+    assert {q["gpu"]["count"] for q in data["quotes"]} == {1}
+
+
+def test_the_note_names_each_model_when_their_smallest_counts_differ():
+    from cloudbroker.cli.quote import _smallest_note
+
+    assert _smallest_note({"B-80GB": 4, "A-40GB": 8}) == (
+        "no 1-GPU A-40GB or B-80GB instance is sold; quoting the smallest sold: 8x A-40GB, "
+        "4x B-80GB"
+    )

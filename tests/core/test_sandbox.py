@@ -162,8 +162,8 @@ def test_logs_of_an_unknown_placement_or_side(clean_env, tmp_path):
 
 
 def test_packaged_shapes_are_sold(tmp_path):
-    from cloudbroker_aliyun.emulator import AliyunEcsEmulator
-    from cloudbroker_tencent.emulator import TencentEmulator
+    from cloudbroker_aliyun.testing.emulator import AliyunEcsEmulator
+    from cloudbroker_tencent.testing.emulator import TencentEmulator
 
     ecs = AliyunEcsEmulator.from_catalog(access_key="k", secret_key="s").start()
     cvm = TencentEmulator.from_catalog(access_key="k", secret_key="s").start()

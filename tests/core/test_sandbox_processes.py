@@ -56,7 +56,8 @@ def test_no_stock_moves_the_launch_to_the_next_offer_and_down_ends_everything(sa
     # `up` asks the cloud for stock right before launching, so the sold-out offer is skipped
     # without a failed launch; nothing was started on it either way.
     assert not [
-        i for i in status["instances"]
+        i
+        for i in status["instances"]
         if (i.get("zone"), i["instance_type"]) == (first["zone"], first["instance_type"])
         and i["state"] == "running"
     ]

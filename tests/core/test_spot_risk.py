@@ -108,6 +108,7 @@ def aws_table() -> spot_risk.InterruptionTable:
 
 
 def test_packaged_aws_bands_pick_the_most_specific_rate():
+    # the shipped Spot Instance Advisor bands on purpose: a refresh of them updates this test
     table = aws_table()
     p4d = table.rate("us-east-1", "p4d.24xlarge")
     assert p4d.band == "15-20%" and p4d.specific

@@ -183,6 +183,21 @@ def test_a_bad_deadline_is_one_line_exit_2(clean_env, fake_sync, value):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("aliyun-ckpt/run1", "tencent:ckpt-gz/run1"),
+         "error: malformed SRC 'aliyun-ckpt/run1'; expected PROVIDER:BUCKET/PATH"),
+        (("aliyun:ckpt-bj/run1", "gcp:ckpt/run1"), "error: unknown provider 'gcp'"),
+    ],
+)  # fmt: skip
+def test_a_bad_bucket_is_one_line_exit_2(clean_env, fake_sync, args, message):
+    seen = fake_sync(lambda kwargs: result())
+    r = run_cli("sync", *args, env=clean_env)
+    assert r.returncode == 2 and r.stdout == "" and not seen
+    assert r.stderr.startswith(message) and r.stderr.count("\n") == 1
+
+
 @settings(max_examples=60, deadline=None)
 @given(value=st.text(max_size=40) | st.floats(allow_nan=True).map(str))
 def test_any_deadline_text_is_accepted_or_refused_in_one_line(value):

@@ -1,7 +1,8 @@
 """Failover from Aliyun to Tencent, end to end, as a user drives it.
 
-The CLI runs in subprocesses against the Aliyun and Tencent emulators (the real SDKs, signed
-requests), one moto S3 server per cloud for their buckets, and the real rclone. Checkpoints
+The CLI runs against the Aliyun and Tencent emulators (the real SDKs, signed requests), one
+moto S3 server per cloud for their buckets, and the real rclone: in-process, except ``watch``,
+the commands a test kills and those that wait on a dead cloud (processes). Checkpoints
 written into the Aliyun bucket are replicated by ``watch``; a spot reclaim injected on the
 Aliyun emulator makes ``watch`` fail over: final sync, launch on Tencent, terminate on Aliyun.
 The other cases are the ones that cost money, data or time when they go wrong: a watcher
@@ -22,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.cli import CliResult, run_cli, run_process
 from support.s3 import S3Server, SilentEndpoint, cloud_env
 
-from cloudbroker_aliyun.emulator import AliyunEcsEmulator
-from cloudbroker_tencent.emulator import TencentEmulator
+from cloudbroker_aliyun.testing.emulator import AliyunEcsEmulator
+from cloudbroker_tencent.testing.emulator import TencentEmulator
 
 pytestmark = pytest.mark.slow
 
@@ -83,14 +85,13 @@ class World:
     tc_bucket: str
     tmp: Path
 
-    def cli(self, *args: str, check: bool = True, timeout: float = 180):
-        done = subprocess.run(
-            [sys.executable, "-m", "cloudbroker", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+    def cli(self, *args: str, check: bool = True, timeout: float | None = None) -> CliResult:
+        """``cloudbroker ARGS`` in-process; with ``timeout``, in a process of its own killed
+        after it (for a command that waits on a dead cloud: it must not hang the suite)."""
+        if timeout is None:
+            done = run_cli(*args, env=self.env)
+        else:
+            done = run_process(*args, env=self.env, timeout=timeout)
         if check:
             assert done.returncode == 0, done.stderr
         return done

@@ -15,13 +15,12 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli import CliResult, run_cli
 from support.s3 import S3Server, SilentEndpoint, cloud_env, put_files, refusing_endpoint
 
 from cloudbroker import rclone
@@ -336,15 +335,9 @@ def test_a_refusing_port_fails_fast(clouds, make_pm):
 # -- the command line ------------------------------------------------------------------------
 
 
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``cloudbroker sync`` piped, 200 columns wide: the checks read its lines whole."""
-    return subprocess.run(
-        [sys.executable, "-m", "cloudbroker", "sync", *args],
-        capture_output=True,
-        text=True,
-        env={**env, "COLUMNS": "200"},
-        timeout=120,
-    )
+def cli(env: dict[str, str], *args: str) -> CliResult:
+    """``cloudbroker sync`` in-process, 200 columns wide: the checks read its lines whole."""
+    return run_cli("sync", *args, env=env, width=200)
 
 
 @pytest.fixture
@@ -394,17 +387,3 @@ def test_cli_dry_run_shows_what_and_what_it_costs_then_json_summary(clouds, user
     assert (summary["files"], summary["bytes"], summary["verified"]) == (3, 6144, True)
     assert summary["egress"] == {"amount": "0", "currency": "CNY"}  # within the free 20 GB
     assert clouds["aliyun"].secret not in done.stdout + done.stderr
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (("aliyun-ckpt/run1", "tencent:ckpt-gz/run1"),
-         "error: malformed SRC 'aliyun-ckpt/run1'; expected PROVIDER:BUCKET/PATH"),
-        (("aliyun:ckpt-bj/run1", "gcp:ckpt/run1"), "error: unknown provider 'gcp'"),
-    ],
-)  # fmt: skip
-def test_cli_usage_errors_are_one_line_exit_2(user_env, args, message):
-    done = cli(user_env, *args)
-    assert done.returncode == 2
-    assert done.stderr.startswith(message) and done.stderr.count("\n") == 1

@@ -16,6 +16,7 @@ from decimal import Decimal
 
 import pytest
 from rich.cells import cell_len
+from support.cli import run_cli
 
 from cloudbroker.cli.table import amount
 
@@ -52,16 +53,7 @@ def test_quote_on_a_terminal_fits_its_width_and_cuts_nothing(clean_env, columns)
     too_wide = [line for line in screen.splitlines() if cell_len(line) > columns]
     assert not too_wide, too_wide
     assert "…" not in screen
-    data = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "cloudbroker", *JOB, "--json"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-            check=True,
-        ).stdout
-    )
+    data = json.loads(run_cli(*JOB, "--json", env=env).stdout)
     for offer in data["quotes"]:
         assert f" {amount(Decimal(offer['total']['amount']))}" in screen
         assert offer["instance_type"] in screen

@@ -104,6 +104,7 @@ class TestImportsAnSdk(TestCatalogOnly):
 """
 
 
+@pytest.mark.slow  # a pytest run in a process of its own
 def test_the_suite_skips_missing_hooks_and_fails_broken_providers(pytester):
     pytester.makepyfile(test_suite_self=SUITE_SELF_TEST)
     result = pytester.runpytest_subprocess("-v", "-rfs", "-p", "no:cacheprovider")

@@ -1,7 +1,9 @@
-"""Run the ``cloudbroker`` command in-process, as a user would, at a chosen terminal width.
+"""Run the ``cloudbroker`` command as a user would, at a chosen terminal width.
 
-Parsing, errors and rendering are tested through ``main(argv)`` here: no subprocess, so each
-case costs milliseconds. Keep subprocess tests for what needs a process (entry points, signals).
+:func:`run_cli` runs ``main(argv)`` in this process: parsing, errors and rendering are tested
+this way, each case in milliseconds. :func:`run_process` starts a fresh interpreter, for the
+few tests where a real process matters (entry points, the console script, signals, an
+interpreter that has not imported an SDK yet); mark those ``@pytest.mark.slow``.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -51,3 +55,17 @@ def run_cli(*argv: str, env: Mapping[str, str] | None = None, width: int = 100) 
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def run_process(
+    *argv: str, env: Mapping[str, str] | None = None, width: int = 100, timeout: float = 120
+) -> CliResult:
+    """``python -m cloudbroker ARGV`` in a fresh interpreter, piped, ``width`` columns wide."""
+    done = subprocess.run(
+        [sys.executable, "-m", "cloudbroker", *argv],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ if env is None else env, COLUMNS=str(width)),
+        timeout=timeout,
+    )
+    return CliResult(done.returncode, done.stdout, done.stderr)

@@ -1,23 +1,22 @@
 """Fixtures: a local ECS emulator, and the real SDK pointed at it over HTTP.
 
 The emulator verifies the SDK's signatures with these test credentials. One emulator serves
-the session (stopping one waits out its 0.5 s poll); each test starts from a reset one.
+the session (stopping one waits out its 0.5 s poll); each test starts from a reset one. The
+environment and plugin managers come from the kit's ``cloudbroker_env`` and
+``cloudbroker_plugins`` (no credentials but these, a private HOME and data directory).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cloudbroker.plugins import PluginManager
-from cloudbroker_aliyun.emulator import AliyunEcsEmulator
 from cloudbroker_aliyun.plugin import DESCRIPTION, AliyunProvider
+from cloudbroker_aliyun.testing.emulator import AliyunEcsEmulator
 
 ACCESS_KEY = "LTAIcloudbrokertest"
 SECRET_KEY = "cloudbroker-test-secret"
@@ -39,29 +38,32 @@ def ecs(ecs_server: AliyunEcsEmulator) -> AliyunEcsEmulator:
 
 
 @pytest.fixture
-def ecs_env(ecs: AliyunEcsEmulator, clean_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """Credentials and an endpoint that point the adapter at the emulator, and nothing else."""
+def ecs_env(ecs: AliyunEcsEmulator, cloudbroker_env: dict[str, str]) -> dict[str, str]:
+    """The kit's isolated environment plus credentials and an endpoint for the emulator."""
     return {
-        **clean_env,
+        **cloudbroker_env,
         "ALIBABA_CLOUD_ACCESS_KEY_ID": ACCESS_KEY,
         "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SECRET_KEY,
         "CLOUDBROKER_ALIYUN_ENDPOINT": f"127.0.0.1:{ecs.port}",
-        "CLOUDBROKER_CONFIG": str(tmp_path / "no-config.toml"),
-        "CLOUDBROKER_DATA_DIR": str(tmp_path / "data"),
         "CLOUDBROKER_PLUGINS": "aliyun",
     }
 
 
 @pytest.fixture
-def make_pm() -> Callable[..., PluginManager]:
+def make_pm(cloudbroker_plugins: Callable[..., PluginManager]) -> Callable[..., PluginManager]:
     """Factory: a plugin manager with a fresh Aliyun provider (no catalog cached across tests)."""
 
     def make(
         env: dict[str, str], *, offline: bool = False, timeout: float = 10, **settings: Any
     ) -> PluginManager:
-        pm = PluginManager(env=env, settings={"aliyun": settings}, offline=offline, timeout=timeout)
-        pm.register(AliyunProvider(DESCRIPTION), "aliyun")
-        return pm
+        return cloudbroker_plugins(
+            AliyunProvider(DESCRIPTION),
+            "aliyun",
+            env=env,
+            settings={"aliyun": settings},
+            offline=offline,
+            timeout=timeout,
+        )
 
     return make
 
@@ -75,19 +77,3 @@ def pm(make_pm: Callable[..., PluginManager], ecs_env: dict[str, str]) -> Plugin
 def key() -> str:
     """A fresh idempotency key per test."""
     return f"cb-test-{uuid.uuid4().hex}"
-
-
-@pytest.fixture
-def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run ``cloudbroker`` in a subprocess, as a user would."""
-
-    def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "cloudbroker", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-
-    return run

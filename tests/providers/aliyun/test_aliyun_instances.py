@@ -29,11 +29,11 @@ SETTINGS = {
 def launch(pm, key, settings=SETTINGS, **kwargs) -> Instance:
     kwargs.setdefault("instance_type", A10)
     request = launch_request("aliyun", settings, region=REGION, key=key, **kwargs)
-    return pm.call("aliyun", "launch", request=request)
+    return pm.launch("aliyun", request)
 
 
 def status(pm, instance: Instance) -> Instance:
-    return pm.call("aliyun", "instance_status", instance=instance.ref)
+    return pm.instance_status("aliyun", instance.ref)
 
 
 def wait_running(pm, instance: Instance) -> Instance:
@@ -68,10 +68,10 @@ def test_launch_status_terminate_round_trip(pm, ecs, key):
     assert running.tags[MANAGED_TAG] == "true" and running.tags["cloudbroker-placement"] == "p-1"
     assert running.private_ip and running.launched_at is not None and running.reclaim is None
 
-    gone = pm.call("aliyun", "terminate", instance=instance.ref)
+    gone = pm.terminate("aliyun", instance.ref)
     assert gone.state == InstanceState.TERMINATING
     assert status(pm, instance).state == InstanceState.TERMINATED
-    again = pm.call("aliyun", "terminate", instance=instance.ref)
+    again = pm.terminate("aliyun", instance.ref)
     assert again.state == InstanceState.TERMINATING, "a second terminate must not fail"
     assert not ecs.live_instances()
 
@@ -79,7 +79,7 @@ def test_launch_status_terminate_round_trip(pm, ecs, key):
 def test_terminating_an_instance_ecs_never_had_is_not_found(pm):
     ref = InstanceRef(provider="aliyun", region=REGION, instance_id="i-bp1neverexisted")
     with pytest.raises(NotFoundError, match=re.escape("InvalidInstanceId.NotFound")):
-        pm.call("aliyun", "terminate", instance=ref)
+        pm.terminate("aliyun", ref)
 
 
 def test_launch_discovers_the_default_vswitch_and_security_group(pm, ecs, key):
@@ -175,4 +175,4 @@ def test_connection_refused_is_provider_unavailable(make_pm, ecs_env, monkeypatc
     pm = make_pm({**ecs_env, "CLOUDBROKER_ALIYUN_ENDPOINT": "127.0.0.1:9"})
     ref = InstanceRef(provider="aliyun", region=REGION, instance_id="i-bp1")
     with pytest.raises(ProviderUnavailable, match="no answer from ECS"):
-        pm.call("aliyun", "instance_status", instance=ref)
+        pm.instance_status("aliyun", ref)

@@ -6,11 +6,13 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from support.cli import run_cli
+
 from cloudbroker.context import HookContext
 from cloudbroker.models import Market
 from cloudbroker.provider import user_catalog_dir
-from cloudbroker_aliyun.emulator import AliyunEcsEmulator
 from cloudbroker_aliyun.plugin import DESCRIPTION, AliyunProvider
+from cloudbroker_aliyun.testing.emulator import AliyunEcsEmulator
 
 TODAY = datetime.now(UTC).date()
 
@@ -20,7 +22,7 @@ def actions(ecs: AliyunEcsEmulator) -> list[str]:
 
 
 def test_instance_types_are_gpu_types_per_zone_with_normalised_models(pm, ecs):
-    types = pm.call("aliyun", "list_instance_types", regions=["cn-hangzhou", "ap-northeast-1"])
+    types = pm.list_instance_types(["cn-hangzhou", "ap-northeast-1"], providers=["aliyun"]).one()
     by_key = {(t.name, t.zone): t for t in types}
     assert "ecs.g7.xlarge" not in {t.name for t in types}, "a type without GPUs was listed"
     a10 = by_key[("ecs.gn7i-c8g1.2xlarge", "cn-hangzhou-j")]
@@ -40,12 +42,12 @@ def test_instance_types_are_gpu_types_per_zone_with_normalised_models(pm, ecs):
 
 
 def test_no_regions_means_every_region_ecs_lists(pm):
-    types = pm.call("aliyun", "list_instance_types", regions=None)
+    types = pm.list_instance_types(None, providers=["aliyun"]).one()
     assert {t.region for t in types} == {"cn-hangzhou", "ap-northeast-1"}
 
 
 def test_price_sheet_has_pay_as_you_go_and_spot_per_zone(pm, ecs):
-    sheet = pm.call("aliyun", "price", regions=["cn-hangzhou"])
+    sheet = pm.price(["cn-hangzhou"], providers=["aliyun"]).one()
     prices = {(p.instance_type, p.zone, p.market): p for p in sheet.compute}
     on_demand = prices[("ecs.gn7i-c8g1.2xlarge", "cn-hangzhou-j", Market.ON_DEMAND)]
     spot = prices[("ecs.gn7i-c8g1.2xlarge", "cn-hangzhou-j", Market.SPOT)]
@@ -71,7 +73,7 @@ def test_spot_price_falls_back_to_describe_price_without_history(make_pm, ecs_en
     quiet = NoHistoryEmulator(access_key=ecs.access_key, secret_key=ecs.secret_key).start()
     try:
         env = {**ecs_env, "CLOUDBROKER_ALIYUN_ENDPOINT": quiet.url}
-        sheet = make_pm(env).call("aliyun", "price", regions=["cn-hangzhou"])
+        sheet = make_pm(env).price(["cn-hangzhou"], providers=["aliyun"]).one()
     finally:
         quiet.stop()
     spot = next(
@@ -84,24 +86,26 @@ def test_spot_price_falls_back_to_describe_price_without_history(make_pm, ecs_en
     assert "SpotAsPriceGo" in spot.source.name
 
 
-def test_offline_hooks_need_no_credentials_and_no_network(make_pm, clean_env, ecs):
-    pm = make_pm(clean_env, offline=True)
-    info = pm.call("aliyun", "provider_info")
+def test_offline_hooks_need_no_credentials_and_no_network(make_pm, cloudbroker_env, ecs):
+    pm = make_pm(cloudbroker_env, offline=True)
+    info = pm.provider_info(providers=["aliyun"]).one()
     assert not info.credentials.configured
-    sheet = pm.call("aliyun", "price", regions=["cn-hangzhou"])
+    sheet = pm.price(["cn-hangzhou"], providers=["aliyun"]).one()
     assert sheet.compute, "the packaged catalog should price cn-hangzhou offline"
     assert not actions(ecs)
 
 
 def test_catalog_refresh_then_quotes_use_the_refreshed_prices_offline(
-    ecs_env, run_cli, monkeypatch, tmp_path
+    ecs_env, monkeypatch, tmp_path
 ):
     done = run_cli("catalog", "refresh", "--provider", "aliyun", "--region", "cn-hangzhou",
                    env=ecs_env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "aliyun:" in done.stdout and "written to" in done.stdout
-    monkeypatch.setenv("CLOUDBROKER_DATA_DIR", ecs_env["CLOUDBROKER_DATA_DIR"])
-    written = user_catalog_dir("aliyun")
+    for name, value in ecs_env.items():  # the next run in the same shell: the emulator's
+        monkeypatch.setenv(name, value)  # catalog, kept apart from the cloud's
+    written = user_catalog_dir("aliyun", ecs_env["CLOUDBROKER_ALIYUN_ENDPOINT"])
+    assert written.name.startswith("aliyun@")
     assert (written / "catalog.csv").is_file() and (written / "terms.toml").is_file()
 
     offline = HookContext(provider="aliyun", env={"HOME": str(tmp_path)}, offline=True)
@@ -119,6 +123,6 @@ def test_instance_types_are_read_across_pages(pm, ecs, monkeypatch):
     from cloudbroker_aliyun import offers
 
     monkeypatch.setattr(offers, "PAGE_SIZE", 2)
-    types = pm.call("aliyun", "list_instance_types", regions=["cn-hangzhou"])
+    types = pm.list_instance_types(["cn-hangzhou"], providers=["aliyun"]).one()
     assert actions(ecs).count("DescribeInstanceTypes") == 3  # six GPU types, two per page
     assert {t.gpu.model for t in types} == {"A10", "L20", "T4", "V100-16GB", "V100-32GB"}

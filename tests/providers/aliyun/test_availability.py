@@ -17,9 +17,7 @@ S = AvailabilityStatus
 
 
 def ask(pm, market=Market.ON_DEMAND, types=(A10, T4), regions=(REGION,)):
-    figures = pm.call(
-        "aliyun", "availability", regions=list(regions), instance_types=list(types), market=market
-    )
+    figures = pm.availability(list(regions), list(types), market, providers=["aliyun"]).one()
     return {(f.zone, f.instance_type): f for f in figures}
 
 
@@ -99,7 +97,7 @@ def test_quote_live_against_the_emulator_with_tencent_down(clean_env, tmp_path, 
 
     from support.cli import run_cli
 
-    from cloudbroker_aliyun.emulator import AliyunEcsEmulator
+    from cloudbroker_aliyun.testing.emulator import AliyunEcsEmulator
 
     from .conftest import ACCESS_KEY, SECRET_KEY
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from cloudbroker.plugins import PluginManager
-from cloudbroker_aws.emulator import AwsEmulator
 from cloudbroker_aws.plugin import DESCRIPTION, AwsProvider
+from cloudbroker_aws.testing.emulator import AwsEmulator
 
 ACCESS_KEY = "AKIACLOUDBROKERTEST"
 SECRET_KEY = "cloudbroker-test-secret"
@@ -30,34 +30,38 @@ def aws_server() -> Iterator[AwsEmulator]:
 
 @pytest.fixture
 def aws(aws_server: AwsEmulator) -> Iterator[AwsEmulator]:
-    """The session's emulator, with no fault left over from another test."""
+    """The session's emulator, with no fault, stock limit or outage left by another test.
+
+    Not :meth:`reset`: the instances live in moto, shared by the session on purpose.
+    """
     yield aws_server
     with aws_server.state.lock:
         aws_server.state.faults.clear()
+        aws_server.state.stock.clear()
+        aws_server.state.outage = False
 
 
 @pytest.fixture
-def aws_env(aws: AwsEmulator, clean_env: dict[str, str], tmp_path) -> dict[str, str]:
-    """An environment that points every AWS client at the emulator, and nothing else."""
+def aws_env(aws: AwsEmulator, cloudbroker_env: dict[str, str]) -> dict[str, str]:
+    """The kit's isolated environment, with every AWS client pointed at the emulator."""
     return {
-        **clean_env,
+        **cloudbroker_env,
         "AWS_ACCESS_KEY_ID": ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
         "AWS_ENDPOINT_URL": aws.url,
         "AWS_ENDPOINT_URL_S3": aws.moto_url,
         "AWS_REGION": REGION,
-        "CLOUDBROKER_DATA_DIR": str(tmp_path / "data"),
     }
 
 
 @pytest.fixture
-def make_pm() -> Callable[..., PluginManager]:
+def make_pm(cloudbroker_plugins: Callable[..., PluginManager]) -> Callable[..., PluginManager]:
     """``make_pm(env, **settings)``: a live plugin manager with a fresh AWS provider."""
 
     def make(env: dict[str, str], **settings: Any) -> PluginManager:
-        pm = PluginManager(env=env, settings={"aws": settings}, offline=False, timeout=30)
-        pm.register(AwsProvider(DESCRIPTION), "aws")
-        return pm
+        return cloudbroker_plugins(
+            AwsProvider(DESCRIPTION), "aws", env=env, settings={"aws": settings}, offline=False
+        )
 
     return make
 

@@ -31,9 +31,7 @@ def stock(aws):
 
 
 def ask(pm, market=Market.ON_DEMAND, types=(G5, P4D)):
-    figures = pm.call(
-        "aws", "availability", regions=[REGION], instance_types=list(types), market=market
-    )
+    figures = pm.availability([REGION], list(types), market, providers=["aws"]).one()
     return {(f.zone, f.instance_type): f for f in figures}
 
 

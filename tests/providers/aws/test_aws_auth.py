@@ -9,7 +9,7 @@ from botocore.credentials import Credentials
 
 from cloudbroker.errors import AuthError
 from cloudbroker.models import InstanceRef
-from cloudbroker_aws import sigv4
+from cloudbroker_aws.testing import sigv4
 
 REGION = "us-east-1"
 
@@ -24,19 +24,19 @@ REGION = "us-east-1"
 def test_wrong_credentials_are_auth_errors(aws_env, make_pm, variable, value, code):
     pm = make_pm({**aws_env, variable: value}, region=REGION)
     with pytest.raises(AuthError, match=code) as raised:
-        pm.call("aws", "list_instance_types", regions=None)
+        pm.list_instance_types(None, providers=["aws"]).one()
     assert "not-the-secret" not in str(raised.value)
     ref = InstanceRef(provider="aws", region=REGION, instance_id="i-0cb0c0ffee0000000")
     with pytest.raises(AuthError):
-        pm.call("aws", "instance_status", instance=ref)
+        pm.instance_status("aws", ref)
 
 
 def test_price_list_rejects_a_wrong_secret_in_its_own_protocol(aws, aws_env, make_pm):
-    from cloudbroker_aws import prices
+    from cloudbroker_aws import offers
 
     pm = make_pm({**aws_env, "AWS_SECRET_ACCESS_KEY": "not-the-secret"}, region=REGION)
     with pytest.raises(AuthError, match="InvalidSignatureException"):
-        prices.on_demand(pm.context("aws"), REGION, ["p4d.24xlarge"])
+        offers.on_demand(pm.context("aws"), REGION, ["p4d.24xlarge"])
 
 
 def test_settings_profile_is_used_from_the_shared_files(aws_env, make_pm, tmp_path, monkeypatch):
@@ -47,8 +47,10 @@ def test_settings_profile_is_used_from_the_shared_files(aws_env, make_pm, tmp_pa
     )
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
     env = {**aws_env, "AWS_ACCESS_KEY_ID": "AKIAUNKNOWNKEY"}  # the settings profile wins
-    types = make_pm(env, region=REGION, profile="gpu", instance_type_patterns=["p5.*"]).call(
-        "aws", "list_instance_types", regions=None
+    types = (
+        make_pm(env, region=REGION, profile="gpu", instance_type_patterns=["p5.*"])
+        .list_instance_types(None, providers=["aws"])
+        .one()
     )
     assert {t.name for t in types} >= {"p5.48xlarge"}
 

@@ -1,29 +1,18 @@
-"""The CLI end to end against the emulator: catalog refresh, then an offline quote."""
+"""The CLI (in-process) against the emulator: catalog refresh, then an offline quote."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from decimal import Decimal
 
 import pytest
+from support.cli import run_cli
 
 from cloudbroker.models import Market
-from cloudbroker_aws.pricing_emulator import PriceBook
+from cloudbroker_aws.testing.prices import PriceBook
 
 REGION = "us-east-1"
 REFRESHED = Decimal("12.3456")  # a p4d.24xlarge price the packaged catalog does not have
-
-
-def cloudbroker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "cloudbroker", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 @pytest.fixture
@@ -44,18 +33,18 @@ def refreshed_prices(aws):
     aws.prices = saved
 
 
-@pytest.mark.slow
 def test_catalog_refresh_then_offline_quote_uses_refreshed_prices(
     cli_env, refreshed_prices, make_pm, monkeypatch, tmp_path
 ):
-    done = cloudbroker(cli_env, "catalog", "refresh", "--provider", "aws", "--region", REGION)
+    done = run_cli("catalog", "refresh", "--provider", "aws", "--region", REGION, env=cli_env)
     assert done.returncode == 0, done.stderr
     assert "aws:" in done.stdout and "written to" in done.stdout
 
-    monkeypatch.setenv("CLOUDBROKER_DATA_DIR", cli_env["CLOUDBROKER_DATA_DIR"])
+    for name, value in cli_env.items():  # the next run in the same shell (the emulator's
+        monkeypatch.setenv(name, value)  # catalog is read only while its endpoint is set)
     offline = make_pm(cli_env)
     offline.offline = True
-    sheet = offline.call("aws", "price", regions=[REGION])
+    sheet = offline.price([REGION], providers=["aws"]).one()
     p4d = {
         (p.market, p.zone): p.price.amount
         for p in sheet.compute
@@ -64,19 +53,18 @@ def test_catalog_refresh_then_offline_quote_uses_refreshed_prices(
     assert p4d[(Market.ON_DEMAND, "use1-az1")] == REFRESHED
     assert p4d[(Market.SPOT, "use1-az1")] == Decimal("4.5")
 
-    quoted = cloudbroker(
-        cli_env, "quote", "--gpu", "A100-40GB", "--count", "8", "--provider", "aws",
-        "--region", REGION, "--json",
+    quoted = run_cli(
+        "quote", "--gpu", "A100-40GB", "--count", "8", "--provider", "aws", "--region", REGION,
+        "--json", env=cli_env,
     )  # fmt: skip
     assert quoted.returncode == 0, quoted.stderr
     assert str(REFRESHED) in quoted.stdout
     assert json.loads(quoted.stdout)
 
 
-@pytest.mark.slow
 def test_wrong_secret_is_one_line_at_the_cli(cli_env):
     env = {**cli_env, "AWS_SECRET_ACCESS_KEY": "not-the-secret"}
-    done = cloudbroker(env, "catalog", "refresh", "--provider", "aws", "--region", REGION)
+    done = run_cli("catalog", "refresh", "--provider", "aws", "--region", REGION, env=env)
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: aws:"), done.stderr

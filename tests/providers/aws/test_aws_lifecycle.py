@@ -66,7 +66,7 @@ def test_round_trip_with_default_vpc_root_volume_key_and_user_data(pm, image, ke
         user_data="#!/bin/sh\necho hello",
         settings={"key_name": "cb-test-key", "disk_category": "gp3"},
     )
-    launched = pm.call("aws", "launch", request=request)
+    launched = pm.launch("aws", request)
     assert launched.state in {InstanceState.PENDING, InstanceState.RUNNING}
     assert launched.market is Market.ON_DEMAND
     assert launched.tags[MANAGED_TAG] == "true" and launched.tags[PLACEMENT_TAG] == "pl-test"
@@ -85,12 +85,12 @@ def test_round_trip_with_default_vpc_root_volume_key_and_user_data(pm, image, ke
     )
     assert base64.b64decode(attribute["UserData"]["Value"]) == b"#!/bin/sh\necho hello"
 
-    running = pm.call("aws", "instance_status", instance=launched.ref)
+    running = pm.instance_status("aws", launched.ref)
     assert running.state is InstanceState.RUNNING and running.reclaim is None
-    gone = pm.call("aws", "terminate", instance=launched.ref)
+    gone = pm.terminate("aws", launched.ref)
     assert gone.state in {InstanceState.TERMINATING, InstanceState.TERMINATED}
-    assert pm.call("aws", "terminate", instance=launched.ref).state is InstanceState.TERMINATED
-    after = pm.call("aws", "instance_status", instance=launched.ref)
+    assert pm.terminate("aws", launched.ref).state is InstanceState.TERMINATED
+    after = pm.instance_status("aws", launched.ref)
     assert after.state is InstanceState.TERMINATED and after.reclaim is None
 
 
@@ -99,12 +99,12 @@ def test_explicit_subnet_and_security_group_are_used(pm, image, key, moto_ec2):
     subnet = moto_ec2.create_subnet(VpcId=vpc, CidrBlock="10.42.1.0/24")["Subnet"]["SubnetId"]
     group = moto_ec2.create_security_group(GroupName="cb", Description="cb", VpcId=vpc)["GroupId"]
     request = request_for(image, key, settings={"subnet": subnet, "security_group": group})
-    launched = pm.call("aws", "launch", request=request)
+    launched = pm.launch("aws", request)
     raw = moto_ec2.describe_instances(InstanceIds=[launched.instance_id])
     described = raw["Reservations"][0]["Instances"][0]
     assert described["SubnetId"] == subnet
     assert [g["GroupId"] for g in described["SecurityGroups"]] == [group]
-    pm.call("aws", "terminate", instance=launched.ref)
+    pm.terminate("aws", launched.ref)
 
 
 def test_lost_run_instances_response_is_retried_without_a_second_instance(
@@ -112,54 +112,54 @@ def test_lost_run_instances_response_is_retried_without_a_second_instance(
 ):
     aws.inject("lose-response", action="RunInstances")
     before = actions(aws, "RunInstances")
-    launched = pm.call("aws", "launch", request=request_for(image, key))
+    launched = pm.launch("aws", request_for(image, key))
     assert actions(aws, "RunInstances") - before == 2, "the lost answer must be retried"
     made = instances_with_token(moto_ec2, key)
     assert [i["InstanceId"] for i in made] == [launched.instance_id]
-    pm.call("aws", "terminate", instance=launched.ref)
+    pm.terminate("aws", launched.ref)
 
 
 def test_a_relaunch_with_the_same_key_finds_the_first_instance(pm, image, key, moto_ec2):
-    first = pm.call("aws", "launch", request=request_for(image, key))
-    second = pm.call("aws", "launch", request=request_for(image, key))
+    first = pm.launch("aws", request_for(image, key))
+    second = pm.launch("aws", request_for(image, key))
     assert second.instance_id == first.instance_id
     assert len(instances_with_token(moto_ec2, key)) == 1
-    pm.call("aws", "terminate", instance=first.ref)
+    pm.terminate("aws", first.ref)
 
 
 def test_insufficient_capacity_is_a_capacity_error_and_not_retried(aws, pm, image, key, moto_ec2):
     aws.inject("capacity", action="RunInstances", count=5)
     before = actions(aws, "?")
     with pytest.raises(CapacityError, match="InsufficientInstanceCapacity"):
-        pm.call("aws", "launch", request=request_for(image, key))
+        pm.launch("aws", request_for(image, key))
     assert actions(aws, "?") - before == 1, "a capacity error must not be retried"
     assert instances_with_token(moto_ec2, key) == []
 
 
 def test_throttling_is_retried_then_succeeds(aws, pm, image, key):
-    launched = pm.call("aws", "launch", request=request_for(image, key))
+    launched = pm.launch("aws", request_for(image, key))
     aws.inject("throttle", action="DescribeInstances", count=2)
     before = actions(aws, "DescribeInstances")
-    seen = pm.call("aws", "instance_status", instance=launched.ref)
+    seen = pm.instance_status("aws", launched.ref)
     assert seen.instance_id == launched.instance_id
     assert actions(aws, "DescribeInstances") - before == 1, "answered after two throttles"
     codes = [e.get("code") for e in aws.snapshot()["log"][-3:]]
     assert codes[:2] == ["RequestLimitExceeded", "RequestLimitExceeded"]
-    pm.call("aws", "terminate", instance=launched.ref)
+    pm.terminate("aws", launched.ref)
 
 
 def test_throttling_that_persists_surfaces_as_throttled_error(aws, pm):
     aws.inject("throttle", action="DescribeInstances", count=5)
     ref = InstanceRef(provider="aws", region=REGION, instance_id="i-0cb0c0ffee0000000")
     with pytest.raises(ThrottledError, match="RequestLimitExceeded"):
-        pm.call("aws", "instance_status", instance=ref)
+        pm.instance_status("aws", ref)
 
 
 def test_spot_reclaim_shows_in_instance_status(aws, pm, image, key, moto_ec2):
     request = request_for(
         image, key, market=Market.SPOT, max_price=Money.of("9.5", "USD"), zone="use1-az1"
     )
-    launched = pm.call("aws", "launch", request=request)
+    launched = pm.launch("aws", request)
     assert launched.market is Market.SPOT
     control = urllib.request.Request(
         f"{aws.url}/_emulator/reclaim",
@@ -168,7 +168,7 @@ def test_spot_reclaim_shows_in_instance_status(aws, pm, image, key, moto_ec2):
     )
     with urllib.request.urlopen(control) as answer:
         assert answer.status == 200
-    seen = pm.call("aws", "instance_status", instance=launched.ref)
+    seen = pm.instance_status("aws", launched.ref)
     assert seen.state is InstanceState.TERMINATED
     assert seen.reclaim and "Server.SpotInstanceTermination" in seen.reclaim
 
@@ -177,16 +177,16 @@ def test_spot_price_cap_must_be_usd_and_is_checked_before_any_call(aws, pm, imag
     request = request_for(image, key, market=Market.SPOT, max_price=Money.of("9", "CNY"))
     before = len(aws.snapshot()["log"])
     with pytest.raises(UsageError, match="USD"):
-        pm.call("aws", "launch", request=request)
+        pm.launch("aws", request)
     assert len(aws.snapshot()["log"]) == before
 
 
 def test_unknown_instance_and_image_are_not_found(pm, key):
     ref = InstanceRef(provider="aws", region=REGION, instance_id="i-0cb0c0ffee0000000")
     with pytest.raises(NotFoundError, match=r"InvalidInstanceID\.NotFound"):
-        pm.call("aws", "instance_status", instance=ref)
+        pm.instance_status("aws", ref)
     with pytest.raises(NotFoundError):
-        pm.call("aws", "launch", request=request_for("ami-00000000", key))
+        pm.launch("aws", request_for("ami-00000000", key))
 
 
 def test_region_without_default_vpc_needs_a_subnet_setting(aws, aws_env, make_pm, key):
@@ -211,17 +211,17 @@ def test_region_without_default_vpc_needs_a_subnet_setting(aws, aws_env, make_pm
     )
     before = actions(aws, "RunInstances")
     with pytest.raises(ConfigError, match="subnet"):
-        pm.call("aws", "launch", request=request)
+        pm.launch("aws", request)
     assert actions(aws, "RunInstances") == before
 
 
 def test_list_instances_finds_tagged_live_instances_only(pm, image, key):
-    launched = pm.call("aws", "launch", request=request_for(image, key))
+    launched = pm.launch("aws", request_for(image, key))
     tags = {PLACEMENT_TAG: "pl-test", MANAGED_TAG: "true"}
-    listed = pm.call("aws", "list_instances", regions=[REGION], tags=tags)
+    listed = pm.list_instances([REGION], tags, providers=["aws"]).one()
     assert launched.instance_id in {i.instance_id for i in listed}
     assert all(i.tags[PLACEMENT_TAG] == "pl-test" for i in listed)
-    assert pm.call("aws", "list_instances", regions=[REGION], tags={PLACEMENT_TAG: "other"}) == []
-    pm.call("aws", "terminate", instance=launched.ref)
-    listed = pm.call("aws", "list_instances", regions=None, tags=tags)
+    assert pm.list_instances([REGION], {PLACEMENT_TAG: "other"}, providers=["aws"]).one() == []
+    pm.terminate("aws", launched.ref)
+    listed = pm.list_instances(None, tags, providers=["aws"]).one()
     assert launched.instance_id not in {i.instance_id for i in listed}

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from cloudbroker.models import Market
-from cloudbroker_aws.pricing_emulator import PriceBook
+from cloudbroker_aws.testing.prices import PriceBook
 
 REGION = "us-east-1"
 ZONE_ID = re.compile(r"^use1-az\d+$")
@@ -30,7 +30,7 @@ def actions(aws, name: str) -> int:
 
 
 def test_gpu_types_come_from_describe_instance_types_with_zone_ids(aws, pm):
-    types = pm.call("aws", "list_instance_types", regions=None)
+    types = pm.list_instance_types(None, providers=["aws"]).one()
     by_name = {}
     for t in types:
         by_name.setdefault(t.name, []).append(t)
@@ -48,7 +48,7 @@ def test_gpu_types_come_from_describe_instance_types_with_zone_ids(aws, pm):
 def test_listing_asks_for_patterns_not_every_type(aws, aws_env, make_pm):
     before = actions(aws, "DescribeInstanceTypes")
     pm = make_pm(aws_env, region=REGION, instance_type_patterns=["p4d.*"])
-    types = pm.call("aws", "list_instance_types", regions=None)
+    types = pm.list_instance_types(None, providers=["aws"]).one()
     assert {t.name for t in types} == {"p4d.24xlarge"}
     assert actions(aws, "DescribeInstanceTypes") - before == 1, "one page, no full listing"
 
@@ -74,7 +74,7 @@ def price_book(aws):
 
 
 def test_price_sheet_from_price_list_and_spot_history(pm, price_book):
-    sheet = pm.call("aws", "price", regions=[REGION])
+    sheet = pm.price([REGION], providers=["aws"]).one()
     assert (sheet.provider, sheet.currency) == ("aws", "USD")
     by_market = {market: {} for market in Market}
     for p in sheet.compute:
@@ -97,7 +97,7 @@ def test_price_sheet_from_price_list_and_spot_history(pm, price_book):
 def test_price_list_pages_are_followed(aws, pm, price_book):
     aws.page_size = 1
     before = actions(aws, "GetProducts")
-    sheet = pm.call("aws", "price", regions=[REGION])
+    sheet = pm.price([REGION], providers=["aws"]).one()
     priced = {p.instance_type for p in sheet.compute if p.price and p.market is Market.ON_DEMAND}
     assert priced == {"p4d.24xlarge", "g5.xlarge", "p3.2xlarge"}
     assert actions(aws, "GetProducts") - before == 3
@@ -107,8 +107,8 @@ def test_offline_hooks_serve_the_catalog_without_calls(aws, aws_env, make_pm):
     pm = make_pm(aws_env, region=REGION)
     pm.offline = True
     before = len(aws.snapshot()["log"])
-    sheet = pm.call("aws", "price", regions=[REGION])
-    types = pm.call("aws", "list_instance_types", regions=[REGION])
+    sheet = pm.price([REGION], providers=["aws"]).one()
+    types = pm.list_instance_types([REGION], providers=["aws"]).one()
     assert sheet.compute and types
     assert sheet.compute[0].source.name.startswith("skypilot-org/skypilot-catalog")
     assert len(aws.snapshot()["log"]) == before, "offline must not call the API"
@@ -116,6 +116,6 @@ def test_offline_hooks_serve_the_catalog_without_calls(aws, aws_env, make_pm):
 
 def test_a_throttled_price_list_call_is_retried(aws, pm, price_book):
     aws.inject("throttle", action="GetProducts")
-    sheet = pm.call("aws", "price", regions=[REGION])
+    sheet = pm.price([REGION], providers=["aws"]).one()
     assert any(p.price for p in sheet.compute if p.instance_type == "p4d.24xlarge")
     assert any(e.get("code") == "RequestLimitExceeded" for e in aws.snapshot()["log"])

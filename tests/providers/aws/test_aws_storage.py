@@ -30,7 +30,7 @@ def rclone_env(remote: StorageRemote, config_dir: Path) -> dict[str, str]:
 
 def test_remote_is_provider_aws_with_region_endpoint_override_and_secrets(aws, pm):
     bucket = BucketRef(provider="aws", bucket="cb-ckpt", path="run-1", region="eu-west-1")
-    remote = pm.call("aws", "sync_storage", bucket=bucket)
+    remote = pm.sync_storage("aws", bucket)
     assert remote.options == {
         "provider": "AWS",
         "region": "eu-west-1",
@@ -45,17 +45,17 @@ def test_remote_is_provider_aws_with_region_endpoint_override_and_secrets(aws, p
 def test_storage_endpoint_setting_wins_and_real_s3_has_none(aws_env, make_pm):
     explicit = make_pm({**aws_env, "CLOUDBROKER_AWS_STORAGE_ENDPOINT": "https://s3.example"})
     bucket = BucketRef(provider="aws", bucket="cb-ckpt")
-    options = explicit.call("aws", "sync_storage", bucket=bucket).options
+    options = explicit.sync_storage("aws", bucket).options
     assert options["endpoint"] == "https://s3.example" and "use_unsigned_payload" not in options
     plain_env = {k: v for k, v in aws_env.items() if not k.startswith("AWS_ENDPOINT_URL")}
-    remote = make_pm(plain_env, region="ap-northeast-1").call("aws", "sync_storage", bucket=bucket)
+    remote = make_pm(plain_env, region="ap-northeast-1").sync_storage("aws", bucket)
     assert remote.options == {"provider": "AWS", "region": "ap-northeast-1"}
 
 
-def test_no_credentials_is_an_auth_error(clean_env, make_pm):
+def test_no_credentials_is_an_auth_error(cloudbroker_env, make_pm):
     bucket = BucketRef(provider="aws", bucket="cb-nokeys")
     with pytest.raises(AuthError, match="AWS_ACCESS_KEY_ID"):
-        make_pm(clean_env).call("aws", "sync_storage", bucket=bucket)
+        make_pm(cloudbroker_env).sync_storage("aws", bucket)
 
 
 @pytest.mark.slow
@@ -75,7 +75,7 @@ def test_rclone_copies_into_the_bucket_with_the_remote(aws, pm, tmp_path):
     for n in range(3):
         (source / f"shard-{n}.bin").write_bytes(os.urandom(4096))
     bucket = BucketRef(provider="aws", bucket="cb-rclone-test", path="run-7", region="us-east-1")
-    remote = pm.call("aws", "sync_storage", bucket=bucket)
+    remote = pm.sync_storage("aws", bucket)
     done = subprocess.run(
         [rclone, "copy", str(source), f"dst:{remote.bucket}/{remote.path}", "--checksum"],
         capture_output=True,

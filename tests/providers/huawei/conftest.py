@@ -16,8 +16,8 @@ import pytest
 from cloudbroker.launching import idempotency_key, launch_request
 from cloudbroker.models import LaunchRequest, Market
 from cloudbroker.plugins import PluginManager
-from cloudbroker_huawei.emulator import HuaweiEcsEmulator
 from cloudbroker_huawei.plugin import DESCRIPTION, HuaweiProvider
+from cloudbroker_huawei.testing.emulator import HuaweiEcsEmulator
 
 ACCESS_KEY = "HWCLOUDBROKERTESTAK"
 SECRET_KEY = "cloudbroker-huawei-test-secret"

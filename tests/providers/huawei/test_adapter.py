@@ -14,7 +14,7 @@ from cloudbroker.launching import MANAGED_TAG, PLACEMENT_TAG
 from cloudbroker.models import InstanceRef, InstanceState, Market
 from cloudbroker.money import Money
 from cloudbroker_huawei.errors import translate
-from cloudbroker_huawei.launch import IDEMPOTENCY_TAG, client_token
+from cloudbroker_huawei.instances import IDEMPOTENCY_TAG, client_token
 from cloudbroker_huawei.plugin import DESCRIPTION, HuaweiProvider
 
 REGION = "cn-north-4"
@@ -30,14 +30,14 @@ def actions(emulator, name: str) -> list[dict]:
 def wait_for(manager, ref: InstanceRef, state: InstanceState, timeout: float = 5.0):
     deadline = time.monotonic() + timeout
     while True:
-        seen = manager.call("huawei", "instance_status", instance=ref)
+        seen = manager.instance_status("huawei", ref)
         if seen.state == state or time.monotonic() > deadline:
             return seen
         time.sleep(0.05)
 
 
 def test_lists_gpu_flavors_with_normalised_gpus(manager):
-    types = {t.name: t for t in manager.call("huawei", "list_instance_types", regions=None)}
+    types = {t.name: t for t in manager.list_instance_types(None, providers=["huawei"]).one()}
     # the CPU flavor and the withdrawn P100 flavor are not offered as GPU types
     assert set(types) == {
         "p2s.2xlarge.8",
@@ -56,7 +56,7 @@ def test_lists_gpu_flavors_with_normalised_gpus(manager):
 
 
 def test_live_prices_come_from_bss_and_unknown_stays_none(manager, priced):
-    sheet = manager.call("huawei", "price", regions=[REGION])
+    sheet = manager.price([REGION], providers=["huawei"]).one()
     prices = {p.instance_type: p for p in sheet.compute}
     assert prices["p2s.2xlarge.8"].price == Money(amount=Decimal("21.05"), currency="CNY")
     assert prices["p2s.2xlarge.8"].source.name.startswith("Huawei Cloud BSS")
@@ -76,7 +76,7 @@ def test_without_domain_id_prices_are_unknown_not_an_error(cloudbroker_plugins, 
         env=env,
         settings={"huawei": {"region": REGION}},
     )
-    sheet = manager.call("huawei", "price", regions=None)
+    sheet = manager.price(None, providers=["huawei"]).one()
     assert sheet.compute and all(p.price is None for p in sheet.compute)
     assert "HUAWEICLOUD_SDK_DOMAIN_ID" in sheet.compute[0].source.name
     assert not actions(priced, "ListOnDemandResourceRatings")
@@ -84,7 +84,7 @@ def test_without_domain_id_prices_are_unknown_not_an_error(cloudbroker_plugins, 
 
 def test_launch_status_terminate_round_trip(manager, emulator, make_request):
     request = make_request("round-trip")
-    launched = manager.call("huawei", "launch", request=request)
+    launched = manager.launch("huawei", request)
     assert launched.state in (InstanceState.PENDING, InstanceState.RUNNING)
     assert (launched.instance_type, launched.market) == ("p2s.2xlarge.8", Market.ON_DEMAND)
     assert launched.tags[MANAGED_TAG] == "true"
@@ -104,12 +104,12 @@ def test_launch_status_terminate_round_trip(manager, emulator, make_request):
     assert running.state is InstanceState.RUNNING and running.private_ip
     assert running.reclaim is None
 
-    gone = manager.call("huawei", "terminate", instance=launched.ref)
+    gone = manager.terminate("huawei", launched.ref)
     assert gone.state is InstanceState.TERMINATING
     assert (
         wait_for(manager, launched.ref, InstanceState.TERMINATED).state is InstanceState.TERMINATED
     )
-    again = manager.call("huawei", "terminate", instance=launched.ref)
+    again = manager.terminate("huawei", launched.ref)
     assert again.state is InstanceState.TERMINATED
     assert len(actions(emulator, "DeleteServers")) == 1
     assert not actions(emulator, "UpdateServerMetadata")  # only spot servers are marked
@@ -117,25 +117,25 @@ def test_launch_status_terminate_round_trip(manager, emulator, make_request):
 
 def test_lost_response_then_retry_leaves_one_server(manager, emulator, make_request):
     emulator.inject("lose-response", action="CreatePostPaidServers")
-    launched = manager.call("huawei", "launch", request=make_request("lost"))
+    launched = manager.launch("huawei", make_request("lost"))
     assert [i.instance_id for i in emulator.live_instances()] == [launched.instance_id]
     # the retry carried the same X-Client-Token and got the first answer back
     assert len(actions(emulator, "CreatePostPaidServers")) == 2
 
 
 def test_relaunch_after_the_token_expired_finds_the_tagged_server(manager, emulator, make_request):
-    first = manager.call("huawei", "launch", request=make_request("expired-token"))
+    first = manager.launch("huawei", make_request("expired-token"))
     emulator.tokens.clear()  # ECS forgets a client token after 8 hours
-    second = manager.call("huawei", "launch", request=make_request("expired-token"))
+    second = manager.launch("huawei", make_request("expired-token"))
     assert second.instance_id == first.instance_id
     assert len(emulator.live_instances()) == 1
     assert len(actions(emulator, "CreatePostPaidServers")) == 1
 
 
 def test_throttling_is_retried_then_succeeds(manager, emulator, make_request):
-    launched = manager.call("huawei", "launch", request=make_request("throttled"))
+    launched = manager.launch("huawei", make_request("throttled"))
     emulator.inject("throttle", action="ShowServer", count=2)
-    seen = manager.call("huawei", "instance_status", instance=launched.ref)
+    seen = manager.instance_status("huawei", launched.ref)
     assert seen.instance_id == launched.instance_id
     codes = [e.get("code") for e in emulator.snapshot()["log"][-3:]]
     assert codes == ["APIGW.0308", "APIGW.0308", None]
@@ -144,7 +144,7 @@ def test_throttling_is_retried_then_succeeds(manager, emulator, make_request):
 def test_no_capacity_is_a_capacity_error(manager, emulator, make_request):
     emulator.inject("capacity", action="CreatePostPaidServers")
     with pytest.raises(CapacityError, match=r"Ecs\.0000"):
-        manager.call("huawei", "launch", request=make_request("no-stock"))
+        manager.launch("huawei", make_request("no-stock"))
     assert emulator.live_instances() == []
 
 
@@ -152,13 +152,13 @@ def test_spot_reclaim_shows_in_instance_status(manager, emulator, make_request):
     request = make_request("spot", market=Market.SPOT).model_copy(
         update={"max_price": Money(amount=Decimal("9.5"), currency="CNY")}
     )
-    launched = manager.call("huawei", "launch", request=request)
+    launched = manager.launch("huawei", request)
     assert launched.market is Market.SPOT
     assert emulator.state.instances[launched.instance_id].extra["spot_price"] == "9.5"
     wait_for(manager, launched.ref, InstanceState.RUNNING)
 
     emulator.reclaim(launched.instance_id)
-    releasing = manager.call("huawei", "instance_status", instance=launched.ref)
+    releasing = manager.instance_status("huawei", launched.ref)
     assert releasing.state is InstanceState.TERMINATING
     assert "released the spot server" in releasing.reclaim
     released = wait_for(manager, launched.ref, InstanceState.TERMINATED)
@@ -166,11 +166,9 @@ def test_spot_reclaim_shows_in_instance_status(manager, emulator, make_request):
 
 
 def test_terminating_a_spot_server_is_not_a_reclaim(manager, make_request):
-    launched = manager.call(
-        "huawei", "launch", request=make_request("spot-own", market=Market.SPOT)
-    )
-    manager.call("huawei", "terminate", instance=launched.ref)
-    assert manager.call("huawei", "instance_status", instance=launched.ref).reclaim is None
+    launched = manager.launch("huawei", make_request("spot-own", market=Market.SPOT))
+    manager.terminate("huawei", launched.ref)
+    assert manager.instance_status("huawei", launched.ref).reclaim is None
     gone = wait_for(manager, launched.ref, InstanceState.TERMINATED)
     assert gone.state is InstanceState.TERMINATED and gone.reclaim is None
 
@@ -185,7 +183,7 @@ def test_wrong_secret_is_an_auth_error(cloudbroker_plugins, huawei_env, emulator
         settings={"huawei": {"region": REGION}},
     )
     with pytest.raises(AuthError, match=r"APIGW\.0301") as caught:
-        manager.call("huawei", "list_instance_types", regions=None)
+        manager.list_instance_types(None, providers=["huawei"]).one()
     assert "not-the-secret" not in str(caught.value)
     assert len(emulator.snapshot()["log"]) == 1  # an auth failure is not retried
 
@@ -205,7 +203,7 @@ def test_missing_network_setting_fails_before_any_call(
         update={"network": request.network.model_copy(update={"vpc": None})}
     )
     with pytest.raises(ConfigError, match="vpc"):
-        manager.call("huawei", "launch", request=request)
+        manager.launch("huawei", request)
     assert emulator.snapshot()["log"] == []
 
 
@@ -213,7 +211,7 @@ def test_unknown_server_is_not_found(manager):
     ref = InstanceRef(provider="huawei", region=REGION, instance_id="no-such-server")
     for hook in ("instance_status", "terminate"):
         with pytest.raises(NotFoundError, match=r"Ecs\.0114"):
-            manager.call("huawei", hook, instance=ref)
+            getattr(manager, hook)("huawei", ref)
 
 
 def test_a_gateway_404_is_a_config_error_not_a_missing_server(emulator):
@@ -240,19 +238,19 @@ def test_list_instances_pages_and_matches_every_tag(manager, emulator, make_requ
     from cloudbroker_huawei import client
 
     monkeypatch.setattr(client, "SERVERS_PER_PAGE", 2)
-    launched = [manager.call("huawei", "launch", request=make_request(f"gc-{n}")) for n in range(3)]
+    launched = [manager.launch("huawei", make_request(f"gc-{n}")) for n in range(3)]
     before = len(actions(emulator, "ListServersDetails"))
-    managed = manager.call("huawei", "list_instances", regions=None, tags={MANAGED_TAG: "true"})
+    managed = manager.list_instances(None, {MANAGED_TAG: "true"}, providers=["huawei"]).one()
     assert {i.instance_id for i in managed} == {i.instance_id for i in launched}
     assert len(actions(emulator, "ListServersDetails")) - before == 2  # pages of 2 + 1
 
     one = {MANAGED_TAG: "true", PLACEMENT_TAG: "placement-gc-1"}
-    found = manager.call("huawei", "list_instances", regions=[REGION], tags=one)
+    found = manager.list_instances([REGION], one, providers=["huawei"]).one()
     assert [i.instance_id for i in found] == [launched[1].instance_id]
 
-    manager.call("huawei", "terminate", instance=launched[1].ref)
+    manager.terminate("huawei", launched[1].ref)
     wait_for(manager, launched[1].ref, InstanceState.TERMINATED)
-    assert manager.call("huawei", "list_instances", regions=None, tags=one) == []
+    assert manager.list_instances(None, one, providers=["huawei"]).one() == []
 
 
 def test_a_slow_answer_times_out_and_is_retried(cloudbroker_plugins, huawei_env, emulator):
@@ -264,10 +262,10 @@ def test_a_slow_answer_times_out_and_is_retried(cloudbroker_plugins, huawei_env,
         settings={"huawei": {"region": REGION}},
         timeout=0.5,  # HttpConfig.timeout = (connect, read) from the hook's timeout
     )
-    manager.call("huawei", "list_instance_types", regions=None)  # SDK imported and warm
+    manager.list_instance_types(None, providers=["huawei"]).one()  # SDK imported and warm
     emulator.inject("latency", action="ListFlavors", seconds=1.5)
     started = time.monotonic()
-    assert manager.call("huawei", "list_instance_types", regions=None)
+    assert manager.list_instance_types(None, providers=["huawei"], timeout=5).one()
     assert time.monotonic() - started < 1.5  # gave up on the slow answer, asked again
     # the warm-up and the retry answered; the abandoned slow one is still asleep
     assert len(actions(emulator, "ListFlavors")) == 2
@@ -291,7 +289,7 @@ def test_credentials_from_a_koocli_profile(cloudbroker_plugins, huawei_env, emul
         "CLOUDBROKER_HUAWEI_ENDPOINT": huawei_env["CLOUDBROKER_HUAWEI_ENDPOINT"],
     }
     manager = cloudbroker_plugins(HuaweiProvider(DESCRIPTION), "huawei", offline=False, env=env)
-    info = manager.call("huawei", "provider_info")
+    info = manager.provider_info(providers=["huawei"]).one()
     assert info.credentials.configured and "config.json" in info.credentials.source
-    types = manager.call("huawei", "list_instance_types", regions=None)  # region from profile
+    types = manager.list_instance_types(None, providers=["huawei"]).one()  # region from profile
     assert {t.region for t in types} == {REGION}

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 from cloudbroker import availability, retry
 from cloudbroker.models import AvailabilityStatus, Market, Source
-from cloudbroker_huawei import flavors
+from cloudbroker_huawei import offers
 
 from .conftest import REGION
 
@@ -16,9 +16,7 @@ S = AvailabilityStatus
 
 
 def ask(manager, market=Market.ON_DEMAND, types=(V100, T4)):
-    figures = manager.call(
-        "huawei", "availability", regions=[REGION], instance_types=list(types), market=market
-    )
+    figures = manager.availability([REGION], list(types), market, providers=["huawei"]).one()
     return {(f.zone, f.instance_type): f for f in figures}
 
 
@@ -62,9 +60,11 @@ def test_withdrawn_or_unknown_flavors_are_not_offered_and_spot_has_its_own_keys(
 def test_a_spot_status_that_is_not_published_is_unknown():
     source = Source(name="test", as_of=date(2026, 11, 30))
     flavor = {"name": V100, "os_extra_specs": {"cond:operation:status": "normal"}}
-    [figure] = flavors.availability(flavor, V100, REGION, Market.SPOT, datetime.now(UTC), source)
+    [figure] = offers.flavor_availability(
+        flavor, V100, REGION, Market.SPOT, datetime.now(UTC), source
+    )
     assert figure.status is S.UNKNOWN
-    zones = flavors.zone_statuses("cn-north-4a(normal), cn-north-4b(obt_sellout),bad,(x)")
+    zones = offers.zone_statuses("cn-north-4a(normal), cn-north-4b(obt_sellout),bad,(x)")
     assert zones == {"cn-north-4a": "normal", "cn-north-4b": "obt_sellout"}
 
 

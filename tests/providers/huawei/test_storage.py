@@ -38,9 +38,7 @@ def test_remote_options_name_huawei_obs_and_the_region_endpoint(
     manager = cloudbroker_plugins(
         HuaweiProvider(DESCRIPTION), "huawei", env=env, settings={"huawei": huawei_settings}
     )
-    remote = manager.call(
-        "huawei", "sync_storage", bucket=BucketRef(provider="huawei", bucket=BUCKET, path="p")
-    )
+    remote = manager.sync_storage("huawei", BucketRef(provider="huawei", bucket=BUCKET, path="p"))
     assert remote.options == {
         "provider": "HuaweiOBS",
         "endpoint": f"https://obs.{REGION}.myhuaweicloud.com",
@@ -52,6 +50,7 @@ def test_remote_options_name_huawei_obs_and_the_region_endpoint(
     assert huawei_env["HUAWEICLOUD_SDK_SK"] not in repr(remote)
 
 
+@pytest.mark.slow
 def test_rclone_copies_into_the_bucket_through_the_remote(
     cloudbroker_plugins, huawei_env, obs_url, tmp_path
 ):
@@ -71,10 +70,8 @@ def test_rclone_copies_into_the_bucket_through_the_remote(
         "huawei",
         env={**huawei_env, "CLOUDBROKER_HUAWEI_STORAGE_ENDPOINT": obs_url},
     )
-    remote = manager.call(
-        "huawei",
-        "sync_storage",
-        bucket=BucketRef(provider="huawei", bucket=BUCKET, path="run-1", region=REGION),
+    remote = manager.sync_storage(
+        "huawei", BucketRef(provider="huawei", bucket=BUCKET, path="run-1", region=REGION)
     )
     source = tmp_path / "ckpt"
     source.mkdir()

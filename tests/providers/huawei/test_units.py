@@ -21,7 +21,7 @@ from cloudbroker.errors import (
 )
 from cloudbroker.models import InstanceState, LaunchRequest, Market
 from cloudbroker.money import Money
-from cloudbroker_huawei import credentials, flavors, launch, pricing, servers
+from cloudbroker_huawei import credentials, instances, offers
 from cloudbroker_huawei.errors import classify, translate
 
 # -- errors ---------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def test_gpu_from_info_gpus_sums_cards_of_the_first_model():
             ]
         )
     }
-    gpu = flavors.gpu(extra)
+    gpu = offers.gpu(extra)
     assert (gpu.model, gpu.label, gpu.count, gpu.memory_gb) == ("A100-80GB", "NVIDIA-A100", 8, 80)
 
 
@@ -93,7 +93,7 @@ def test_gpu_from_alias_when_info_gpus_is_missing_or_malformed():
         {"pci_passthrough:alias": "nvidia-v100:2"},
         {"info:gpus": "not json", "pci_passthrough:alias": "nvidia-v100:2"},
     ):
-        gpu = flavors.gpu(extra)
+        gpu = offers.gpu(extra)
         # a bare V100 is the 16 GB part (cloudbroker.gpus); the memory itself stays unknown
         assert (gpu.model, gpu.count, gpu.memory_gb) == ("V100-16GB", 2, None)
 
@@ -102,7 +102,7 @@ def test_gpu_from_alias_when_info_gpus_is_missing_or_malformed():
     "extra", [{}, {"ecs:performancetype": "ascend"}, {"pci_passthrough:alias": "nvidia-t4:x"}]
 )
 def test_no_gpu_facts_means_no_gpu(extra):
-    assert flavors.gpu(extra) is None
+    assert offers.gpu(extra) is None
 
 
 @pytest.mark.parametrize(
@@ -120,7 +120,7 @@ def test_no_gpu_facts_means_no_gpu(extra):
     ],
 )
 def test_on_sale(extra, sold):
-    assert flavors.on_sale(extra) is sold
+    assert offers.on_sale(extra) is sold
 
 
 # -- servers --------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def test_on_sale(extra, sold):
     ],
 )
 def test_state(status, task, expected):
-    assert servers.state({"status": status, "OS-EXT-STS:task_state": task}) is expected
+    assert instances.state({"status": status, "OS-EXT-STS:task_state": task}) is expected
 
 
 def spot_server(**overrides):
@@ -149,20 +149,20 @@ def spot_server(**overrides):
 
 
 def test_reclaim_is_a_spot_server_deleted_without_our_mark():
-    assert servers.reclaim(spot_server()) is None
-    assert "task state deleting" in servers.reclaim(
+    assert instances.reclaim(spot_server()) is None
+    assert "task state deleting" in instances.reclaim(
         spot_server(**{"OS-EXT-STS:task_state": "deleting"})
     )
-    assert "status DELETED" in servers.reclaim(spot_server(status="DELETED"))
+    assert "status DELETED" in instances.reclaim(spot_server(status="DELETED"))
     marked = spot_server(
-        status="DELETED", metadata={"charging_mode": "2", servers.TERMINATED_MARK: "true"}
+        status="DELETED", metadata={"charging_mode": "2", instances.TERMINATED_MARK: "true"}
     )
-    assert servers.reclaim(marked) is None
-    assert servers.reclaim({"status": "DELETED", "metadata": {"charging_mode": "0"}}) is None
+    assert instances.reclaim(marked) is None
+    assert instances.reclaim({"status": "DELETED", "metadata": {"charging_mode": "0"}}) is None
 
 
 def test_instance_fields():
-    instance = servers.instance(
+    instance = instances.instance(
         {
             "id": "srv-1",
             "status": "ACTIVE",
@@ -302,13 +302,14 @@ def test_a_project_id_belongs_to_its_region(tmp_path):
 
 def test_client_token_is_a_stable_uuid_and_tag_values_fit_ecs():
     key = "cb-" + "a" * 40
-    assert client_token_ok(launch.client_token(key)) and launch.client_token(
+    assert client_token_ok(instances.client_token(key)) and instances.client_token(
         key
-    ) == launch.client_token(key)
-    assert launch.tag_value(key) == key
+    ) == instances.client_token(key)
+    assert instances.tag_value(key) == key
     for awkward in ("x" * 44, "with space", "a/b"):
-        value = launch.tag_value(awkward)
-        assert value.startswith("cb-") and len(value) == 43 and value == launch.tag_value(awkward)
+        value = instances.tag_value(awkward)
+        assert value.startswith("cb-") and len(value) == 43
+        assert value == instances.tag_value(awkward)
 
 
 def client_token_ok(token: str) -> bool:
@@ -329,7 +330,7 @@ def request(**overrides) -> LaunchRequest:
 
 
 def test_server_spec_defaults_and_spot_bid():
-    spec = launch.server_spec(
+    spec = instances.server_spec(
         request(market="spot", max_price={"amount": "3.20", "currency": "CNY"})
     )
     assert spec["extendparam"] == {
@@ -340,7 +341,7 @@ def test_server_spec_defaults_and_spot_bid():
     }
     assert spec["root_volume"] == {"volumetype": "GPSSD", "size": 100}
     assert spec["security_group_ids"] == [] and spec["user_data"] is None
-    assert spec["server_tags"] == [(launch.IDEMPOTENCY_TAG, "cb-key")]
+    assert spec["server_tags"] == [(instances.IDEMPOTENCY_TAG, "cb-key")]
 
 
 @pytest.mark.parametrize(
@@ -353,7 +354,7 @@ def test_server_spec_defaults_and_spot_bid():
 )
 def test_server_spec_refuses_what_ecs_cannot_do(overrides):
     with pytest.raises(UsageError):
-        launch.server_spec(request(**overrides))
+        instances.server_spec(request(**overrides))
 
 
 class FakeJobs:
@@ -380,17 +381,19 @@ def test_a_failed_creation_job_is_typed():
         },
     }
     with pytest.raises(CapacityError, match="insufficient resources"):
-        launch.await_server_id(FakeJobs(failed), {"job_id": "j"}, timeout=5, sleep=lambda s: None)
+        instances.await_server_id(
+            FakeJobs(failed), {"job_id": "j"}, timeout=5, sleep=lambda s: None
+        )
 
 
 def test_the_job_is_polled_until_it_names_the_server():
     running = {"status": "RUNNING", "entities": {"sub_jobs": [{"status": "INIT"}]}}
     named = {"status": "RUNNING", "entities": {"sub_jobs": [{"entities": {"server_id": "srv"}}]}}
     naps = []
-    server_id = launch.await_server_id(
+    server_id = instances.await_server_id(
         FakeJobs(running, named), {"job_id": "j"}, timeout=5, sleep=naps.append
     )
-    assert server_id == "srv" and naps == [launch.JOB_POLL_SECONDS]
+    assert server_id == "srv" and naps == [instances.JOB_POLL_SECONDS]
 
 
 # -- pricing --------------------------------------------------------------------------------
@@ -410,4 +413,4 @@ def test_the_job_is_polled_until_it_names_the_server():
     ],
 )
 def test_bss_money(rating, expected):
-    assert pricing.money(rating) == expected
+    assert offers.money(rating) == expected

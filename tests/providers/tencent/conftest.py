@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from cloudbroker.plugins import PluginManager
-from cloudbroker_tencent.emulator import DEFAULT_OFFERINGS, Offering, TencentEmulator
 from cloudbroker_tencent.plugin import DESCRIPTION, TencentProvider
+from cloudbroker_tencent.testing.emulator import DEFAULT_OFFERINGS, Offering, TencentEmulator
 
 SECRET_ID = "AKIDcloudbrokerTest0000000000000000"
 SECRET_KEY = "cloudbroker-tencent-test-secret"
@@ -82,15 +82,18 @@ def env(cvm: TencentEmulator, env_for: Callable[..., dict[str, str]]) -> dict[st
 
 
 @pytest.fixture
-def make_pm() -> Callable[..., PluginManager]:
+def make_pm(cloudbroker_plugins: Callable[..., PluginManager]) -> Callable[..., PluginManager]:
     """Factory: a live plugin manager with a fresh Tencent provider, as the CLI holds it."""
 
     def make(env: dict[str, str], *, offline: bool = False, **settings: Any) -> PluginManager:
-        pm = PluginManager(
-            env=env, settings={"tencent": {**SETTINGS, **settings}}, offline=offline, timeout=10
+        return cloudbroker_plugins(
+            TencentProvider(DESCRIPTION),
+            "tencent",
+            env=env,
+            settings={"tencent": {**SETTINGS, **settings}},
+            offline=offline,
+            timeout=10,
         )
-        pm.register(TencentProvider(DESCRIPTION), "tencent")
-        return pm
 
     return make
 

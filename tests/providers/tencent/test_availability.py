@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from cloudbroker import availability, retry
 from cloudbroker.models import AvailabilityStatus, Market
-from cloudbroker_tencent.emulator import offering
-from cloudbroker_tencent.listing import stock_status
+from cloudbroker_tencent.offers import stock_status
+from cloudbroker_tencent.testing.emulator import offering
 
 T4 = "GN7.2XLARGE32"
 A100 = "GT4.4XLARGE96"
@@ -13,9 +13,7 @@ S = AvailabilityStatus
 
 
 def ask(pm, market=Market.ON_DEMAND, types=(T4, A100), regions=("ap-guangzhou",)):
-    figures = pm.call(
-        "tencent", "availability", regions=list(regions), instance_types=list(types), market=market
-    )
+    figures = pm.availability(list(regions), list(types), market, providers=["tencent"]).one()
     return {(f.zone, f.instance_type): f for f in figures}
 
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from cloudbroker.launching import launch_request
-from cloudbroker_tencent.emulator import tc3_signature
+from cloudbroker_tencent.testing.emulator import tc3_signature
 
 
 def signed_post(
@@ -102,7 +102,7 @@ def test_only_spot_instances_are_reclaimed(cvm, pm, key):
     request = launch_request(
         "tencent", settings, region="ap-guangzhou", instance_type="GN7.2XLARGE32", key=key
     )
-    launched = pm.call("tencent", "launch", request=request)
+    launched = pm.launch("tencent", request)
     with pytest.raises(ValueError, match="not a spot instance"):
         cvm.reclaim(launched.instance_id)
 
@@ -110,7 +110,7 @@ def test_only_spot_instances_are_reclaimed(cvm, pm, key):
 @pytest.mark.slow
 def test_python_m_emulator_prints_its_url_and_serves():
     process = subprocess.Popen(
-        [sys.executable, "-m", "cloudbroker_tencent.emulator", "--port", "0"],
+        [sys.executable, "-m", "cloudbroker_tencent.testing.emulator", "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
     )

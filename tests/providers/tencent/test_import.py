@@ -16,9 +16,9 @@ import cloudbroker_tencent.plugin as plugin
 
 pm = PluginManager(env={**os.environ, "HOME": sys.argv[1]}, offline=True)
 pm.register(plugin.plugin, "tencent")
-pm.call("tencent", "provider_info")
-pm.call("tencent", "list_instance_types", regions=["ap-guangzhou"])
-pm.call("tencent", "price", regions=["ap-guangzhou"])
+pm.provider_info(providers=["tencent"]).one()
+pm.list_instance_types(["ap-guangzhou"], providers=["tencent"]).one()
+pm.price(["ap-guangzhou"], providers=["tencent"]).one()
 offline = sorted(m for m in sys.modules if m.startswith("tencentcloud"))
 if len(sys.argv) > 2:  # the control: a live call does load the SDK
     from cloudbroker_tencent.client import CvmApi

@@ -15,7 +15,7 @@ from cloudbroker.launching import KEY_TAG, MANAGED_TAG, PLACEMENT_TAG, launch_re
 from cloudbroker.models import Instance, InstanceRef, InstanceState, Market
 from cloudbroker.money import Money
 from cloudbroker_tencent import instances as instances_module
-from cloudbroker_tencent.emulator import offering
+from cloudbroker_tencent.testing.emulator import offering
 
 REGION = "ap-guangzhou"
 ZONE = "ap-guangzhou-7"
@@ -38,7 +38,7 @@ def request(pm, key: str, **overrides):
 def wait_for(pm, ref: InstanceRef, state: InstanceState, timeout: float = 5) -> Instance:
     deadline = time.monotonic() + timeout
     while True:
-        seen = pm.call("tencent", "instance_status", instance=ref)
+        seen = pm.instance_status("tencent", ref)
         if seen.state == state or time.monotonic() > deadline:
             return seen
         time.sleep(0.05)
@@ -49,7 +49,7 @@ def sent(cvm, action: str) -> int:
 
 
 def test_launch_status_terminate_round_trip(cvm, pm, key):
-    launched = pm.call("tencent", "launch", request=request(pm, key))
+    launched = pm.launch("tencent", request(pm, key))
     assert launched.state == InstanceState.PENDING
     assert (launched.zone, launched.instance_type, launched.market) == (
         ZONE,
@@ -61,21 +61,21 @@ def test_launch_status_terminate_round_trip(cvm, pm, key):
     assert running.tags == {MANAGED_TAG: "true", PLACEMENT_TAG: "pl-1", KEY_TAG: key}
     assert running.private_ip and running.launched_at is not None and running.reclaim is None
 
-    gone = pm.call("tencent", "terminate", instance=launched.ref)
+    gone = pm.terminate("tencent", launched.ref)
     assert gone.state == InstanceState.TERMINATING and gone.reclaim is None
     binned = wait_for(pm, launched.ref, InstanceState.TERMINATED)
     assert binned.state == InstanceState.TERMINATED  # SHUTDOWN, in the recycle bin
-    again = pm.call("tencent", "terminate", instance=launched.ref)  # releases it for good
+    again = pm.terminate("tencent", launched.ref)  # releases it for good
     assert again.state == InstanceState.TERMINATED
     with pytest.raises(NotFoundError):
-        pm.call("tencent", "instance_status", instance=launched.ref)
+        pm.instance_status("tencent", launched.ref)
 
 
 def test_what_run_instances_receives(cvm, pm, key):
     spot = request(
         pm, key, market=Market.SPOT, max_price=Money(amount=Decimal("2.5"), currency="CNY")
     )
-    launched = pm.call("tencent", "launch", request=spot)
+    launched = pm.launch("tencent", spot)
     (instance,) = cvm.live_instances()
     params = instance.extra["params"]
     assert instance.instance_id == launched.instance_id and instance.spot
@@ -114,7 +114,7 @@ def test_network_disk_and_spot_without_a_cap(cvm, pm, key):
         "security_group": None,
         "key_name": None,
     }
-    pm.call("tencent", "launch", request=request(pm, key, market=Market.SPOT, settings=settings))
+    pm.launch("tencent", request(pm, key, market=Market.SPOT, settings=settings))
     params = cvm.live_instances()[0].extra["params"]
     assert params["VirtualPrivateCloud"] == {"VpcId": "vpc-2zeq0ac1", "SubnetId": "subnet-9s3fa1m2"}
     assert params["SystemDisk"] == {"DiskSize": 200, "DiskType": "CLOUD_BSSD"}
@@ -123,29 +123,29 @@ def test_network_disk_and_spot_without_a_cap(cvm, pm, key):
 
 
 def test_without_a_zone_the_best_stocked_selling_zone_is_used(cvm, pm, key):
-    launched = pm.call("tencent", "launch", request=request(pm, key, zone=None))
+    launched = pm.launch("tencent", request(pm, key, zone=None))
     assert launched.zone == "ap-guangzhou-6"  # both sell it with EnoughStock: first by name
     assert sent(cvm, "DescribeZoneInstanceConfigInfos") == 1
 
 
 def test_launching_the_same_request_twice_makes_one_instance(cvm, pm, key):
-    first = pm.call("tencent", "launch", request=request(pm, key))
-    second = pm.call("tencent", "launch", request=request(pm, key))
+    first = pm.launch("tencent", request(pm, key))
+    second = pm.launch("tencent", request(pm, key))
     assert first.instance_id == second.instance_id
     assert len(cvm.live_instances()) == 1
 
 
 def test_a_lost_response_then_the_retry_leaves_exactly_one_instance(cvm, pm, key):
     cvm.inject("lose-response", action="RunInstances")
-    launched = pm.call("tencent", "launch", request=request(pm, key))
+    launched = pm.launch("tencent", request(pm, key))
     assert [i.instance_id for i in cvm.live_instances()] == [launched.instance_id]
     assert sent(cvm, "RunInstances") == 2  # the lost one created it, the retry found it
 
 
 def test_throttling_is_retried_then_succeeds(cvm, pm, key):
     cvm.inject("throttle", action="DescribeInstances", count=2)
-    launched = pm.call("tencent", "launch", request=request(pm, key))
-    seen = pm.call("tencent", "instance_status", instance=launched.ref)
+    launched = pm.launch("tencent", request(pm, key))
+    seen = pm.instance_status("tencent", launched.ref)
     assert seen.instance_id == launched.instance_id
     throttled = [e for e in cvm.snapshot()["log"] if e.get("code") == "RequestLimitExceeded"]
     assert len(throttled) == 2 and sent(cvm, "DescribeInstances") == 1
@@ -153,14 +153,14 @@ def test_throttling_is_retried_then_succeeds(cvm, pm, key):
 
 def test_a_server_error_is_retried(cvm, pm, key):
     cvm.inject("server-error", action="RunInstances")
-    launched = pm.call("tencent", "launch", request=request(pm, key))
+    launched = pm.launch("tencent", request(pm, key))
     assert [i.instance_id for i in cvm.live_instances()] == [launched.instance_id]
 
 
 def test_no_capacity_arrives_as_capacity_error(cvm, pm, key):
     cvm.inject("capacity", action="RunInstances")
     with pytest.raises(CapacityError, match=r"ResourceInsufficient\.SpecifiedInstanceType"):
-        pm.call("tencent", "launch", request=request(pm, key))
+        pm.launch("tencent", request(pm, key))
     assert cvm.live_instances() == [] and sent(cvm, "RunInstances") == 0
 
 
@@ -168,15 +168,13 @@ def test_a_sold_out_type_is_a_capacity_error(start_cvm, env_for, make_pm, key):
     sold_out = offering("GT4.4XLARGE96", ZONE, "28.69", None, status="SOLD_OUT")
     pm = make_pm(env_for(start_cvm((sold_out,))))
     with pytest.raises(CapacityError, match="ResourcesSoldOut"):
-        pm.call("tencent", "launch", request=request(pm, key, instance_type="GT4.4XLARGE96"))
+        pm.launch("tencent", request(pm, key, instance_type="GT4.4XLARGE96"))
     with pytest.raises(CapacityError, match="no zone of ap-guangzhou sells"):
-        pm.call(
-            "tencent", "launch", request=request(pm, key, instance_type="GT4.4XLARGE96", zone=None)
-        )
+        pm.launch("tencent", request(pm, key, instance_type="GT4.4XLARGE96", zone=None))
 
 
 def test_a_spot_reclaim_shows_in_instance_status(cvm, pm, key):
-    launched = pm.call("tencent", "launch", request=request(pm, key, market=Market.SPOT))
+    launched = pm.launch("tencent", request(pm, key, market=Market.SPOT))
     wait_for(pm, launched.ref, InstanceState.RUNNING)
     control = urllib.request.Request(
         f"{cvm.url}/_emulator/reclaim",
@@ -185,17 +183,17 @@ def test_a_spot_reclaim_shows_in_instance_status(cvm, pm, key):
     )
     with urllib.request.urlopen(control, timeout=5) as answer:
         assert answer.status == 200
-    seen = pm.call("tencent", "instance_status", instance=launched.ref)
+    seen = pm.instance_status("tencent", launched.ref)
     assert seen.state == InstanceState.TERMINATING
     assert seen.reclaim and "reclaimed" in seen.reclaim
     assert seen.market == Market.SPOT
 
 
 def test_terminating_a_spot_instance_is_not_a_reclaim(cvm, pm, key):
-    launched = pm.call("tencent", "launch", request=request(pm, key, market=Market.SPOT))
-    gone = pm.call("tencent", "terminate", instance=launched.ref)
+    launched = pm.launch("tencent", request(pm, key, market=Market.SPOT))
+    gone = pm.terminate("tencent", launched.ref)
     assert gone.state == InstanceState.TERMINATING and gone.reclaim is None
-    assert pm.call("tencent", "terminate", instance=launched.ref).state == InstanceState.TERMINATING
+    assert pm.terminate("tencent", launched.ref).state == InstanceState.TERMINATING
 
 
 @pytest.mark.parametrize("hook", ["instance_status", "terminate"])
@@ -203,7 +201,7 @@ def test_terminating_a_spot_instance_is_not_a_reclaim(cvm, pm, key):
 def test_an_unknown_instance_is_not_found(cvm, pm, hook: str, instance_id: str):
     ref = InstanceRef(provider="tencent", region=REGION, instance_id=instance_id)
     with pytest.raises(NotFoundError):
-        pm.call("tencent", hook, instance=ref)
+        getattr(pm, hook)("tencent", ref)
 
 
 @pytest.mark.parametrize(
@@ -215,42 +213,41 @@ def test_an_unknown_instance_is_not_found(cvm, pm, hook: str, instance_id: str):
 )
 def test_half_a_network_fails_before_any_call(cvm, pm, key, settings, error, words):
     with pytest.raises(error, match=words):
-        pm.call("tencent", "launch", request=request(pm, key, settings=settings))
+        pm.launch("tencent", request(pm, key, settings=settings))
     assert cvm.snapshot()["log"] == []
 
 
 def test_refusals_before_any_call(cvm, pm, key):
     too_big = "x" * 13_000  # 17 336 bytes in base64, over Tencent's 16 KB
     with pytest.raises(UsageError, match="user data"):
-        pm.call("tencent", "launch", request=request(pm, key, user_data=too_big))
+        pm.launch("tencent", request(pm, key, user_data=too_big))
     in_usd = Money(amount=Decimal("0.3"), currency="USD")
     with pytest.raises(UsageError, match="CNY"):
-        pm.call("tencent", "launch", request=request(pm, key, market=Market.SPOT, max_price=in_usd))
+        pm.launch("tencent", request(pm, key, market=Market.SPOT, max_price=in_usd))
     with pytest.raises(UsageError, match="on-demand or spot"):
-        pm.call("tencent", "launch", request=request(pm, key, market=Market.SUBSCRIPTION))
+        pm.launch("tencent", request(pm, key, market=Market.SUBSCRIPTION))
     assert cvm.snapshot()["log"] == []
 
 
 def test_an_unknown_instance_type_is_a_config_error(cvm, pm, key):
     with pytest.raises(ConfigError, match="InstanceTypeNotFound"):
-        pm.call("tencent", "launch", request=request(pm, key, instance_type="GN99.HUGE"))
+        pm.launch("tencent", request(pm, key, instance_type="GN99.HUGE"))
     assert cvm.live_instances() == []
 
 
 def test_list_instances_finds_tagged_ones_page_by_page(cvm, pm, monkeypatch):
     monkeypatch.setattr(instances_module, "PAGE", 1)
     ours = [
-        pm.call("tencent", "launch", request=request(pm, f"cb-list-{n}", placement_id="pl-7"))
-        for n in range(3)
+        pm.launch("tencent", request(pm, f"cb-list-{n}", placement_id="pl-7")) for n in range(3)
     ]
-    pm.call("tencent", "launch", request=request(pm, "cb-list-other", placement_id="pl-8"))
-    pm.call("tencent", "terminate", instance=ours[2].ref)
+    pm.launch("tencent", request(pm, "cb-list-other", placement_id="pl-8"))
+    pm.terminate("tencent", ours[2].ref)
     wait_for(pm, ours[2].ref, InstanceState.TERMINATED)
 
-    found = pm.call("tencent", "list_instances", regions=None, tags={PLACEMENT_TAG: "pl-7"})
+    found = pm.list_instances(None, {PLACEMENT_TAG: "pl-7"}, providers=["tencent"]).one()
     assert sorted(i.instance_id for i in found) == sorted(i.instance_id for i in ours[:2])
     assert all(i.tags[PLACEMENT_TAG] == "pl-7" for i in found)
-    managed = pm.call("tencent", "list_instances", regions=None, tags={MANAGED_TAG: "true"})
+    managed = pm.list_instances(None, {MANAGED_TAG: "true"}, providers=["tencent"]).one()
     assert len(managed) == 3
     assert sent(cvm, "DescribeRegions") == 0, "the region setting names where to look"
-    assert pm.call("tencent", "list_instances", regions=["ap-shanghai"], tags={}) == []
+    assert pm.list_instances(["ap-shanghai"], {}, providers=["tencent"]).one() == []

@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 
 from cloudbroker.models import Market
-from cloudbroker_tencent.emulator import offering
-from cloudbroker_tencent.listing import gpu_of, unit_price
+from cloudbroker_tencent.offers import gpu_of, unit_price
+from cloudbroker_tencent.testing.emulator import offering
 
 ZONE = "ap-guangzhou-3"
 EXPECTED = {  # instance type: (model, label, count, GB per GPU)
@@ -25,7 +25,7 @@ def actions(cvm, name: str) -> int:
 
 
 def test_gpu_types_of_every_region_with_normalised_models(cvm, pm):
-    types = pm.call("tencent", "list_instance_types", regions=None)
+    types = pm.list_instance_types(None, providers=["tencent"]).one()
     assert {t.region for t in types} == {"ap-guangzhou", "ap-shanghai"}
     assert {t.zone for t in types} == {"ap-guangzhou-6", "ap-guangzhou-7", "ap-shanghai-5"}
     assert "S5.MEDIUM4" not in {t.name for t in types}, "a type without GPU was listed"
@@ -44,13 +44,13 @@ def test_gpu_types_of_every_region_with_normalised_models(cvm, pm):
 
 
 def test_regions_narrow_the_listing(cvm, pm):
-    types = pm.call("tencent", "list_instance_types", regions=["ap-shanghai"])
+    types = pm.list_instance_types(["ap-shanghai"], providers=["tencent"]).one()
     assert {t.region for t in types} == {"ap-shanghai"} and len(types) == 4
     assert actions(cvm, "DescribeRegions") == 0
 
 
 def test_prices_per_zone_for_pay_as_you_go_and_spot(pm):
-    sheet = pm.call("tencent", "price", regions=["ap-guangzhou"])
+    sheet = pm.price(["ap-guangzhou"], providers=["tencent"]).one()
     assert (sheet.provider, sheet.currency) == ("tencent", "CNY")
     prices = {(p.instance_type, p.zone, p.market): p for p in sheet.compute}
     t4 = prices[("GN7.2XLARGE32", "ap-guangzhou-6", Market.ON_DEMAND)]
@@ -65,7 +65,7 @@ def test_prices_per_zone_for_pay_as_you_go_and_spot(pm):
 
 def test_an_unlisted_price_is_asked_of_inquiry_price_run_instances(start_cvm, env_for, make_pm):
     cvm = start_cvm((offering("GN7.2XLARGE32", ZONE, "8.80", "1.60", listed_price=False),))
-    sheet = make_pm(env_for(cvm)).call("tencent", "price", regions=["ap-guangzhou"])
+    sheet = make_pm(env_for(cvm)).price(["ap-guangzhou"], providers=["tencent"]).one()
     by_market = {p.market: p for p in sheet.compute}
     assert by_market[Market.ON_DEMAND].price.amount == Decimal("8.80")
     assert by_market[Market.SPOT].price.amount == Decimal("1.60")
@@ -76,21 +76,21 @@ def test_an_unlisted_price_is_asked_of_inquiry_price_run_instances(start_cvm, en
 
 def test_without_an_image_an_unlisted_price_stays_unknown(start_cvm, env_for, make_pm):
     cvm = start_cvm((offering("GN7.2XLARGE32", ZONE, "8.80", None, listed_price=False),))
-    sheet = make_pm(env_for(cvm), image=None).call("tencent", "price", regions=None)
+    sheet = make_pm(env_for(cvm), image=None).price(None, providers=["tencent"]).one()
     assert [p.price for p in sheet.compute] == [None]
     assert actions(cvm, "InquiryPriceRunInstances") == 0
 
 
 def test_a_sold_out_offer_is_flagged(start_cvm, env_for, make_pm):
     cvm = start_cvm((offering("GT4.4XLARGE96", ZONE, "28.69", None, status="SOLD_OUT"),))
-    (price,) = make_pm(env_for(cvm)).call("tencent", "price", regions=None).compute
+    (price,) = make_pm(env_for(cvm)).price(None, providers=["tencent"]).one().compute
     assert price.flags == ("sold-out",) and price.price.amount == Decimal("28.69")
 
 
 def test_offline_hooks_never_call_the_api(cvm, env, make_pm):
     pm = make_pm(env, offline=True)
-    types = pm.call("tencent", "list_instance_types", regions=None)
-    sheet = pm.call("tencent", "price", regions=None)
+    types = pm.list_instance_types(None, providers=["tencent"]).one()
+    sheet = pm.price(None, providers=["tencent"]).one()
     assert types and sheet.compute
     assert all("DescribeZoneInstanceConfigInfos" not in t.source.name for t in types)
     assert cvm.snapshot()["log"] == []

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
-import pytest
+from support.cli import CliResult, run_cli
 
 from cloudbroker.models import Market
-from cloudbroker_tencent.emulator import offering
+from cloudbroker_tencent.testing.emulator import offering
 
 # Prices no packaged catalog row has, so that reading them back proves the refresh is used.
 OFFERINGS = (
@@ -21,28 +18,26 @@ OFFERINGS = (
 )
 
 
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**env, "CLOUDBROKER_PLUGINS": "tencent", "PATH": os.environ.get("PATH", "")}
-    return subprocess.run(
-        [sys.executable, "-m", "cloudbroker", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+def cli(env: dict[str, str], *args: str) -> CliResult:
+    return run_cli(*args, env={**env, "CLOUDBROKER_PLUGINS": "tencent"})
 
 
-@pytest.mark.slow
-def test_refresh_then_offline_price_and_quote_use_the_refreshed_prices(start_cvm, env_for, make_pm):
+def test_refresh_then_offline_price_and_quote_use_the_refreshed_prices(
+    start_cvm, env_for, make_pm, monkeypatch
+):
     env = env_for(start_cvm(OFFERINGS))
     done = cli(env, "catalog", "refresh", "--provider", "tencent")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("tencent: 2 instance types, 4 rows")
-    written = Path(env["CLOUDBROKER_DATA_DIR"]) / "catalogs" / "tencent"
+    catalogs = Path(env["CLOUDBROKER_DATA_DIR"]) / "catalogs"
+    [written] = catalogs.iterdir()  # the emulator's own catalog, not the cloud's
+    assert written.name.startswith("tencent@127.0.0.1-")
     assert (written / "catalog.csv").is_file() and (written / "terms.toml").is_file()
 
+    for name, value in env.items():  # the next CLI run in the same shell
+        monkeypatch.setenv(name, value)
     offline = make_pm(env, offline=True)  # a fresh provider, as the next CLI run has
-    sheet = offline.call("tencent", "price", regions=None)
+    sheet = offline.price(None, providers=["tencent"]).one()
     prices = {(p.instance_type, p.market): p.price.amount for p in sheet.compute}
     assert prices == {
         ("GN7.2XLARGE32", Market.ON_DEMAND): Decimal("7.77"),
@@ -51,7 +46,7 @@ def test_refresh_then_offline_price_and_quote_use_the_refreshed_prices(start_cvm
         ("GT4.4XLARGE96", Market.SPOT): Decimal("5.55"),
     }
     assert all("DescribeZoneInstanceConfigInfos" in p.source.name for p in sheet.compute)
-    assert offline.call("tencent", "provider_info").catalog_as_of == sheet.as_of
+    assert offline.provider_info(providers=["tencent"]).one().catalog_as_of == sheet.as_of
 
     quoted = cli(
         env,

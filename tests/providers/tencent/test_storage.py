@@ -26,7 +26,7 @@ def creds(cloudbroker_env) -> dict[str, str]:
 
 
 def test_the_remote_names_the_region_endpoint(creds, make_pm):
-    remote = make_pm(creds).call("tencent", "sync_storage", bucket=BUCKET)
+    remote = make_pm(creds).sync_storage("tencent", BUCKET)
     assert remote.backend == "s3"
     assert remote.options == {"provider": "TencentCOS", "endpoint": "cos.ap-shanghai.myqcloud.com"}
     assert {k: v.get_secret_value() for k, v in remote.secrets.items()} == {
@@ -39,10 +39,10 @@ def test_the_remote_names_the_region_endpoint(creds, make_pm):
 
 def test_the_region_setting_serves_a_bucket_without_one(creds, make_pm):
     bucket = BUCKET.model_copy(update={"region": None})
-    remote = make_pm(creds, region="ap-beijing").call("tencent", "sync_storage", bucket=bucket)
+    remote = make_pm(creds, region="ap-beijing").sync_storage("tencent", bucket)
     assert remote.options["endpoint"] == "cos.ap-beijing.myqcloud.com"
     with pytest.raises(ConfigError, match="region"):
-        make_pm(creds, region=None).call("tencent", "sync_storage", bucket=bucket)
+        make_pm(creds, region=None).sync_storage("tencent", bucket)
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_rclone_copies_into_the_bucket_through_the_remote(creds, make_pm, moto_s
     )
     s3.create_bucket(Bucket=BUCKET.bucket)
     env = {**creds, "CLOUDBROKER_TENCENT_STORAGE_ENDPOINT": moto_s3}
-    remote = make_pm(env).call("tencent", "sync_storage", bucket=BUCKET)
+    remote = make_pm(env).sync_storage("tencent", BUCKET)
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "step-100.pt").write_bytes(b"weights" * 1000)
     (tmp_path / "rclone.conf").write_text("")

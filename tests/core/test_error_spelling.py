@@ -1,0 +1,71 @@
+"""Library errors live in cloudbroker.errors and name arguments, never the CLI's options."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from support.cli import run_cli
+
+import cloudbroker
+from cloudbroker import errors, sizing
+from cloudbroker.cli import option_name
+from cloudbroker.errors import CloudBrokerError, UsageError
+
+PACKAGE = Path(cloudbroker.__file__).parent
+FLAG = re.compile(r"(?<![\w-])--[a-z]")
+#: Where an option's spelling belongs: the CLI; and the kit's test helpers.
+CLI_SIDE = ("cli", "testing")
+
+
+def library_modules() -> list[Path]:
+    return [p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in CLI_SIDE]
+
+
+def modules_but_errors() -> list[Path]:
+    return [p for p in library_modules() if p.name != "errors.py" or p.parent != PACKAGE]
+
+
+def test_every_error_class_of_the_library_is_defined_in_errors_py():
+    elsewhere = []
+    for path in modules_but_errors():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.name.endswith(("Error", "Exceeded")):
+                elsewhere.append(f"{path.relative_to(PACKAGE)}: {node.name}")
+    assert elsewhere == []
+    assert issubclass(errors.CatalogError, CloudBrokerError)
+
+
+def test_no_library_error_message_names_a_cli_option():
+    found = []
+    for path in library_modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            texts = [
+                n.value
+                for n in ast.walk(node.exc)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            ]
+            found += [f"{path.relative_to(PACKAGE)}:{node.lineno}" for t in texts if FLAG.search(t)]
+    assert found == []
+
+
+def test_the_library_names_a_keyword_and_the_cli_the_option():
+    model = sizing.find_preset("Llama-2-7B")
+    with pytest.raises(UsageError, match=r"^mode 'serve' is not one of"):
+        sizing.make_workload(model, mode="serve")
+    with pytest.raises(UsageError, match=r"^--mode 'serve' is not one of"):
+        sizing.make_workload(model, mode="serve", name=option_name)
+
+
+def test_the_cli_maps_a_library_error_to_its_options(clean_env):
+    done = run_cli(
+        "size", "--model", "Llama-2-7B", "--mode", "infer", "--batch", "4", env=clean_env
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "error: --batch does not apply to --mode infer (use --context/--concurrency)"
+    )
