@@ -108,14 +108,14 @@ def test_availability_is_an_optional_fan_out_hook():
     pm = manager(fake, NoStockHook(), names=("fake", "plain"))
     assert "availability" in FAN_OUT_HOOKS
     assert pm.implements("fake", "availability") and not pm.implements("plain", "availability")
-    out = pm.availability(["r-1"], ["gpu.8x"], "on-demand", offline=False)  # fmt: skip
+    out = pm.availability(["r-1"], ["gpu.8x"], "on-demand", offline=False)
     assert list(out.results) == ["fake"] and not out.failures  # "plain" is simply not asked
     assert out.results["fake"][0].status is S.LOW
 
 
 def test_an_answer_for_another_provider_or_naive_time_is_a_failure_not_a_figure():
     lying = StockCloud("fake", [figure("r-1a", S.AVAILABLE, provider="other")])
-    out = manager(lying).availability(["r-1"], ["gpu.8x"], Market.ON_DEMAND, offline=False)  # fmt: skip
+    out = manager(lying).availability(["r-1"], ["gpu.8x"], Market.ON_DEMAND, offline=False)
     assert not out.results and "other" in out.failures[0].reason
     with pytest.raises(ValueError, match="timezone"):
         figure("r-1a", S.AVAILABLE, read_at=datetime(2026, 11, 30, 12, 0))

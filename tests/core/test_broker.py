@@ -77,7 +77,7 @@ def test_plan_rejects_same_cloud_and_bad_buckets(tmp_path):
     broker, _, _ = setup(tmp_path)
     with pytest.raises(UsageError, match="must be different clouds"):
         place(broker, "ali", "ali")
-    with pytest.raises(UsageError, match="^primary aws: no bucket on aws; give bucket / "):
+    with pytest.raises(UsageError, match=r"^primary aws: no bucket on aws; give bucket / "):
         broker.plan(
             PlaceRequest(
                 **REQUEST,

@@ -7,9 +7,9 @@ from decimal import Decimal
 
 import pytest
 
-from cloudbroker.errors import UsageError
 from cloudbroker.cli import option_name
 from cloudbroker.cli.options import parse_fx
+from cloudbroker.errors import UsageError
 from cloudbroker.money import FxRate, FxTable, Money, parse_currency
 
 TODAY = date(2026, 11, 30)

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from support.broker_fakes import FakeCloud, FakeReplicator, fake_world
 
-from cloudbroker import hookspecs, models, plugins, tco
+from cloudbroker import answers, hookspecs, models, plugins, tco
 from cloudbroker.broker import Broker, PlacementSpec, PlaceRequest
 from cloudbroker.errors import CloudBrokerError, PluginError, ProviderUnavailable
 from cloudbroker.hookspecs import hookimpl
@@ -48,7 +48,7 @@ def test_every_hook_is_fan_out_or_routed_and_has_one_typed_method_of_its_spec_ty
     names = {**vars(plugins), **vars(models)}
     for hook in SPECS:
         returns = typing.get_type_hints(getattr(PluginManager, hook), globalns=names)["return"]
-        spec = plugins._return_type(hook)
+        spec = answers.return_type(hook)
         assert returns == (spec if hook in hookspecs.ROUTED_HOOKS else FanOut[spec]), hook
 
 

@@ -54,11 +54,11 @@ _SOURCES = {
     "ProviderUnavailable": "cloudbroker.errors",
     "PluginError": "cloudbroker.errors",
     "NotTerminated": "cloudbroker.errors",
-    "NoOfferError": "cloudbroker.quote",
-    "VerificationError": "cloudbroker.storage",
-    "DeleteRefused": "cloudbroker.storage",
-    "StateError": "cloudbroker.state",
-    "Conflict": "cloudbroker.state",
+    "NoOfferError": "cloudbroker.errors",
+    "VerificationError": "cloudbroker.errors",
+    "DeleteRefused": "cloudbroker.errors",
+    "StateError": "cloudbroker.errors",
+    "Conflict": "cloudbroker.errors",
 }
 
 __all__ = ["__version__", *_SOURCES]
@@ -73,12 +73,17 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each is loaded
         CapacityError,
         CloudBrokerError,
         ConfigError,
+        Conflict,
+        DeleteRefused,
+        NoOfferError,
         NotFoundError,
         NotTerminated,
         PluginError,
         ProviderUnavailable,
+        StateError,
         ThrottledError,
         UsageError,
+        VerificationError,
     )
     from cloudbroker.models import Market  # noqa: F401
     from cloudbroker.money import Money  # noqa: F401
@@ -89,15 +94,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each is loaded
         PlacementStatus,
     )
     from cloudbroker.plugins import PluginManager  # noqa: F401
-    from cloudbroker.quote import CostLine, NoOfferError, Quote, QuoteResult  # noqa: F401
+    from cloudbroker.quote import CostLine, Quote, QuoteResult  # noqa: F401
     from cloudbroker.sizing import SizeResult  # noqa: F401
-    from cloudbroker.state import Conflict, StateError  # noqa: F401
-    from cloudbroker.storage import (  # noqa: F401
-        DeleteRefused,
-        SyncProgress,
-        SyncResult,
-        VerificationError,
-    )
+    from cloudbroker.storage import SyncProgress, SyncResult  # noqa: F401
 
     __version__: str
 

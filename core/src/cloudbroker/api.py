@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from cloudbroker import limits, sizing
 from cloudbroker import plugins as _plugins
-from cloudbroker.errors import NotTerminated, UsageError
+from cloudbroker.errors import NotTerminated, Spelling, UsageError, keyword
 from cloudbroker.models import BucketRef, Market, parse_bucket
 from cloudbroker.money import FxRate, FxTable, parse_currency
 from cloudbroker.placements import FailoverResult, Placement, PlacementStatus
@@ -48,12 +48,6 @@ Number = int | float | Decimal
 #: data; each cloud's own limit is checked before a launch).
 SCRIPT_BYTES = 64 * 1024
 Names = str | Iterable[str]
-#: How a message names an argument: as a keyword here, as an option (``--data-from``) by the CLI.
-Spelling = Callable[[str], str]
-
-
-def keyword(field: str) -> str:
-    return field
 
 
 def _names(value: Names | None) -> tuple[str, ...]:
@@ -128,7 +122,7 @@ def _location(value: str, name: Spelling) -> Location:
 
 def _fx(rates: Mapping[str, Number] | Iterable[FxRate] | None, name: Spelling) -> FxTable:
     """The default dated rates, overridden by ``{"CNY": 7.10}`` (units per USD, dated today)."""
-    table = FxTable()
+    table = FxTable(name=name)
     if isinstance(rates, Mapping):
         rates = [
             FxRate(
@@ -179,7 +173,7 @@ def prepare_quote(
         )
     sized: dict[tuple[str, int], str] = {}
     if model:
-        sized = sizing.placements(model, mode, precision, batch, seq, zero, gpus, recompute)
+        sized = sizing.placements(model, mode, precision, batch, seq, zero, gpus, recompute, name)
     configs = frozenset(sized)
     explicit_count = count is not None
     count = 1 if count is None else limits.GPUS.check(count, name("count"))
@@ -283,6 +277,58 @@ def quote(
 # -- size ----------------------------------------------------------------------------------
 
 
+def prepare_size(
+    model: str | None = None,
+    *,
+    params: str | None = None,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    vocab: int | None = None,
+    mode: str = "train",
+    precision: str | None = None,
+    optimizer: str | None = None,
+    batch: int | None = None,
+    seq: int | None = None,
+    recompute: str | None = None,
+    zero: int | None = None,
+    gpus: int | None = None,
+    lora_rank: int | None = None,
+    context: int | None = None,
+    concurrency: int | None = None,
+    headroom: Number = 10,
+    name: Spelling = keyword,
+) -> tuple[sizing.Workload, float]:
+    """Check :func:`size`'s arguments: the workload, and the share of memory kept free."""
+    shape = sizing.resolve_model(
+        model,
+        params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
+        name=name,
+    )
+    work = sizing.make_workload(
+        shape,
+        mode=mode,
+        precision=precision,
+        optimizer=optimizer,
+        batch=batch,
+        seq=seq,
+        recompute=recompute,
+        zero=zero,
+        gpus=gpus,
+        lora_rank=lora_rank,
+        context=context,
+        concurrency=concurrency,
+        name=name,
+    )
+    return work, float(limits.PERCENT.check(headroom, name("headroom"))) / 100
+
+
 def size(
     model: str | None = None,
     *,
@@ -317,11 +363,14 @@ def size(
     >>> "L4" in [fit.gpu_model for fit in result.fits[1]]  # 24 GB, 10 % kept free
     True
     """
-    shape = sizing.resolve_model(
-        model, params, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab
-    )
-    work = sizing.make_workload(
-        shape,
+    work, share = prepare_size(
+        model,
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
         mode=mode,
         precision=precision,
         optimizer=optimizer,
@@ -333,8 +382,8 @@ def size(
         lora_rank=lora_rank,
         context=context,
         concurrency=concurrency,
+        headroom=headroom,
     )
-    share = float(limits.PERCENT.check(headroom, "headroom")) / 100
     return sizing.report(work, share)
 
 

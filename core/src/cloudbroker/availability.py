@@ -195,7 +195,7 @@ def status_of(figure: Availability | None) -> AvailabilityStatus:
 def with_credentials(pm: PluginManager, names: Iterable[str]) -> tuple[list[str], dict[str, str]]:
     """The providers whose credentials are configured, and why each other one is not asked."""
     names = sorted(set(names))
-    infos = pm.fan_out("provider_info", providers=names)
+    infos = pm.provider_info(providers=names)
     ready, skipped = [], {}
     for name in names:
         info = infos.results.get(name)
@@ -237,13 +237,12 @@ def read(
             readings.append(hit)
 
     def one(ask: Ask) -> tuple[Ask, Reading | str]:
-        outcome = pm.fan_out(
-            HOOK,
+        outcome = pm.availability(
+            list(ask.regions),
+            list(ask.instance_types),
+            ask.market,
             providers=[ask.provider],
             offline=False,
-            regions=list(ask.regions),
-            instance_types=list(ask.instance_types),
-            market=ask.market,
         )
         if ask.provider not in outcome.results:
             reasons = [f.reason for f in outcome.failures] or ["does not report availability"]

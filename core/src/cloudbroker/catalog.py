@@ -76,6 +76,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudbroker import gpus
+from cloudbroker.errors import CatalogError
 from cloudbroker.models import (
     BandwidthTier,
     BillingRule,
@@ -105,10 +106,6 @@ OPTIONAL_COLUMNS = ("trust",)  # catalogs written before it existed still load
 #: Skipped rows already warned about: once per process, however often the catalog loads (a
 #: plugin and its emulator both load it); ``Catalog.skipped`` lists them every time.
 _WARNED: set[str] = set()
-
-
-class CatalogError(ValueError):
-    """A catalog file is unusable as a whole (missing, or terms that do not parse)."""
 
 
 def parse_money(text: str, where: str) -> Money | None:
@@ -265,7 +262,9 @@ def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str
     )
 
 
-def _rules(terms: dict[str, Any], sources: dict[str, Source], where: str) -> dict[str, Any]:
+def _rules(
+    terms: dict[str, Any], sources: dict[str, Source], where: str
+) -> dict[Market, BillingRule]:
     rules = {}
     for market, rule in terms.get("billing", {}).items():
         try:

@@ -27,16 +27,18 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from importlib.metadata import entry_points
-from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cloudbroker.catalog import COLUMNS
 from cloudbroker.errors import CloudBrokerError, UsageError
 from cloudbroker.models import ComputePrice, InstanceType, Market, PriceSheet, Source
-from cloudbroker.plugins import ENTRY_POINT_GROUP, PluginManager
+from cloudbroker.plugins import FanOut, PluginManager
 from cloudbroker.provider import CatalogProvider, api_endpoint, user_catalog_dir
+from cloudbroker.provider_data import data_dir
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -171,23 +173,20 @@ def write_catalog(
     return WrittenCatalog(catalog_dir, len(instance_types), len(rows), sheet.as_of, unmatched)
 
 
-def packaged_data_dir(provider: str) -> Any:
-    """The ``data/`` directory of the package behind ``provider``'s entry point."""
-    for ep in entry_points(group=ENTRY_POINT_GROUP, name=provider):
-        plugin = ep.load()
-        if isinstance(plugin, CatalogProvider):
-            return files(plugin.description.package) / "data"
-    raise UsageError(f"provider {provider!r} has no packaged catalog to refresh")
+def packaged_data_dir(manager: PluginManager, provider: str) -> Traversable:
+    """The ``data/`` folder ``provider`` ships its catalog in (:mod:`cloudbroker.provider_data`)."""
+    folder = data_dir(manager, provider)
+    if not isinstance(manager.plugin(provider), CatalogProvider) or folder is None:
+        raise UsageError(f"provider {provider!r} has no packaged catalog to refresh")
+    return folder
 
 
-def _answer(
-    manager: PluginManager, provider: str, hook: str, where: str = "", **kwargs: Any
-) -> Any:
-    outcome = manager.fan_out(hook, providers=[provider], **kwargs)
+def _answer(outcome: FanOut[T], provider: str, where: str = "") -> T:
+    """``provider``'s answer of a fan-out asked of it alone, or an error naming the hook."""
     for failure in outcome.failures:
-        raise CloudBrokerError(f"{hook} failed{where}: {failure.reason}", provider=provider)
+        raise CloudBrokerError(f"{outcome.hook} failed{where}: {failure.reason}", provider=provider)
     if provider not in outcome.results:
-        raise UsageError(f"provider {provider!r} does not implement {hook}")
+        raise UsageError(f"provider {provider!r} does not implement {outcome.hook}")
     return outcome.results[provider]
 
 
@@ -222,12 +221,14 @@ def refresh(
         raise UsageError("a catalog refresh asks the cloud: load plugins with offline=False")
     manager.require(provider)
     if terms_source_dir is None:
-        terms_source_dir = packaged_data_dir(provider)
+        terms_source_dir = packaged_data_dir(manager, provider)
     say = progress or (lambda message, done: None)
     where = ", ".join(regions) if regions else "every region"
     say(f"{provider}: listing GPU instance types in {where}", False)
     started = time.monotonic()
-    types = _answer(manager, provider, "list_instance_types", regions=regions, timeout=timeout)
+    types = _answer(
+        manager.list_instance_types(regions, providers=[provider], timeout=timeout), provider
+    )
     found = sorted({t.region for t in types})
     say(
         f"{provider}: {len(types)} GPU instance types in {len(found)} region(s) "
@@ -251,7 +252,8 @@ def refresh(
             raise CloudBrokerError(
                 f"price failed{at}: the sweep took its {timeout:g} s", provider=provider
             )
-        sheets.append(_answer(manager, provider, "price", at, regions=[region], timeout=left))
+        answer = manager.price([region], providers=[provider], timeout=left)
+        sheets.append(_answer(answer, provider, at))
         say(
             f"{provider} {region}: {len(sheets[-1].compute)} prices "
             f"({count}, {time.monotonic() - started:.1f} s)",

@@ -22,17 +22,21 @@ every term only when the user asks for them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from cloudbroker.catalog import CatalogError, parse_money, parse_sourced_toml, source_ref
+from cloudbroker.catalog import parse_money, parse_sourced_toml, source_ref
 from cloudbroker.costs import HOURS_PER_MONTH
-from cloudbroker.errors import UsageError
+from cloudbroker.errors import CatalogError, UsageError
 from cloudbroker.models import ComputePrice, InstanceType, Market, Source
 from cloudbroker.money import FxTable, Money
 from cloudbroker.provider_data import read_data_file
 from cloudbroker.quote import Job, QuoteEngine, match_gpus
+
+if TYPE_CHECKING:
+    from cloudbroker.plugins import Catalogs, PluginManager
 
 FILE = "commitments.toml"
 
@@ -216,6 +220,7 @@ class CommitmentOffer:
 class CommitmentReport:
     offers: tuple[CommitmentOffer, ...]
     notes: tuple[str, ...]  # per provider: gaps, ladders without a list price
+    failures: Mapping[str, str] = field(default_factory=dict)  # catalogs that did not answer
 
     def for_job(
         self, hours: Decimal, every_term: bool = False
@@ -253,7 +258,7 @@ def evaluate(
     :meth:`QuoteEngine.candidates` finds them.
     """
     if not 0 < utilization <= 1:
-        raise UsageError(f"--utilization must be in (0, 1], got {utilization}")
+        raise UsageError(f"utilization must be in (0, 1], got {utilization}")
     on_demand: dict[tuple[str, str, str], Money | None] = {}
     monthly: dict[tuple[str, str, str], ComputePrice] = {}
     matching: dict[str, set[str]] = {}
@@ -347,25 +352,35 @@ def load_terms(pm, providers: Iterable[str]) -> list[CommitmentTerms]:
     return found
 
 
-def candidates(pm, job: Job, fx: FxTable) -> list[tuple[InstanceType, ComputePrice]]:
-    """The job's matching offers of every market, from every (or the job's) provider."""
+def candidates(
+    pm: PluginManager, job: Job, fx: FxTable, catalogs: Catalogs | None = None
+) -> tuple[list[tuple[InstanceType, ComputePrice]], dict[str, str]]:
+    """The job's matching offers of every market, from every (or the job's) provider, and the
+    providers whose catalog failed (provider -> reason). ``catalogs``: already read."""
     wanted = list(job.providers) or pm.providers()
-    types_out = pm.fan_out("list_instance_types", providers=wanted, regions=None)
-    sheets_out = pm.fan_out("price", providers=wanted, regions=None)
-    types = {p: ts for p, ts in types_out.results.items() if p in sheets_out.results}
-    sheets = {p: s for p, s in sheets_out.results.items() if p in types}
+    types, sheets, failures = catalogs or pm.catalogs(wanted)
+    types = {p: ts for p, ts in types.items() if p in wanted}
+    sheets = {p: s for p, s in sheets.items() if p in wanted}
+    failures = {p: r for p, r in failures.items() if p in wanted}
     job = replace(job, markets=tuple(Market))
     if job.gpu:
         known = {t.gpu.model for ts in types.values() for t in ts}
         try:
             job = replace(job, gpu_models=match_gpus(job.gpu, known))
         except UsageError:
-            return []
-    return QuoteEngine(job, sheets, types, fx).candidates()
+            return [], failures
+    return QuoteEngine(job, sheets, types, fx).candidates(), failures
 
 
-def report(pm, job: Job, fx: FxTable, utilization: Decimal) -> CommitmentReport:
+def report(
+    pm: PluginManager,
+    job: Job,
+    fx: FxTable,
+    utilization: Decimal,
+    catalogs: Catalogs | None = None,
+) -> CommitmentReport:
     """The commitments that match ``job``, evaluated at ``utilization``."""
-    found = candidates(pm, job, fx)
+    found, failures = candidates(pm, job, fx, catalogs)
     providers = sorted({t.provider for t, _ in found})
-    return evaluate(load_terms(pm, providers), found, fx, job.currency, utilization)
+    evaluated = evaluate(load_terms(pm, providers), found, fx, job.currency, utilization)
+    return replace(evaluated, failures=failures)

@@ -103,8 +103,8 @@ def load_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 def _kind(value: Any) -> str:
     """What a TOML value is, in the words of the config file's reader."""
-    kinds = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"))
-    kinds += ((dict, "a table"), (list, "an array"))
+    kinds: tuple[tuple[type, str], ...] = ((bool, "a boolean"), (int, "an integer"))
+    kinds += ((float, "a number"), (str, "a string"), (dict, "a table"), (list, "an array"))
     return next((name for t, name in kinds if isinstance(value, t)), "a date/time")
 
 

@@ -7,7 +7,22 @@ went wrong and, where possible, what to do. Secrets never go into a message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cloudbroker.storage import DeletePlan, SyncResult
+
 QUOTED_CHARS = 60
+
+#: How a message names an argument: by its keyword in the library (``data_from``); the CLI
+#: passes its own spelling, the option (``--data-from``), so no library message names a flag.
+Spelling = Callable[[str], str]
+
+
+def keyword(field: str) -> str:
+    """The library's spelling of an argument in a message: its keyword."""
+    return field
 
 
 def quoted(value: object, limit: int = QUOTED_CHARS) -> str:
@@ -43,6 +58,12 @@ class ConfigError(CloudBrokerError):
     exit_code = 2
 
 
+class NoOfferError(CloudBrokerError):
+    """Nothing matched the job's filters (bad input); the message says what is closest."""
+
+    exit_code = 2
+
+
 class AuthError(CloudBrokerError):
     """Credentials are missing, wrong or not allowed to do this."""
 
@@ -65,6 +86,51 @@ class ProviderUnavailable(CloudBrokerError):
 
 class PluginError(CloudBrokerError):
     """A plugin broke the contract: failed to load, or returned data that does not validate."""
+
+
+class CatalogError(CloudBrokerError, ValueError):
+    """A catalog or provider data file is unusable as a whole (missing, or does not parse).
+
+    Also a ValueError: a catalog row's parser skips a row whose values raise one, and a bad
+    value met while parsing a row is one.
+    """
+
+
+class DeadlineExceeded(ProviderUnavailable):
+    """An rclone run did not finish within its time bound and was killed."""
+
+
+class VerificationError(CloudBrokerError):
+    """A sync's destination does not hold what its source does, or rclone logged an error;
+    ``result`` lists the differences and errors."""
+
+    def __init__(self, message: str, result: SyncResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class DeleteRefused(UsageError):
+    """A mirror was stopped before it deleted anything; ``plan`` says what it would delete."""
+
+    def __init__(self, message: str, plan: DeletePlan) -> None:
+        super().__init__(message)
+        self.plan = plan
+
+
+class StateError(CloudBrokerError):
+    """The state file cannot be used: missing, corrupt, read-only, full, deleted."""
+
+
+class Conflict(CloudBrokerError):
+    """A write refused because the placement moved on (down requested, failover finished)."""
+
+
+class LeaseLost(Conflict):
+    """Another process took over the placement's lease: this one must not act on it."""
+
+
+class SandboxError(CloudBrokerError):
+    """The sandbox could not be started or stopped cleanly."""
 
 
 class NotTerminated(CloudBrokerError):

@@ -409,6 +409,11 @@ _SIZED_PATTERNS = tuple((_token(stem), stem) for stem in _SIZED)
 _MEMORY_IN_LABEL = re.compile(r"(?<![A-Z0-9.])(\d+(?:\.\d+)?)\s*G(?:B|IB)?(?![A-Z0-9])")
 
 
+def _nearest(sizes: tuple[int, ...], memory: Decimal) -> int:
+    """The size (GB) closest to ``memory``."""
+    return min(sizes, key=lambda s: abs(s - memory))
+
+
 def _memory(label: str, memory_gb: object) -> Decimal | None:
     found = _MEMORY_IN_LABEL.search(label)
     text = found.group(1) if found else memory_gb
@@ -443,7 +448,7 @@ def normalise_gpu(label: str, memory_gb: Decimal | float | int | str | None = No
         if pattern.search(upper):
             default, sizes = _SIZED[stem]
             memory = _memory(upper, memory_gb)
-            size = default if memory is None else min(sizes, key=lambda s: abs(s - memory))
+            size = default if memory is None else _nearest(sizes, memory)
             return f"{stem}-{size}GB"
     for pattern, model in _SINGLE_PATTERNS:
         if pattern.search(upper):
@@ -548,16 +553,16 @@ def listing(
     used: set[str] = set()
     for provider, sheet in sheets.items():
         for price in sheet.compute:
-            t = by_key.get((provider, price.instance_type, price.region, price.zone))
-            t = t or regional.get((provider, price.instance_type, price.region))
-            if t is None:
+            sold = by_key.get((provider, price.instance_type, price.region, price.zone))
+            sold = sold or regional.get((provider, price.instance_type, price.region))
+            if sold is None:
                 continue
-            group = groups[(t.gpu.model, provider, price.region, t.gpu.count)]
+            group = groups[(sold.gpu.model, provider, price.region, sold.gpu.count)]
             group["markets"].add(price.market)
             if price.price is None or price.market not in (Market.ON_DEMAND, Market.SPOT):
                 continue
             hours = Decimal(price.rule.unit_seconds) / 3600
-            native = price.price.amount / hours / t.gpu.count
+            native = price.price.amount / hours / sold.gpu.count
             used.add(price.price.currency)
             converted = native * fx.rate(price.price.currency, currency)
             best = group[price.market]

@@ -29,7 +29,8 @@ settings, the environment to read credentials from, a logger and the call's time
 must be raised as :mod:`cloudbroker.errors` types (AuthError, CapacityError, NotFoundError,
 ThrottledError, ProviderUnavailable, ConfigError); anything else is reported as a plugin bug.
 Importing a plugin module must not import its cloud SDK: import it inside the hook that
-needs it.
+needs it. Besides the hooks, a provider may ship data files (commitment terms, spot
+interruption rates) where :mod:`cloudbroker.provider_data` says the core reads them.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def availability(
     """
 
 
-@hookspec(firstresult=True)
+@hookspec
 def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     """Launch one instance; idempotent on ``request.idempotency_key``.
 
@@ -178,7 +179,7 @@ def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     """
 
 
-@hookspec(firstresult=True)
+@hookspec
 def terminate(ctx: HookContext, instance: InstanceRef) -> Instance:
     """Terminate (release) an instance; terminating a terminated instance is not an error.
 
@@ -193,7 +194,7 @@ def terminate(ctx: HookContext, instance: InstanceRef) -> Instance:
     """
 
 
-@hookspec(firstresult=True)
+@hookspec
 def instance_status(ctx: HookContext, instance: InstanceRef) -> Instance:
     """The instance's current state, with ``reclaim`` set when spot capacity is taken back.
 
@@ -211,7 +212,7 @@ def instance_status(ctx: HookContext, instance: InstanceRef) -> Instance:
     """
 
 
-@hookspec(firstresult=True)
+@hookspec
 def sync_storage(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
     """Describe a bucket of this provider as an rclone remote.
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Generic, TypeVar, cast
 
 from cloudbroker.errors import UsageError, quoted
 
@@ -22,12 +23,16 @@ from cloudbroker.errors import UsageError, quoted
 #: 1e-400 that the money arithmetic cannot round.
 PLACES = 9
 
+#: What a range gives: ``int`` for a ``whole`` range, else ``Decimal``.
+N = TypeVar("N", int, Decimal)
+
 
 @dataclass(frozen=True)
-class Range:
+class Range(Generic[N]):
     """Numbers from ``low`` to ``high`` (``low`` itself excluded when ``open_low``) of ``unit``.
 
-    ``whole`` numbers are whole; ``places`` caps the digits after the point (None: no cap,
+    ``whole`` numbers are whole (and given as ``int``: declare such a range ``Range[int]``,
+    the others ``Range[Decimal]``); ``places`` caps the digits after the point (None: no cap,
     for durations in seconds, which never reach money).
     """
 
@@ -62,12 +67,12 @@ class Range:
             return f"a number with at most {self.places} digits after the decimal point"
         return None
 
-    def check(self, value: object, what: str) -> Decimal | int:
+    def check(self, value: object, what: str) -> N:
         """A library caller's ``value`` if in range (``int`` when whole, else ``Decimal``).
 
         UsageError naming ``what`` otherwise; a float is read as it prints (0.1 is 0.1).
         """
-        must = "a number"
+        must: str | None = "a number"
         if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
             number = Decimal(repr(value) if isinstance(value, float) else value)
             must = self.problem(number)
@@ -75,42 +80,44 @@ class Range:
                 return self.value(number)
         raise UsageError(f"{what} must be {must}, got {quoted(value)}; accepted: {self.accepted}")
 
-    def value(self, number: Decimal) -> Decimal | int:
+    def value(self, number: Decimal) -> N:
         """An in-range ``number`` as it is used: ``int`` when whole, else ``Decimal`` (-0 is 0)."""
-        return int(number) if self.whole else number + 0
+        return cast(N, int(number) if self.whole else number + 0)
 
 
-GPUS = Range(1, 64, "GPUs per instance", whole=True)
-HOURS = Range(0, 876_000, "hours", "100 years", open_low=True)
-YEARS = Range(0, 100, "years", open_low=True)
-DAYS = Range(0, 36_500, "days", "100 years")
-MINUTES = Range(0, 10_080, "minutes", "one week")
-GB = Range(0, 10_000_000, "GB", "10 PB")
-GPU_MEMORY_GB = Range(0, 10_000, "GB per GPU")
-SHARE = Range(0, 1, "", "a share of the time: 0.3 is 30 %", open_low=True)
-PER_DAY = Range(0, 1_440, "per day", "one a minute")
-PERCENT = Range(0, 99, "%")
-RATE = Range(0, 1_000_000, "units of the currency per USD", open_low=True)
-OFFERS = Range(1, 10_000, "offers", whole=True)
+GPUS: Range[int] = Range(1, 64, "GPUs per instance", whole=True)
+HOURS: Range[Decimal] = Range(0, 876_000, "hours", "100 years", open_low=True)
+YEARS: Range[Decimal] = Range(0, 100, "years", open_low=True)
+DAYS: Range[Decimal] = Range(0, 36_500, "days", "100 years")
+MINUTES: Range[Decimal] = Range(0, 10_080, "minutes", "one week")
+GB: Range[Decimal] = Range(0, 10_000_000, "GB", "10 PB")
+GPU_MEMORY_GB: Range[Decimal] = Range(0, 10_000, "GB per GPU")
+SHARE: Range[Decimal] = Range(0, 1, "", "a share of the time: 0.3 is 30 %", open_low=True)
+PER_DAY: Range[Decimal] = Range(0, 1_440, "per day", "one a minute")
+PERCENT: Range[Decimal] = Range(0, 99, "%")
+RATE: Range[Decimal] = Range(0, 1_000_000, "units of the currency per USD", open_low=True)
+OFFERS: Range[int] = Range(1, 10_000, "offers", whole=True)
 #: How often something happens or how long it may take, in seconds: 1 ms to 30 days.
-SECONDS = Range(Decimal("0.001"), 30 * 86_400, "seconds", "1 ms to 30 days", places=None)
+SECONDS: Range[Decimal] = Range(
+    Decimal("0.001"), 30 * 86_400, "seconds", "1 ms to 30 days", places=None
+)
 #: The shape of a model and of its work (``size``, and ``quote --model``).
-LAYERS = Range(1, 10_000, "layers", whole=True)
-HIDDEN = Range(1, 1_000_000, "", whole=True)
-HEADS = Range(1, 100_000, "heads", whole=True)
-VOCAB = Range(1, 10_000_000, "tokens", whole=True)
-BATCH = Range(1, 1_000_000, "sequences per GPU", whole=True)
-TOKENS = Range(1, 100_000_000, "tokens", whole=True)
-ZERO = Range(0, 3, "", "the ZeRO stage", whole=True)
-PARALLEL = Range(1, 100_000, "GPUs", whole=True)
-RANK = Range(1, 100_000, "", whole=True)
-SEQUENCES = Range(1, 1_000_000, "sequences", whole=True)
+LAYERS: Range[int] = Range(1, 10_000, "layers", whole=True)
+HIDDEN: Range[int] = Range(1, 1_000_000, "", whole=True)
+HEADS: Range[int] = Range(1, 100_000, "heads", whole=True)
+VOCAB: Range[int] = Range(1, 10_000_000, "tokens", whole=True)
+BATCH: Range[int] = Range(1, 1_000_000, "sequences per GPU", whole=True)
+TOKENS: Range[int] = Range(1, 100_000_000, "tokens", whole=True)
+ZERO: Range[int] = Range(0, 3, "", "the ZeRO stage", whole=True)
+PARALLEL: Range[int] = Range(1, 100_000, "GPUs", whole=True)
+RANK: Range[int] = Range(1, 100_000, "", whole=True)
+SEQUENCES: Range[int] = Range(1, 1_000_000, "sequences", whole=True)
 #: ``tco``'s on-prem inputs, amounts in the currency given with them.
-ONPREM = {
+ONPREM: dict[str, Range[Decimal]] = {
     "server_price": Range(0, 1_000_000_000, "per server"),
     "power_kw": Range(0, 1_000, "kW"),
     "pue": Range(1, 10, "", "facility power / IT power"),
     "electricity": Range(0, 100, "per kWh"),
     "colo": Range(0, 100_000, "per kW-month"),
 }
-FAILURES = Range(1, 1_000, "consecutive failed checks", whole=True)
+FAILURES: Range[int] = Range(1, 1_000, "consecutive failed checks", whole=True)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, field_validator
 
-from cloudbroker.errors import UsageError, quoted
+from cloudbroker.errors import Spelling, UsageError, keyword, quoted
 
 #: Currencies the catalogs publish in and the quote can convert to.
 CURRENCIES = ("USD", "CNY", "EUR", "SGD")
@@ -117,7 +117,11 @@ class FxTable:
     conversion from CNY to EUR is CNY -> USD -> EUR with the two dated rates, both reported.
     """
 
-    def __init__(self, rates: tuple[FxRate, ...] | list[FxRate] = DEFAULT_RATES) -> None:
+    def __init__(
+        self, rates: tuple[FxRate, ...] | list[FxRate] = DEFAULT_RATES, name: Spelling = keyword
+    ) -> None:
+        """``name`` spells the argument that adds a rate, in the error naming a missing one."""
+        self.name = name
         self._per_pivot: dict[str, FxRate] = {}
         for rate in rates:
             self.add(rate)
@@ -134,7 +138,8 @@ class FxTable:
         found = self._per_pivot.get(currency)
         if found is None:
             raise UsageError(
-                f"no exchange rate for {currency}; give one with --fx {currency}=<{currency} "
+                f"no exchange rate for {currency}; give one with {self.name('fx')} "
+                f"{currency}=<{currency} "
                 f"per {PIVOT}> (known: {', '.join(sorted({PIVOT, *self._per_pivot}))})"
             )
         return found.rate
@@ -154,23 +159,6 @@ class FxTable:
 
     def convert(self, money: Money, target: str) -> Money:
         return Money.of(money.amount * self.rate(money.currency, target), target)
-
-
-def parse_fx(text: str, today: date) -> FxRate:
-    """Parse ``--fx CNY=7.10`` (units of CNY per USD) into a rate dated ``today``."""
-    currency, sep, value = text.partition("=")
-    others = ", ".join(c for c in CURRENCIES if c != PIVOT)
-    try:
-        currency = parse_currency(currency, "--fx currency") if sep else ""
-    except UsageError:
-        currency = ""
-    if not currency or currency == PIVOT:
-        raise UsageError(
-            f"malformed --fx {text!r}; expected CURRENCY=RATE per {PIVOT}, e.g. --fx CNY=7.10 "
-            f"(currencies: {others}; RMB is CNY)"
-        )
-    amount = parse_decimal(value, "--fx rate", positive=True)
-    return FxRate(base=PIVOT, quote=currency, rate=amount, as_of=today, source="--fx (user)")
 
 
 def parse_decimal(value: Any, what: str, *, positive: bool = False) -> Decimal:

@@ -5,6 +5,12 @@ ones exactly like a third party's). ``CLOUDBROKER_PLUGINS=a,b`` loads only those
 ``CLOUDBROKER_DISABLE_PLUGINS=c`` blocks some. A plugin that fails to load, raises, hangs past
 its timeout or returns data that does not validate is reported by name with the reason and
 never stops the others.
+
+Hooks are called through typed methods, one per hook (``pm.launch(provider, request) ->
+Instance``, ``pm.price(regions) -> FanOut[PriceSheet]``): the hook names stay in this module,
+and every answer is validated against the return type its hookspec annotates. A routed hook's
+method asks exactly one provider; a fan-out hook's method asks every provider (or those
+named) concurrently and can never be used to broadcast a routed hook.
 """
 
 from __future__ import annotations
@@ -14,25 +20,43 @@ import inspect
 import os
 import threading
 import time
-import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from functools import cache
+from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pluggy
-from pydantic import TypeAdapter, ValidationError
 
 from cloudbroker import hookspecs
+from cloudbroker.answers import Catalogs, Failure, FanOut, validated
 from cloudbroker.context import HookContext
-from cloudbroker.errors import CloudBrokerError, ConfigError, PluginError, UsageError
+from cloudbroker.errors import (
+    CloudBrokerError,
+    ConfigError,
+    PluginError,
+    ProviderUnavailable,
+    UsageError,
+)
 
 if TYPE_CHECKING:
-    from cloudbroker.models import InstanceType, PriceSheet
+    from cloudbroker.models import (
+        Availability,
+        BucketRef,
+        Instance,
+        InstanceRef,
+        InstanceType,
+        LaunchRequest,
+        Market,
+        PriceSheet,
+        ProviderInfo,
+        StorageRemote,
+    )
 
 ENTRY_POINT_GROUP = "cloudbroker.providers"
 DEFAULT_TIMEOUT = 30.0
+T = TypeVar("T")
+Routed = Literal["launch", "terminate", "instance_status", "sync_storage"]
+Spread = Literal["provider_info", "list_instance_types", "price", "list_instances", "availability"]
 
 
 @dataclass
@@ -53,84 +77,16 @@ class PluginRecord:
 
 
 @dataclass(frozen=True)
-class Failure:
-    """A provider that did not answer a fan-out call, and why (one line)."""
+class _Pending:
+    """A fan-out whose threads are running: per provider, its thread and the box it fills."""
 
-    provider: str
     hook: str
-    reason: str
-
-
-@dataclass
-class FanOut:
-    """The answers of a fan-out call: one result per provider that answered, and the failures."""
-
-    results: dict[str, Any] = field(default_factory=dict)
-    failures: list[Failure] = field(default_factory=list)
-
-
-def _return_type(hook: str) -> Any:
-    """The model (or list of models) ``hook`` must return."""
-    from cloudbroker import models
-
-    types: dict[str, Any] = {
-        "provider_info": models.ProviderInfo,
-        "list_instance_types": list[models.InstanceType],
-        "list_instances": list[models.Instance],
-        "price": models.PriceSheet,
-        "availability": list[models.Availability],
-        "launch": models.Instance,
-        "terminate": models.Instance,
-        "instance_status": models.Instance,
-        "sync_storage": models.StorageRemote,
-    }
-    return types[hook]
-
-
-@cache
-def _return_adapter(hook: str) -> TypeAdapter[Any]:
-    return TypeAdapter(_return_type(hook))
-
-
-def _expected(hook: str) -> str:
-    """What ``hook`` must return, in words: "a PriceSheet", "a list of InstanceType"."""
-    kind = _return_type(hook)
-    if isinstance(kind, type):
-        return f"{'an' if kind.__name__[0] in 'AEIOU' else 'a'} {kind.__name__}"
-    return f"a list of {typing.get_args(kind)[0].__name__}"
+    asked: tuple[str, ...]
+    runs: dict[str, tuple[threading.Thread, dict[str, Any]]]
 
 
 HOOKS = hookspecs.FAN_OUT_HOOKS + hookspecs.ROUTED_HOOKS
 _MARKER = f"{hookspecs.PROJECT}_impl"  # the attribute @hookimpl sets on a function
-
-
-def _shape(value: object) -> str:
-    """What a plugin returned, by type only (a value could hold a secret)."""
-    if value is None:
-        return "None"
-    if isinstance(value, list | tuple):
-        kinds = sorted({type(item).__name__ for item in value})
-        return f"a {type(value).__name__} of {len(value)} ({', '.join(kinds) or 'empty'})"
-    return f"a {type(value).__name__}"
-
-
-def _invalid(hook: str, value: object, exc: ValidationError) -> str:
-    """One line: which hook, what it must return, what it returned, the first problem."""
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    problem = f"{where}: {first['msg']}" if where else first["msg"]
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return (
-        f"{hook} must return {_expected(hook)} (cloudbroker.models), got {_shape(value)}: "
-        f"{problem}{more}"
-    )
-
-
-def _answered_as(hook: str, value: Any) -> set[str]:
-    """The provider names a hook's answer claims (ProviderInfo.name, *.provider)."""
-    field_name = "name" if hook == "provider_info" else "provider"
-    items = value if isinstance(value, list) else [value]
-    return {getattr(item, field_name) for item in items if hasattr(item, field_name)}
 
 
 def _close(word: str, choices: Iterable[str]) -> str:
@@ -307,7 +263,8 @@ class PluginManager:
                 self._pm.unregister(plugin)
             record.error = f"rejected: {type(exc).__name__}: {' '.join(str(exc).split())}"
             return
-        record.hooks = tuple(sorted(caller.name for caller in self._pm.get_hookcallers(plugin)))
+        callers = self._pm.get_hookcallers(plugin) or []
+        record.hooks = tuple(sorted(caller.name for caller in callers))
 
     # -- queries -------------------------------------------------------------------------
 
@@ -338,7 +295,99 @@ class PluginManager:
             known = ", ".join(self.providers()) or "none installed"
             raise UsageError(f"unknown provider {provider!r}; installed: {known}")
 
-    # -- calls ---------------------------------------------------------------------------
+    # -- routed hooks: only the provider named is asked ------------------------------------
+
+    def launch(self, provider: str, request: LaunchRequest) -> Instance:
+        """Launch one instance on ``provider`` (idempotent on the request's key)."""
+        return self._routed(provider, "launch", request=request)
+
+    def terminate(self, provider: str, instance: InstanceRef) -> Instance:
+        """Terminate ``instance`` on ``provider``; an ended one is not an error."""
+        return self._routed(provider, "terminate", instance=instance)
+
+    def instance_status(self, provider: str, instance: InstanceRef) -> Instance:
+        """What ``provider`` says of ``instance`` now (state, spot reclaim)."""
+        return self._routed(provider, "instance_status", instance=instance)
+
+    def sync_storage(self, provider: str, bucket: BucketRef) -> StorageRemote:
+        """``bucket`` of ``provider`` as an rclone remote."""
+        return self._routed(provider, "sync_storage", bucket=bucket)
+
+    # -- fan-out hooks: every provider (or ``providers``) at once ------------------------
+
+    def provider_info(
+        self, *, providers: Iterable[str] | None = None, timeout: float | None = None
+    ) -> FanOut[ProviderInfo]:
+        return self._fan_out("provider_info", {}, providers, timeout)
+
+    def list_instance_types(
+        self,
+        regions: list[str] | None = None,
+        *,
+        providers: Iterable[str] | None = None,
+        timeout: float | None = None,
+        offline: bool | None = None,
+    ) -> FanOut[list[InstanceType]]:
+        return self._fan_out(
+            "list_instance_types", {"regions": regions}, providers, timeout, offline
+        )
+
+    def price(
+        self,
+        regions: list[str] | None = None,
+        *,
+        providers: Iterable[str] | None = None,
+        timeout: float | None = None,
+        offline: bool | None = None,
+    ) -> FanOut[PriceSheet]:
+        return self._fan_out("price", {"regions": regions}, providers, timeout, offline)
+
+    def list_instances(
+        self,
+        regions: list[str] | None,
+        tags: dict[str, str],
+        *,
+        providers: Iterable[str] | None = None,
+        timeout: float | None = None,
+    ) -> FanOut[list[Instance]]:
+        kwargs = {"regions": regions, "tags": tags}
+        return self._fan_out("list_instances", kwargs, providers, timeout)
+
+    def availability(
+        self,
+        regions: list[str],
+        instance_types: list[str],
+        market: Market,
+        *,
+        providers: Iterable[str] | None = None,
+        timeout: float | None = None,
+        offline: bool | None = None,
+    ) -> FanOut[list[Availability]]:
+        kwargs = {"regions": regions, "instance_types": instance_types, "market": market}
+        return self._fan_out("availability", kwargs, providers, timeout, offline)
+
+    def catalogs(
+        self, providers: Iterable[str] | None = None, *, offline: bool | None = None
+    ) -> Catalogs:
+        """The catalog fan-out: instance types, price sheets and failures of ``providers``.
+
+        Both hooks are asked of every provider at once, for every region; a provider that
+        failed either hook appears in the failures only (provider -> one-line reason). Quote,
+        place, commitments, gpus and tco all read the catalogs through here, so a provider
+        that fails is reported the same way everywhere.
+        """
+        names = list(self.providers() if providers is None else providers)
+        types_run = self._start("list_instance_types", {"regions": None}, names, offline)
+        sheets_run = self._start("price", {"regions": None}, names, offline)
+        deadline = time.monotonic() + self.timeout
+        types_out = self._collect(types_run, deadline)
+        sheets_out = self._collect(sheets_run, deadline)
+        failures = {f.provider: f.reason for f in types_out.failures + sheets_out.failures}
+        types = {p: ts for p, ts in types_out.results.items() if p not in failures}
+        sheets = {p: s for p, s in sheets_out.results.items() if p not in failures}
+        return Catalogs(types, sheets, failures)
+
+    # -- calling -------------------------------------------------------------------------
 
     def _caller(self, provider: str, hook: str) -> Any:
         key = (provider, hook)
@@ -351,23 +400,12 @@ class PluginManager:
         self, provider: str, hook: str, kwargs: dict[str, Any], offline: bool | None = None
     ) -> Any:
         results = self._caller(provider, hook)(ctx=self.context(provider, offline), **kwargs)
-        if isinstance(results, list):  # fan-out hooks are not firstresult
-            results = results[0] if results else None
-        try:
-            answer = _return_adapter(hook).validate_python(results)
-        except ValidationError as exc:
-            raise PluginError(_invalid(hook, results, exc), provider=provider) from None
-        others = sorted(_answered_as(hook, answer) - {provider})
-        if others:
-            raise PluginError(
-                f"{hook} answered as {', '.join(map(repr, others))}, but the plugin is "
-                f"installed as {provider!r} (the entry point's name); the two must be equal",
-                provider=provider,
-            )
-        return answer
+        return validated(hook, provider, results[0] if results else None)  # one plugin each
 
-    def call(self, provider: str, hook: str, **kwargs: Any) -> Any:
-        """Routed call: only ``provider`` is asked. Errors keep their type, with the provider."""
+    def _routed(self, provider: str, hook: Routed, **kwargs: Any) -> Any:
+        """Only ``provider`` is asked, in this thread. Errors keep their type, with the provider."""
+        if hook not in hookspecs.ROUTED_HOOKS:  # a broadcast launch must be impossible
+            raise TypeError(f"{hook} is not a routed hook")
         self.require(provider)
         if not self.implements(provider, hook):
             raise PluginError(f"does not implement {hook}", provider=provider)
@@ -379,15 +417,14 @@ class PluginManager:
         except Exception as exc:
             raise PluginError(f"{hook} failed: {_describe(exc)}", provider=provider) from exc
 
-    def fan_out(
+    def _fan_out(
         self,
-        hook: str,
-        *,
-        providers: Iterable[str] | None = None,
-        timeout: float | None = None,
+        hook: Spread,
+        kwargs: dict[str, Any],
+        providers: Iterable[str] | None,
+        timeout: float | None,
         offline: bool | None = None,
-        **kwargs: Any,
-    ) -> FanOut:
+    ) -> FanOut[Any]:
         """Ask every provider (or ``providers``) at once; slow or broken ones become failures.
 
         Each provider runs in its own daemon thread, so a call costs the slowest provider
@@ -395,46 +432,49 @@ class PluginManager:
         overrides the manager's mode for this call (e.g. catalog terms in an online run).
         """
         timeout = self.timeout if timeout is None else timeout
-        names = [n for n in (providers or self.providers()) if self.implements(n, hook)]
-        boxes: dict[str, dict[str, Any]] = {n: {} for n in names}
-        threads = {}
+        names = self.providers() if providers is None else list(providers)
+        started = self._start(hook, kwargs, names, offline)
+        return self._collect(started, time.monotonic() + timeout, timeout)
+
+    def _start(
+        self, hook: Spread, kwargs: dict[str, Any], names: list[str], offline: bool | None
+    ) -> _Pending:
+        """A fan-out under way: each provider's thread started (collected by ``_collect``)."""
+        if hook not in hookspecs.FAN_OUT_HOOKS:  # routed hooks are never broadcast
+            raise TypeError(f"{hook} is not a fan-out hook")
+        runs = {}
         for name in names:
+            if not self.implements(name, hook):
+                continue
+            box: dict[str, Any] = {}
             thread = threading.Thread(
                 target=self._run_into,
-                args=(boxes[name], name, hook, kwargs, offline),
+                args=(box, name, hook, kwargs, offline),
                 name=f"cloudbroker-{name}-{hook}",
                 daemon=True,
             )
             thread.start()
-            threads[name] = thread
-        deadline = time.monotonic() + timeout
-        outcome = FanOut()
-        for name, thread in threads.items():
+            runs[name] = (thread, box)
+        return _Pending(hook, tuple(names), runs)
+
+    def _collect(
+        self, pending: _Pending, deadline: float, timeout: float | None = None
+    ) -> FanOut[Any]:
+        """The answers of ``pending`` by ``deadline``; a thread still running timed out."""
+        timeout = self.timeout if timeout is None else timeout
+        hook = pending.hook
+        outcome: FanOut[Any] = FanOut(hook, pending.asked)
+        for name, (thread, box) in pending.runs.items():
             thread.join(max(0.0, deadline - time.monotonic()))
-            box = boxes[name]
             if thread.is_alive():
-                outcome.failures.append(Failure(name, hook, f"timed out after {timeout:g}s"))
+                reason = f"timed out after {timeout:g}s"
+                error = ProviderUnavailable(f"{hook} {reason}", provider=name)
+                outcome.failures.append(Failure(name, hook, reason, error))
             elif "error" in box:
-                outcome.failures.append(Failure(name, hook, box["error"]))
+                outcome.failures.append(Failure(name, hook, box["reason"], box["error"]))
             else:
                 outcome.results[name] = box["result"]
         return outcome
-
-    def catalogs(
-        self, providers: Iterable[str]
-    ) -> tuple[dict[str, list[InstanceType]], dict[str, PriceSheet], dict[str, str]]:
-        """The catalog fan-out: (instance types, price sheets, failures) of ``providers``.
-
-        Both hooks are asked of every provider at once, for every region; a provider that
-        failed either hook appears in the failures only (provider -> one-line reason).
-        """
-        wanted = list(providers)
-        types_out = self.fan_out("list_instance_types", providers=wanted, regions=None)
-        sheets_out = self.fan_out("price", providers=wanted, regions=None)
-        failures = {f.provider: f.reason for f in types_out.failures + sheets_out.failures}
-        types = {p: ts for p, ts in types_out.results.items() if p not in failures}
-        sheets = {p: s for p, s in sheets_out.results.items() if p not in failures}
-        return types, sheets, failures
 
     def _run_into(
         self, box: dict[str, Any], provider: str, hook: str, kwargs: dict, offline: bool | None
@@ -442,10 +482,15 @@ class PluginManager:
         try:
             box["result"] = self._invoke(provider, hook, kwargs, offline)
         except CloudBrokerError as exc:
-            exc.provider = None
-            box["error"] = str(exc)
+            named, exc.provider = exc.provider, None
+            box["reason"] = str(exc)
+            exc.provider = named or provider
+            box["error"] = exc
         except Exception as exc:
-            box["error"] = f"plugin error: {_describe(exc)}"
+            box["reason"] = f"plugin error: {_describe(exc)}"
+            error = PluginError(f"{hook} failed: {_describe(exc)}", provider=provider)
+            error.__cause__ = exc
+            box["error"] = error
 
 
 def load(

@@ -1,24 +1,57 @@
-"""A provider's packaged data files beyond its catalog (commitments, interruption rates).
+"""A provider's packaged data files: the convention the core reads them by.
 
-They live next to ``catalog.csv`` in the provider's ``<package>/data/`` folder; the package is
-the one its plugin's :class:`~cloudbroker.provider.Description` names, so the core finds them
-without importing any provider by name.
+A provider ships its data files in the ``data/`` folder of its **data package**: the package
+its :class:`~cloudbroker.provider.Description` names (``package=``) when the plugin is a
+:class:`~cloudbroker.provider.CatalogProvider`, else the top-level package of the module that
+defines the plugin object (``cloudbroker_mycloud`` for ``cloudbroker_mycloud.plugin:plugin``).
+The files the core reads there, every one optional, are :data:`DATA_FILES`; the contract
+suite (:mod:`cloudbroker.testing.contract`) checks that they parse and that no file is
+misnamed, since a misnamed file would be skipped without a word. No provider is ever imported
+by name.
 """
 
 from __future__ import annotations
 
+import inspect
 from importlib.resources import files
 from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cloudbroker.plugins import PluginManager
+
+#: The files the core reads from a provider's ``data/`` folder, and what reads each.
+DATA_FILES = {
+    "catalog.csv": "the offline catalog (cloudbroker.catalog, read by CatalogProvider)",
+    "terms.toml": "billing rules and hidden costs (cloudbroker.catalog)",
+    "commitments.toml": "reservations, savings plans, subscriptions (cloudbroker.commitments)",
+    "spot_interruptions.toml": "spot interruption rates (cloudbroker.spot_risk)",
+}
 
 
-def data_dir(pm, provider: str) -> Traversable | None:
-    """``<Description.package>/data`` of a loaded provider, or None if it declares no package."""
-    plugin = pm.plugin(provider)
-    package = getattr(getattr(plugin, "description", None), "package", None)
-    return None if not package else files(package) / "data"
+def data_package(plugin: object) -> str | None:
+    """The package whose ``data/`` folder holds ``plugin``'s data files (see the module doc)."""
+    from cloudbroker.provider import CatalogProvider
+
+    if isinstance(plugin, CatalogProvider):
+        return plugin.description.package or None
+    module = plugin.__name__ if inspect.ismodule(plugin) else type(plugin).__module__
+    top = module.partition(".")[0]
+    return None if top in ("cloudbroker", "builtins", "__main__") else top
 
 
-def read_data_file(pm, provider: str, name: str) -> str | None:
+def data_dir(pm: PluginManager, provider: str) -> Traversable | None:
+    """``<data package>/data`` of a loaded provider, or None when it has no data package."""
+    package = data_package(pm.plugin(provider))
+    if package is None:
+        return None
+    try:
+        return files(package) / "data"
+    except (ModuleNotFoundError, TypeError):  # not an importable package: no data files
+        return None
+
+
+def read_data_file(pm: PluginManager, provider: str, name: str) -> str | None:
     """The text of ``name`` in the provider's data folder, or None when it ships none."""
     folder = data_dir(pm, provider)
     if folder is None:

@@ -41,7 +41,7 @@ from cloudbroker.costs import (
     route,
     storage_cost,
 )
-from cloudbroker.errors import CloudBrokerError, UsageError
+from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageError, keyword
 from cloudbroker.models import (
     Availability,
     BillingRule,
@@ -60,6 +60,7 @@ from cloudbroker.money import DecimalStr, FxRate, FxTable, Money
 
 if TYPE_CHECKING:
     from cloudbroker.availability import Board, Live
+    from cloudbroker.plugins import Catalogs, PluginManager
 
 
 class Ranking(StrEnum):
@@ -138,12 +139,13 @@ class Quote(Model):
     price_trust: str | None = None  # its trust when second-hand ("medium: ..."), see cautions()
     availability: Availability | None = None  # the live figure of its zone (quote --live)
 
-    def line(self, kind: str) -> Money | None:
-        """Sum of the converted lines of ``kind`` (None if there is none or one is unknown)."""
-        amounts = [ln.converted for ln in self.lines if ln.kind == kind]
-        if not amounts or any(a is None for a in amounts):
+    def line(self, *kinds: str) -> Money | None:
+        """Sum of the converted lines of ``kinds`` (None if there is none or one is unknown)."""
+        amounts = [ln.converted for ln in self.lines if ln.kind in kinds]
+        known = [a for a in amounts if a is not None]
+        if not amounts or len(known) < len(amounts):
             return None
-        return sum(amounts[1:], amounts[0])  # type: ignore[arg-type]
+        return sum(known[1:], known[0])
 
 
 class QuoteResult(Model):
@@ -538,7 +540,11 @@ class QuoteEngine:
             from cloudbroker.availability import UNLAUNCHABLE, status_of
 
         def figure(t: InstanceType, p: ComputePrice) -> Availability | None:
-            return live and live.figure(t.provider, p.region, p.zone, t.name, p.market)
+            return (
+                None
+                if live is None
+                else live.figure(t.provider, p.region, p.zone, t.name, p.market)
+            )
 
         def last(t: InstanceType, p: ComputePrice) -> bool:
             return live is not None and status_of(figure(t, p)) in UNLAUNCHABLE
@@ -567,7 +573,7 @@ class QuoteEngine:
         for _, i in keyed:
             t, p = priced[i]
             seen = figure(t, p)
-            key = (t.provider, t.name, p.region, p.market, p.price, p.flags)
+            key: tuple[object, ...] = (t.provider, t.name, p.region, p.market, p.price, p.flags)
             key += (status_of(seen), seen and seen.score) if live else ()
             if key in top:
                 top[key][2].append(p.zone or "")
@@ -635,12 +641,6 @@ def _hours(seconds: Decimal) -> str:
     return format((seconds / SECONDS_PER_HOUR).quantize(Decimal("0.0001")).normalize(), "f")
 
 
-class NoOfferError(CloudBrokerError):
-    """Nothing matched the job's filters (bad input); the message says what is closest."""
-
-    exit_code = 2
-
-
 def _closest(engine: QuoteEngine) -> str:
     """A hint naming the nearest offers when nothing matched all of the job's filters."""
     job = engine.job
@@ -676,7 +676,7 @@ def _closest(engine: QuoteEngine) -> str:
     return "closest: " + "; ".join(hints)
 
 
-def _check_known(job: Job, engine: QuoteEngine, types: dict[str, list[InstanceType]]) -> None:
+def _check_known(job: Job, types: dict[str, list[InstanceType]], name: Spelling = keyword) -> None:
     regions = {t.region for ts in types.values() for t in ts}
     for region in job.regions:
         if region not in regions:
@@ -690,16 +690,12 @@ def _check_known(job: Job, engine: QuoteEngine, types: dict[str, list[InstanceTy
             close = difflib.get_close_matches(origin.region, sorted(own), n=3)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise UsageError(
-                f"--data-from: {origin.provider} has no region {origin.region!r}{hint}"
+                f"{name('data_from')}: {origin.provider} has no region {origin.region!r}{hint}"
             )
 
 
-def quote(pm, job: Job, fx: FxTable, live: Live | None = None) -> QuoteResult:
-    """Ask every provider for its types and prices at once, then rank the job's offers.
-
-    With ``live``, the clouds are then asked whether the matching offers can be launched now
-    (:mod:`cloudbroker.availability`), and the offers are ranked again with the answers.
-    """
+def read_catalogs(pm: PluginManager, job: Job) -> Catalogs:
+    """The catalogs a quote of ``job`` reads: its providers' (or all) and the data's source."""
     wanted = list(job.providers) or pm.providers()
     for name in wanted:
         pm.require(name)
@@ -707,14 +703,29 @@ def quote(pm, job: Job, fx: FxTable, live: Live | None = None) -> QuoteResult:
         pm.require(job.data_from.provider)
         if job.data_from.provider not in wanted:
             wanted.append(job.data_from.provider)
-    types_out = pm.fan_out("list_instance_types", providers=wanted, regions=None)
-    sheets_out = pm.fan_out("price", providers=wanted, regions=None)
-    failures = {f.provider: f.reason for f in types_out.failures + sheets_out.failures}
-    types = {p: ts for p, ts in types_out.results.items() if p not in failures}
-    sheets = {p: s for p, s in sheets_out.results.items() if p not in failures}
+    return pm.catalogs(wanted)
+
+
+def quote(
+    pm: PluginManager,
+    job: Job,
+    fx: FxTable,
+    live: Live | None = None,
+    catalogs: Catalogs | None = None,
+    name: Spelling = keyword,
+) -> QuoteResult:
+    """Ask every provider for its types and prices at once, then rank the job's offers.
+
+    With ``live``, the clouds are then asked whether the matching offers can be launched now
+    (:mod:`cloudbroker.availability`), and the offers are ranked again with the answers.
+    ``catalogs``: :func:`read_catalogs` already read for the job, so that the sections shown
+    with the quote (commitments) and tco ask every provider once.
+    """
+    types, sheets, failures = catalogs or read_catalogs(pm, job)
     if job.data_from and job.data_from.provider in failures:
         raise CloudBrokerError(
-            f"--data-from: {job.data_from.provider} failed: {failures[job.data_from.provider]}"
+            f"{name('data_from')}: {job.data_from.provider} failed: "
+            f"{failures[job.data_from.provider]}"
         )
     siblings: tuple[str, ...] = ()
     # a provider that failed may be the one selling the GPU: "no offer" alone would hide it
@@ -727,7 +738,7 @@ def quote(pm, job: Job, fx: FxTable, live: Live | None = None) -> QuoteResult:
             raise UsageError(f"{exc}{failed}") from None
         siblings = gpus.sibling_notes(job.gpu_models, (t for ts in types.values() for t in ts))
     engine = QuoteEngine(job, sheets, types, fx)
-    _check_known(job, engine, types)
+    _check_known(job, types, name)
     ranked = engine.rank()
     smallest: dict[str, int] = {}
     if not ranked.matched and job.count_is_default and not job.configs:

@@ -30,6 +30,7 @@ from cloudbroker.errors import (
     AuthError,
     CloudBrokerError,
     ConfigError,
+    DeadlineExceeded,
     NotFoundError,
     ProviderUnavailable,
 )
@@ -184,10 +185,6 @@ def parse_line(line: str) -> dict[str, Any]:
             if isinstance(record, dict):
                 return record
     return {"level": "text", "msg": line}
-
-
-class DeadlineExceeded(ProviderUnavailable):
-    """An rclone run did not finish within its time bound and was killed."""
 
 
 def _kill(process: subprocess.Popen[str]) -> None:

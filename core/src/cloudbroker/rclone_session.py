@@ -136,7 +136,7 @@ def resolve_side(pm: PluginManager, role: str, ref: BucketRef, remote_name: str)
     """Ask the bucket's provider (only that one) for the remote; errors name the side."""
     label = f"{role} {bucket_label(ref)}"
     try:
-        remote = pm.call(ref.provider, "sync_storage", bucket=ref)
+        remote = pm.sync_storage(ref.provider, ref)
     except CloudBrokerError as exc:
         raise _renamed(exc, label) from None
     options = {"no_check_bucket": "true", **remote.options}

@@ -106,6 +106,8 @@ def call(
     started = clock()
     for attempt in range(1, attempts + 1):
         begun = clock()
+        error: CloudBrokerError
+        raw: Exception
         try:
             answer = fn()
         except CloudBrokerError as exc:

@@ -30,9 +30,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
-from cloudbroker.catalog import CatalogError, parse_sourced_toml, source_ref
+from cloudbroker.catalog import parse_sourced_toml, source_ref
 from cloudbroker.costs import HOURS_PER_MONTH
+from cloudbroker.errors import CatalogError
 from cloudbroker.models import Market, Source
 from cloudbroker.money import FxTable, Money
 from cloudbroker.provider_data import read_data_file
@@ -125,7 +127,12 @@ def plan(
     ``interval`` runs a plan made for another rate at this one (both ends of a band share the
     interval chosen for the high end).
     """
-    base = {"work": work, "mtbf": mtbf, "restart": restart, "checkpoint": checkpoint}
+    base: dict[str, Any] = {
+        "work": work,
+        "mtbf": mtbf,
+        "restart": restart,
+        "checkpoint": checkpoint,
+    }
     if checkpoint is None:
         expected = without_checkpoints(work, restart, mtbf)
         return SpotPlan(

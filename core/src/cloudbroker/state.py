@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from cloudbroker.errors import CloudBrokerError, UsageError, quoted
+from cloudbroker.errors import (
+    Conflict,
+    LeaseLost,
+    StateError,
+    UsageError,
+    quoted,
+)
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema
@@ -93,18 +99,6 @@ PROBLEMS = {
 LAUNCHABLE = ("starting", "failing-over")  # a launch is recorded only in these
 
 
-class StateError(CloudBrokerError):
-    """The state file cannot be used: missing, corrupt, read-only, full, deleted."""
-
-
-class Conflict(CloudBrokerError):
-    """A write refused because the placement moved on (down requested, failover finished)."""
-
-
-class LeaseLost(Conflict):
-    """Another process took over the placement's lease: this one must not act on it."""
-
-
 def default_path() -> Path:
     if os.environ.get("CLOUDBROKER_STATE"):
         return Path(os.environ["CLOUDBROKER_STATE"]).expanduser()
@@ -144,8 +138,13 @@ class Store:
     """
 
     def __init__(
-        self, path: Path | str | None = None, *, create: bool = True, read_only: bool = False
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        read_only: bool = False,
     ) -> None:
+        path = None if path is None else os.fspath(path)
         if path is not None and not str(path).strip():
             raise UsageError("empty state file path; give a file name or leave it out")
         if path is not None and "\x00" in str(path):

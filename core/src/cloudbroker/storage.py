@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from cloudbroker import rclone
 from cloudbroker.costs import TransferKind, egress_cost, route
-from cloudbroker.errors import CloudBrokerError, UsageError
+from cloudbroker.errors import DeleteRefused, UsageError, VerificationError
 from cloudbroker.listing import Comparison, Listing, compare, named, shown
 from cloudbroker.models import BucketRef, PriceSheet, RegionTerms, Route
 from cloudbroker.money import DecimalStr, Money
@@ -111,21 +111,6 @@ class SyncResult(BaseModel):
     changes: tuple[Change, ...] = ()
 
 
-class VerificationError(CloudBrokerError):
-    """The destination does not hold what the source does, or rclone logged an error;
-    ``result`` lists the differences and errors."""
-
-    def __init__(self, result: SyncResult, comparison: Comparison | None = None) -> None:
-        parts = [comparison.summary()] if comparison is not None and comparison.differences else []
-        if result.errors:
-            first = rclone.summarize(result.errors[0])
-            parts.append(f"rclone logged {len(result.errors)} error(s) (first: {first})")
-        super().__init__(
-            f"sync {result.source} -> {result.destination} not verified: " + "; ".join(parts)
-        )
-        self.result = result
-
-
 @dataclass(frozen=True)
 class DeletePlan:
     """What a mirror would delete at ``destination`` (of its ``destination_objects``),
@@ -142,14 +127,6 @@ class DeletePlan:
         objects, or more than :data:`DELETE_SHARE` of the destination."""
         count = len(self.deletes)
         return count > DELETE_LIMIT or count > DELETE_SHARE * self.destination_objects
-
-
-class DeleteRefused(UsageError):
-    """A mirror was stopped before it deleted anything; ``plan`` says what it would delete."""
-
-    def __init__(self, message: str, plan: DeletePlan) -> None:
-        super().__init__(message)
-        self.plan = plan
 
 
 def delete_plan(
@@ -215,7 +192,7 @@ def price_sheet(pm: PluginManager, side: Side) -> PriceSheet | str:
     on a cloud's price API (or fail because it is down).
     """
     regions = [side.region] if side.region else None
-    answer = pm.fan_out("price", providers=[side.ref.provider], regions=regions, offline=True)
+    answer = pm.price(regions, providers=[side.ref.provider], offline=True)
     sheet = answer.results.get(side.ref.provider)
     if sheet is None:
         reason = answer.failures[0].reason if answer.failures else "no price hook"
@@ -368,8 +345,17 @@ def sync(
         changes=tuple(c.model_copy(update={"path": shown(c.path)}) for c in log.changes),
     )
     if differences or errors:
-        raise VerificationError(result, comparison)
+        raise VerificationError(_not_verified(result, comparison), result)
     return result
+
+
+def _not_verified(result: SyncResult, comparison: Comparison | None) -> str:
+    """Why a sync is not verified, in one line: the differences, then rclone's errors."""
+    parts = [comparison.summary()] if comparison is not None and comparison.differences else []
+    if result.errors:
+        first = rclone.summarize(result.errors[0])
+        parts.append(f"rclone logged {len(result.errors)} error(s) (first: {first})")
+    return f"sync {result.source} -> {result.destination} not verified: " + "; ".join(parts)
 
 
 class RcloneReplicator:

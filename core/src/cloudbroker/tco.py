@@ -20,9 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from cloudbroker.errors import UsageError
-from cloudbroker.money import Money
+from cloudbroker import commitments
+from cloudbroker.errors import NoOfferError, Spelling, UsageError, keyword
+from cloudbroker.models import Market
+from cloudbroker.money import FxTable, Money
+from cloudbroker.quote import Job, quote, read_catalogs
+
+if TYPE_CHECKING:
+    from cloudbroker.plugins import PluginManager
 
 HOURS_PER_YEAR = Decimal(8760)
 
@@ -167,23 +174,23 @@ class OnPrem:
 
     def __post_init__(self) -> None:
         for what, value in (
-            ("--years", self.years),
-            ("--server-price", self.server_price.amount if self.server_price else 0),
-            ("--power-kw", self.power_kw or 0),
-            ("--pue", self.pue),
-            ("--electricity", self.electricity_per_kwh.amount),
-            ("--colo-per-kw-month", self.colo_per_kw_month.amount),
+            ("years", self.years),
+            ("server_price", self.server_price.amount if self.server_price else 0),
+            ("power_kw", self.power_kw or 0),
+            ("pue", self.pue),
+            ("electricity_per_kwh", self.electricity_per_kwh.amount),
+            ("colo_per_kw_month", self.colo_per_kw_month.amount),
         ):
             if not Decimal(value).is_finite():  # inf would overflow the money arithmetic
                 raise UsageError(f"{what} must be a finite number, got {value}")
             if value < 0:
                 raise UsageError(f"{what} must be >= 0, got {value}")
         if self.years <= 0:
-            raise UsageError(f"--years must be > 0, got {self.years}")
+            raise UsageError(f"years must be > 0, got {self.years}")
         if self.gpus < 1:
-            raise UsageError(f"--count must be at least 1, got {self.gpus}")
+            raise UsageError(f"gpus must be at least 1, got {self.gpus}")
         if self.pue < 1:
-            raise UsageError(f"--pue must be >= 1 (facility power / IT power), got {self.pue}")
+            raise UsageError(f"pue must be >= 1 (facility power / IT power), got {self.pue}")
 
 
 @dataclass(frozen=True)
@@ -215,9 +222,9 @@ def onprem_cost(p: OnPrem) -> OnPremCost:
     return OnPremCost(capex, energy, colocation)
 
 
-def check_utilization(utilization: Decimal) -> Decimal:
+def check_utilization(utilization: Decimal, name: Spelling = keyword) -> Decimal:
     if not 0 < utilization <= 1:
-        raise UsageError(f"--utilization must be in (0, 1], got {utilization}")
+        raise UsageError(f"{name('utilization')} must be in (0, 1], got {utilization}")
     return utilization
 
 
@@ -265,6 +272,9 @@ def compare(
     check_utilization(utilization)
     rows = []
     for option in options:
+        per_hour: Money | None
+        per_year: Money | None
+        even: Decimal | None
         if option.per_gpu_hour is not None:
             per_hour = option.per_gpu_hour
             per_year = option.per_gpu_hour * (HOURS_PER_YEAR * gpus * utilization)
@@ -287,3 +297,61 @@ def compare(
         )
     )
     return rows
+
+
+@dataclass(frozen=True)
+class CloudOptions:
+    """The cloud's side of a TCO: its options, and the providers whose catalog failed."""
+
+    options: list[Option]
+    failures: dict[str, str]  # provider -> one-line reason
+
+
+def cloud_options(
+    pm: PluginManager, job: Job, fx: FxTable, utilization: Decimal, years: Decimal
+) -> CloudOptions:
+    """The cheapest offer of each provider and market, and each published commitment.
+
+    The catalogs are read once, for the quote and the commitments alike.
+    """
+    catalogs = read_catalogs(pm, job)
+    found: list[Option] = []
+    try:
+        result = quote(pm, job, fx, catalogs=catalogs)
+    except NoOfferError:
+        return CloudOptions(found, dict(catalogs.failures))
+    seen = set()
+    for q in result.quotes:
+        if (q.provider, q.market) in seen or q.per_gpu_hour is None:
+            continue
+        seen.add((q.provider, q.market))
+        spot = q.market is Market.SPOT
+        notes: tuple[str, ...] = (
+            ("interruptions not priced: the spot quote prices them",) if spot else ()
+        )
+        found.append(
+            Option(
+                f"{q.provider} {q.market.value} {q.instance_type} {q.region}",
+                q.provider,
+                q.market.value,
+                per_gpu_hour=q.per_gpu_hour,
+                notes=notes + q.flags,
+            )
+        )
+    report = commitments.report(pm, job, fx, utilization, catalogs)
+    for offer in report.offers:
+        notes = offer.flags
+        if offer.term_months > years * 12:
+            notes += (f"the {offer.term_months}-month term outlasts the horizon: still owed",)
+        months = offer.term_months
+        term = f"{months // 12} yr" if months % 12 == 0 else f"{months} mo"
+        found.append(
+            Option(
+                f"{offer.provider} {offer.kind} {term} {offer.instance_type} {offer.region}",
+                offer.provider,
+                f"{offer.kind} {term}",
+                fixed_per_year=offer.hourly * HOURS_PER_YEAR,
+                notes=notes,
+            )
+        )
+    return CloudOptions(found, dict(result.failures))

@@ -57,7 +57,7 @@ def test_a_wrong_secret_is_an_auth_error_without_the_secret(cloudbroker_plugins,
     manager = example_manager(cloudbroker_plugins, emulator, secret_key="not-the-secret")
     ref = InstanceRef(provider="example", region="ex-north-1", instance_id="exi-00000001")
     with pytest.raises(AuthError, match="SignatureMismatch") as info:
-        manager.call("example", "instance_status", instance=ref)
+        manager.instance_status("example", ref)
     assert "not-the-secret" not in str(info.value)
 
 
@@ -71,8 +71,8 @@ def test_a_spot_reclaim_is_reported(cloudbroker_plugins, emulator):
         key=idempotency_key("reclaim-test"),
         market=Market.SPOT,
     )
-    instance = manager.call("example", "launch", request=request)
+    instance = manager.launch("example", request)
     emulator.reclaim(instance.instance_id)
-    seen = manager.call("example", "instance_status", instance=instance.ref)
+    seen = manager.instance_status("example", instance.ref)
     assert seen.market == Market.SPOT
     assert seen.reclaim and "reclaim" in seen.reclaim

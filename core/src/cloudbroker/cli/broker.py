@@ -110,7 +110,7 @@ def place(
         name=option_name,
     )
     # Planned before the state file is opened: a plan that fails leaves no file behind.
-    placement_id, spec = _broker(lambda: Store(state, create=True)).place(request)
+    placement_id, spec = _broker(lambda: Store(state, create=True)).place(request, option_name)
     if json_output:
         print_json({"id": placement_id, **spec})
         return

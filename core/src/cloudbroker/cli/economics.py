@@ -10,14 +10,19 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from cloudbroker import commitments, spot_risk, tco
+from cloudbroker.cli import option_name
 from cloudbroker.cli.output import console, field
 from cloudbroker.cli.table import Column, FitTable, show
 from cloudbroker.models import Market
 from cloudbroker.money import FxTable, Money
 from cloudbroker.quote import Job, Quote, QuoteResult
 from cloudbroker.spot_risk import SpotCost, SpotPlan, SpotSettings
+
+if TYPE_CHECKING:
+    from cloudbroker.plugins import Catalogs, PluginManager
 
 #: Marks a rate that is the source's average over other instance types, not this one's.
 GENERIC = "◇"
@@ -42,7 +47,7 @@ class CommitmentSettings:
 
 
 def commitment_settings(utilization: Decimal, every_term: bool = False) -> CommitmentSettings:
-    return CommitmentSettings(tco.check_utilization(utilization), every_term)
+    return CommitmentSettings(tco.check_utilization(utilization, option_name), every_term)
 
 
 def _wanted(job: Job, c: CommitmentSettings) -> bool:
@@ -242,7 +247,13 @@ def _hidden_note(hidden: tuple[commitments.CommitmentOffer, ...], job: Job, use:
 
 
 def print_sections(
-    pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, c: CommitmentSettings
+    pm: PluginManager,
+    job: Job,
+    result: QuoteResult,
+    fx: FxTable,
+    s: SpotSettings,
+    c: CommitmentSettings,
+    catalogs: Catalogs | None = None,
 ) -> None:
     """Spot risk for the ranked spot offers; the commitments this job spans, or all asked for."""
     rows = spot_risk.spot_costs(pm, job, result, fx, s)
@@ -252,7 +263,7 @@ def print_sections(
             console.print(note, markup=False)
     if not _wanted(job, c):
         return
-    report = commitments.report(pm, job, fx, c.utilization)
+    report = commitments.report(pm, job, fx, c.utilization, catalogs)
     shown, hidden = report.for_job(job.hours, c.every_term)
     if shown:
         show(console, _commitment_table(shown, job, c.utilization))
@@ -340,7 +351,13 @@ def explain(pm, q: Quote, job: Job, result: QuoteResult, fx: FxTable, s: SpotSet
 
 
 def as_json(
-    pm, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings, c: CommitmentSettings
+    pm: PluginManager,
+    job: Job,
+    result: QuoteResult,
+    fx: FxTable,
+    s: SpotSettings,
+    c: CommitmentSettings,
+    catalogs: Catalogs | None = None,
 ) -> dict:
     """The sections as JSON-ready data (amounts as strings, hours as numbers)."""
 
@@ -381,7 +398,7 @@ def as_json(
         ]
     }
     if _wanted(job, c):
-        report = commitments.report(pm, job, fx, c.utilization)
+        report = commitments.report(pm, job, fx, c.utilization, catalogs)
         shown, hidden = report.for_job(job.hours, c.every_term)
         data["commitments"] = {
             "utilization": format(c.utilization, "f"),

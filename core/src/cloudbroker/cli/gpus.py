@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from cloudbroker import gpus, plugins
-from cloudbroker.cli import app, options
+from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.output import console, field, print_json
 from cloudbroker.cli.table import Column, FitTable, amount, show
 from cloudbroker.gpus import Listing, Offering, Price
@@ -280,7 +280,7 @@ def gpus_command(
 ) -> None:
     """List every GPU model with its aliases, who sells it and the cheapest per GPU-hour."""
     currency = parse_currency(currency, "--currency")
-    table = FxTable()
+    table = FxTable(name=option_name)
     today = date.today()
     for rate in fx or ():
         table.add(rate)

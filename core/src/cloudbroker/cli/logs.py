@@ -102,10 +102,10 @@ class _Once(logging.Filter):
         return True
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler):
     """Writes to the ``sys.stderr`` of the moment, so in-process runs capture it too."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self):
         return sys.stderr
 

@@ -26,11 +26,17 @@ import typer
 from cloudbroker import limits
 from cloudbroker.config import read_text
 from cloudbroker.errors import UsageError, quoted
-from cloudbroker.money import FxRate, parse_fx
+from cloudbroker.money import CURRENCIES, PIVOT, FxRate, parse_currency, parse_decimal
 
 #: ASCII digits only: ``\d`` alone also matches ``٣`` or ``３``, which no one means as a time.
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)?", re.ASCII)
-_SECONDS = {"ms": Decimal("0.001"), "s": 1, "m": 60, "h": 3600, None: 1}
+_SECONDS: dict[str | None, Decimal | int] = {
+    "ms": Decimal("0.001"),
+    "s": 1,
+    "m": 60,
+    "h": 3600,
+    None: 1,
+}
 
 
 class Kind:
@@ -126,6 +132,23 @@ class Text(Kind):
                 f"{option} must be at most {self.chars} characters, got {quoted(value)}"
             )
         return value
+
+
+def parse_fx(text: str, today: date) -> FxRate:
+    """Parse ``--fx CNY=7.10`` (units of CNY per USD) into a rate dated ``today``."""
+    currency, sep, value = text.partition("=")
+    others = ", ".join(c for c in CURRENCIES if c != PIVOT)
+    try:
+        currency = parse_currency(currency, "--fx currency") if sep else ""
+    except UsageError:
+        currency = ""
+    if not currency or currency == PIVOT:
+        raise UsageError(
+            f"malformed --fx {text!r}; expected CURRENCY=RATE per {PIVOT}, e.g. --fx CNY=7.10 "
+            f"(currencies: {others}; RMB is CNY)"
+        )
+    amount = parse_decimal(value, "--fx rate", positive=True)
+    return FxRate(base=PIVOT, quote=currency, rate=amount, as_of=today, source="--fx (user)")
 
 
 @dataclass(frozen=True)

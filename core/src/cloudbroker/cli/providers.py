@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 from rich.padding import Padding
 from rich.text import Text
@@ -29,9 +31,9 @@ def providers_command(
 ) -> None:
     """List provider plugins: version, hooks, credentials and catalog date."""
     manager = plugins.load()
-    infos = manager.fan_out("provider_info", timeout=10)
+    infos = manager.provider_info(timeout=10)
     failures = {f.provider: f.reason for f in infos.failures}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, record in sorted(manager.records.items()):
         info = infos.results.get(name)
         status = (

@@ -18,7 +18,7 @@ from cloudbroker.errors import UsageError
 from cloudbroker.gpus import describe as describe_gpus
 from cloudbroker.models import Market, cautions
 from cloudbroker.money import FxRate, Money
-from cloudbroker.quote import LiveReport, Quote, QuoteResult, Ranking, quote
+from cloudbroker.quote import LiveReport, Quote, QuoteResult, Ranking, quote, read_catalogs
 
 if TYPE_CHECKING:
     from cloudbroker.availability import Live
@@ -71,13 +71,11 @@ def _hours(value: Decimal) -> str:
 
 
 def _sum(q: Quote, *kinds: str) -> str:
-    """The converted lines of these kinds: "-" when there are none, "unknown" if one is."""
-    lines = [ln.converted for ln in q.lines if ln.kind in kinds]
-    if not lines:
+    """These kinds' lines summed (Quote.line): "-" when there are none, "unknown" if one is."""
+    if not any(ln.kind in kinds for ln in q.lines):
         return "-"
-    if any(money is None for money in lines):
-        return "unknown"
-    return amount(sum((money.amount for money in lines if money), Decimal(0)))
+    total = q.line(*kinds)
+    return "unknown" if total is None else amount(total.amount)
 
 
 def _markers(q: Quote) -> str:
@@ -183,7 +181,7 @@ def _print_table(result: QuoteResult, *, wide: bool, keys: list[str] | None) -> 
 
 
 def _footer(result: QuoteResult) -> list[str | Text]:
-    notes = [
+    notes: list[str | Text] = [
         "catalogs: " + ", ".join(f"{p} {d.isoformat()}" for p, d in sorted(result.catalogs.items()))
     ]
     for rate in result.fx:
@@ -470,12 +468,15 @@ def quote_command(
     risk = economics.spot_settings(interruptions, restart_minutes, checkpoint_minutes)
     use = economics.commitment_settings(utilization, show_commitments)
     pm = plugins.load()
-    result = quote(pm, job, table, _live(live, max_age, available_only))
+    catalogs = read_catalogs(pm, job)  # read once: the quote and its sections
+    live_read = _live(live, max_age, available_only)
+    result = quote(pm, job, table, live_read, catalogs, name=option_name)
     if result.smallest_sold:  # what was quoted instead of 1 GPU: the "rent how?" sections too
         job = replace(job, configs=frozenset(result.smallest_sold.items()))
     if json_output:
         print_json(
-            result.model_dump(mode="json") | economics.as_json(pm, job, result, table, risk, use)
+            result.model_dump(mode="json")
+            | economics.as_json(pm, job, result, table, risk, use, catalogs)
         )
         return
     if explain is not None:
@@ -487,7 +488,7 @@ def quote_command(
     _print_table(
         result, wide=wide, keys=[k.strip() for k in columns.split(",")] if columns else None
     )
-    economics.print_sections(pm, job, result, table, risk, use)
+    economics.print_sections(pm, job, result, table, risk, use, catalogs)
     shown = {(q.gpu.model, q.gpu.count) for q in result.quotes}
     for (gpu_model, n), how in sorted(sized.items()):
         if (gpu_model, n) in shown:

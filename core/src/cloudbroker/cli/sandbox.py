@@ -173,12 +173,16 @@ def logs(
     placement = store.require_placement(placement_id)
     primary = placement["primary_side"]
     wanted = primary if side == "primary" else ("b" if primary == "a" else "a")
-    rows = [r for r in store.instances(placement_id) if r.side == wanted and r.instance_id]
+    rows = [
+        (r, r.instance_id)
+        for r in store.instances(placement_id)
+        if r.side == wanted and r.instance_id
+    ]
     if not rows:
         raise UsageError(f"{placement_id} has launched no instance on its {side} side")
     where = sandbox_dir()
-    for row in rows:
-        path = log_path(where, row.provider, row.instance_id)
+    for row, instance_id in rows:
+        path = log_path(where, row.provider, instance_id)
         if not path.exists():
             raise UsageError(
                 f"no log of {row.provider} {row.instance_id} in {where}: job output is kept "

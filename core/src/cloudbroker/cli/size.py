@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cloudbroker import api, sizing
-from cloudbroker.cli import app, options
+from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.table import Column, FitTable, show
 
@@ -107,7 +107,7 @@ def size_command(
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Estimate GPU memory per GPU (weights, gradients, optimizer, activations, KV cache)."""
-    result = api.size(
+    work, share = api.prepare_size(
         model,
         params=params,
         layers=layers,
@@ -127,7 +127,9 @@ def size_command(
         context=context,
         concurrency=concurrency,
         headroom=options.PERCENT.parse(headroom.strip().removesuffix("%"), "--headroom"),
+        name=option_name,
     )
+    result = sizing.report(work, share)
     if json_output:
         print_json(_as_json(result))
         return

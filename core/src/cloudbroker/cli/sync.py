@@ -11,18 +11,10 @@ from rich.console import Console
 from cloudbroker import plugins
 from cloudbroker.cli import app, options
 from cloudbroker.cli.output import console, err_console, print_json
-from cloudbroker.errors import UsageError
+from cloudbroker.errors import DeleteRefused, UsageError, VerificationError
 from cloudbroker.listing import human_bytes
 from cloudbroker.models import parse_bucket
-from cloudbroker.storage import (
-    Change,
-    DeletePlan,
-    DeleteRefused,
-    SyncProgress,
-    SyncResult,
-    VerificationError,
-    sync,
-)
+from cloudbroker.storage import Change, DeletePlan, SyncProgress, SyncResult, sync
 
 #: Objects (or differences) listed before the rest is summed up in one line.
 LISTED = 20

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
+from typing import Any
 
 import typer
 from rich import box
@@ -13,14 +14,14 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from cloudbroker import commitments, plugins, tco
-from cloudbroker.cli import app, options
+from cloudbroker import plugins, tco
+from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.table import GAP, Column, FitTable, show
 from cloudbroker.errors import UsageError
 from cloudbroker.models import Market
 from cloudbroker.money import CURRENCIES, FxRate, FxTable, Money, parse_currency
-from cloudbroker.quote import Job, NoOfferError, quote
+from cloudbroker.quote import Job
 
 BAR_WIDTH = 40
 
@@ -39,7 +40,7 @@ def parse_amount(text: str, what: str, currency: str, kind: options.Number) -> M
 class Given:
     """One on-prem input as the user gave it or as sourced, for the inputs table and JSON."""
 
-    value: Money | Decimal | None
+    value: Money | Decimal | int | None
     source: str
     as_of: date | None = None
 
@@ -69,13 +70,14 @@ def _onprem(
 
     def pick(key: str, option: str, default: tco.Figure, money: bool):
         raw, kind = args[key], options.ONPREM[key]
+        value: Money | Decimal | int | None
         if raw is not None:
             value = parse_amount(raw, option, currency, kind) if money else kind.parse(raw, option)
             given[key] = Given(value, f"{option} (user)")
         else:
             value = default.money() if money else default.value
             given[key] = Given(value, default.source, default.as_of)
-        return fx.convert(value, currency) if money and value is not None else value
+        return fx.convert(value, currency) if isinstance(value, Money) else value
 
     onprem = tco.OnPrem(
         server_price=pick("server_price", "--server-price", server.price if server else none, True),
@@ -88,48 +90,6 @@ def _onprem(
     )
     name = server.name if server and args["server_price"] is None else None
     return onprem, given, name
-
-
-def _cloud(pm, job: Job, fx: FxTable, utilization: Decimal, years: Decimal) -> list[tco.Option]:
-    """The cheapest offer of each provider and market, and each published commitment."""
-    found = []
-    try:
-        result = quote(pm, job, fx)
-    except NoOfferError:
-        return found
-    seen = set()
-    for q in result.quotes:
-        if (q.provider, q.market) in seen or q.per_gpu_hour is None:
-            continue
-        seen.add((q.provider, q.market))
-        spot = q.market is Market.SPOT
-        notes = ("interruptions not priced: see `quote --market spot`",) if spot else ()
-        found.append(
-            tco.Option(
-                f"{q.provider} {q.market.value} {q.instance_type} {q.region}",
-                q.provider,
-                q.market.value,
-                per_gpu_hour=q.per_gpu_hour,
-                notes=notes + q.flags,
-            )
-        )
-    report = commitments.report(pm, job, fx, utilization)
-    for offer in report.offers:
-        notes = offer.flags
-        if offer.term_months > years * 12:
-            notes += (f"the {offer.term_months}-month term outlasts the horizon: still owed",)
-        months = offer.term_months
-        term = f"{months // 12} yr" if months % 12 == 0 else f"{months} mo"
-        found.append(
-            tco.Option(
-                f"{offer.provider} {offer.kind} {term} {offer.instance_type} {offer.region}",
-                offer.provider,
-                f"{offer.kind} {term}",
-                fixed_per_year=offer.hourly * tco.HOURS_PER_YEAR,
-                notes=notes,
-            )
-        )
-    return found
 
 
 def _pct(value: Decimal | None) -> str:
@@ -200,8 +160,8 @@ def _print_chart(rows: list[tco.Row], currency: str, utilization: Decimal) -> No
         top = max(values, default=Decimal(0))
         for cell, row in zip(cells, rows, strict=True):
             value = row.per_useful_gpu_hour
-            bar = "" if value is None or not top else round(room * value.amount / top)
-            cell["bar"] = "█" * max(1, bar) if bar != "" else ""
+            bar = None if value is None or not top else round(room * value.amount / top)
+            cell["bar"] = "" if bar is None else "█" * max(1, bar)
         shown = [*shown, BAR]
     show(console, table(shown), keys=[c.key for c in shown])
     hidden = [c.header.replace("\n", " ") for c in CHART if c not in shown]
@@ -332,7 +292,7 @@ def tco_command(
     """
     currency = parse_currency(currency, "--currency")
     use = utilization
-    args = {
+    args: dict[str, Any] = {
         "count": count,
         "years": years,
         "utilization": use,
@@ -342,7 +302,7 @@ def tco_command(
         "electricity": electricity,
         "colo": colo,
     }
-    table = FxTable()
+    table = FxTable(name=option_name)
     for rate in fx or ():
         table.add(rate)
     model = tco.resolve_model(gpu)
@@ -357,14 +317,15 @@ def tco_command(
         currency=currency,
         top=10_000,
     )
-    cloud = _cloud(pm, job, table, use, args["years"])
+    cloud = tco.cloud_options(pm, job, table, use, args["years"])
     cost = tco.onprem_cost(onprem)
     label = f"on-prem: {server or f'your {count}x {model} server'}"
     own = tco.Option(label, None, "on-prem", fixed_per_year=cost.per_year)
-    rows = tco.compare([own, *cloud], cost.per_year, count, use)
+    rows = tco.compare([own, *cloud.options], cost.per_year, count, use)
     rates = table.used(set(CURRENCIES), currency)
     if json_output:
-        print_json(_json(model, args, currency, server, given, cost, onprem, rows, rates))
+        data = _json(model, args, currency, server, given, cost, onprem, rows, rates)
+        print_json(data | {"failures": cloud.failures})
         return
     _print_inputs(given, args)
     _print_onprem(label, cost, onprem, use)
@@ -384,6 +345,8 @@ def tco_command(
             f"{rate.as_of.isoformat()})",
             markup=False,
         )
+    for name, reason in sorted(cloud.failures.items()):
+        console.print(Text(f"failed: {name}: {reason}", style="red"))
 
 
 def _indented(text: str) -> None:

@@ -11,8 +11,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from cloudbroker.errors import UsageError
-from cloudbroker.sandbox.supervisor import SandboxError
+from cloudbroker.errors import SandboxError, UsageError
 
 
 def cloud(info: dict[str, Any], provider: str) -> dict[str, Any]:

@@ -192,7 +192,8 @@ def _handler(server: MetadataServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             token = server.service.token
-            self._send(*server.get(self.path, token and self.headers.get(token.header)))
+            said = None if token is None else self.headers.get(token.header)
+            self._send(*server.get(self.path, said))
 
         def _send(self, status: int, body: str) -> None:
             data = body.encode()

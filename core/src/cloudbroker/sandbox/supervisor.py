@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cloudbroker.errors import CloudBrokerError, UsageError
+from cloudbroker.errors import SandboxError, UsageError
 from cloudbroker.sandbox.env import FILES, FOLDERS, MARKER, info_path, read_info, write_info
 from cloudbroker.sandbox.processes import PidBook, alive, end_all, start_time, wait_gone
 
@@ -37,10 +37,6 @@ START_TIMEOUT = 90.0  # seconds for every store and emulator to come up
 STOP_TIMEOUT = 30.0
 #: Used when a catalog states no spot notice: the shortest any built-in cloud gives.
 FALLBACK_NOTICE_SECONDS = 120
-
-
-class SandboxError(CloudBrokerError):
-    """The sandbox could not be started or stopped cleanly."""
 
 
 # -- the supervisor process ------------------------------------------------------------------

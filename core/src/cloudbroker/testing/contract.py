@@ -12,17 +12,18 @@ fixture, ``provider_under_test``, returning a :class:`ProviderUnderTest`::
             return ProviderUnderTest(cloudbroker_plugins(load_entrypoints=True), "mycloud")
 
 Offline checks (``provider_info``, ``list_instance_types``, ``price``, the import of the
-plugin's module) always run. The routed hooks run only when the provider implements them,
-and launch/status/terminate only when ``ProviderUnderTest.live`` names a local endpoint (an
-emulator) to launch on; otherwise each is skipped with the reason. Once ``live`` is given, a
-missing hook of :data:`LIVE_HOOKS` fails instead: the author meant to implement it. Every call
-goes through :class:`cloudbroker.plugins.PluginManager`, exactly as the CLI calls it, so a
-result that does not validate or an untranslated SDK exception fails here as it would fail
-for a user.
+plugin's module, the data files of :mod:`cloudbroker.provider_data`) always run. The routed
+hooks run only when the provider implements them, and launch/status/terminate only when
+``ProviderUnderTest.live`` names a local endpoint (an emulator) to launch on; otherwise each
+is skipped with the reason. Once ``live`` is given, a missing hook of :data:`LIVE_HOOKS` fails
+instead: the author meant to implement it. Every call goes through the typed methods of
+:class:`cloudbroker.plugins.PluginManager`, as the CLI calls them, so a result that does not
+validate or an untranslated SDK exception fails here as it would fail for a user.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import subprocess
@@ -39,6 +40,7 @@ from typing import Any, ClassVar, TypeVar
 
 import pytest
 
+from cloudbroker import commitments, spot_risk
 from cloudbroker.config import secret_name
 from cloudbroker.errors import AuthError, CapacityError, ConfigError, NotFoundError
 from cloudbroker.launching import KEY_TAG, MANAGED_TAG, idempotency_key, launch_request
@@ -57,6 +59,7 @@ from cloudbroker.models import (
 )
 from cloudbroker.money import CURRENCIES
 from cloudbroker.plugins import ENTRY_POINT_GROUP, PluginManager
+from cloudbroker.provider_data import DATA_FILES, data_dir, data_package
 from cloudbroker.rclone import find_rclone
 from cloudbroker.testing.emulator import Emulator
 
@@ -213,15 +216,15 @@ class ProviderContract:
 
     @pytest.fixture
     def cb_info(self, cb_provider: ProviderUnderTest) -> ProviderInfo:
-        return cb_provider.manager.call(cb_provider.name, "provider_info")
+        return cb_provider.manager.provider_info(providers=[cb_provider.name]).one()
 
     @pytest.fixture
     def cb_types(self, cb_provider: ProviderUnderTest) -> list[InstanceType]:
-        return cb_provider.manager.call(cb_provider.name, "list_instance_types", regions=None)
+        return cb_provider.manager.list_instance_types(None, providers=[cb_provider.name]).one()
 
     @pytest.fixture
     def cb_sheet(self, cb_provider: ProviderUnderTest) -> PriceSheet:
-        return cb_provider.manager.call(cb_provider.name, "price", regions=None)
+        return cb_provider.manager.price(None, providers=[cb_provider.name]).one()
 
     @pytest.fixture
     def cb_live(self, request: pytest.FixtureRequest, cb_provider: ProviderUnderTest) -> LiveTarget:
@@ -269,7 +272,7 @@ class ProviderContract:
         self, cb_provider: ProviderUnderTest, cb_types: list[InstanceType]
     ):
         region = cb_types[0].region
-        some = cb_provider.manager.call(cb_provider.name, "list_instance_types", regions=[region])
+        some = cb_provider.manager.list_instance_types([region], providers=[cb_provider.name]).one()
         assert some, f"no instance type in {region!r}, which list_instance_types named"
         assert {t.region for t in some} == {region}
 
@@ -313,8 +316,36 @@ class ProviderContract:
 
     def test_price_filter_by_region(self, cb_provider: ProviderUnderTest, cb_sheet: PriceSheet):
         region = cb_sheet.compute[0].region
-        some = cb_provider.manager.call(cb_provider.name, "price", regions=[region])
+        some = cb_provider.manager.price([region], providers=[cb_provider.name]).one()
         assert some.compute and {p.region for p in some.compute} == {region}
+
+    # -- data files ------------------------------------------------------------------------
+
+    def test_data_files_are_named_and_parse_as_the_core_reads_them(
+        self, cb_provider: ProviderUnderTest
+    ):
+        """The data-file convention (:mod:`cloudbroker.provider_data`): a file under a name
+        the core does not read would be skipped without a word, so a close name fails."""
+        plugin = cb_provider.manager.plugin(cb_provider.name)
+        folder = data_dir(cb_provider.manager, cb_provider.name)
+        if folder is None or not folder.is_dir():
+            pytest.skip(
+                f"provider {cb_provider.name} ships no data folder "
+                f"({data_package(plugin) or 'no data package'}/data)"
+            )
+        names = sorted(entry.name for entry in folder.iterdir() if entry.is_file())
+        for name in names:
+            close = difflib.get_close_matches(name, list(DATA_FILES), n=1, cutoff=0.75)
+            assert name in DATA_FILES or not close, (
+                f"data/{name} is not a file cloudbroker reads: did you mean {close[0]}?"
+            )
+        parsers = {
+            commitments.FILE: commitments.parse_commitments,
+            spot_risk.FILE: spot_risk.parse_interruptions,
+        }
+        for name, parse in parsers.items():
+            if name in names:
+                parse(cb_provider.name, (folder / name).read_text(encoding="utf-8"))
 
     # -- import hygiene --------------------------------------------------------------------
 
@@ -352,7 +383,7 @@ class ProviderContract:
             provider=cb_provider.name, bucket="cloudbroker-contract", path="ckpt", region=region
         )
         try:
-            remote = cb_provider.manager.call(cb_provider.name, "sync_storage", bucket=bucket)
+            remote = cb_provider.manager.sync_storage(cb_provider.name, bucket)
         except AuthError as exc:
             pytest.skip(
                 f"provider {cb_provider.name}: sync_storage needs credentials; put (fake) "
@@ -372,10 +403,10 @@ class ProviderContract:
             instance_type=cb_live.instance_type,
             key=key,
         )
-        return cb_provider.manager.call(cb_provider.name, "launch", request=request)
+        return cb_provider.manager.launch(cb_provider.name, request)
 
     def _status(self, cb_provider: ProviderUnderTest, ref: InstanceRef) -> Instance:
-        return cb_provider.manager.call(cb_provider.name, "instance_status", instance=ref)
+        return cb_provider.manager.instance_status(cb_provider.name, ref)
 
     def _wait_for(
         self,
@@ -393,7 +424,7 @@ class ProviderContract:
 
     def _cleanup(self, cb_provider: ProviderUnderTest, instance: Instance) -> None:
         if cb_provider.manager.implements(cb_provider.name, "terminate"):
-            cb_provider.manager.call(cb_provider.name, "terminate", instance=instance.ref)
+            cb_provider.manager.terminate(cb_provider.name, instance.ref)
 
     @pytest.fixture
     def cb_launched(
@@ -417,11 +448,11 @@ class ProviderContract:
         running = self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.RUNNING})
         assert running.instance_id == instance.instance_id
         assert running.state == InstanceState.RUNNING, f"still {running.state} after launch"
-        gone = cb_provider.manager.call(cb_provider.name, "terminate", instance=instance.ref)
+        gone = cb_provider.manager.terminate(cb_provider.name, instance.ref)
         assert gone.instance_id == instance.instance_id and gone.state in _GONE
         after = self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.TERMINATED})
         assert after.state in _GONE, f"{after.state} after terminate"
-        again = cb_provider.manager.call(cb_provider.name, "terminate", instance=instance.ref)
+        again = cb_provider.manager.terminate(cb_provider.name, instance.ref)
         assert again.state in _GONE, "terminating a terminated instance must not fail"
 
     @_needs("list_instances", "launch", "instance_status", "terminate")
@@ -434,9 +465,9 @@ class ProviderContract:
         managed = {MANAGED_TAG: "true"}
 
         def listed() -> dict[str, Instance]:
-            found = cb_provider.manager.call(
-                cb_provider.name, "list_instances", regions=[cb_live.region], tags=managed
-            )
+            found = cb_provider.manager.list_instances(
+                [cb_live.region], managed, providers=[cb_provider.name]
+            ).one()
             assert all(i.provider == cb_provider.name for i in found)
             return {i.instance_id: i for i in found}
 
@@ -444,7 +475,7 @@ class ProviderContract:
         assert seen is not None, "a tagged instance was not listed"
         # the broker finds a launch whose answer was lost by this tag: it must come back
         assert seen.tags.get(KEY_TAG) == key, f"list_instances returned tags {seen.tags}"
-        cb_provider.manager.call(cb_provider.name, "terminate", instance=instance.ref)
+        cb_provider.manager.terminate(cb_provider.name, instance.ref)
         self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.TERMINATED})
         if self._status(cb_provider, instance.ref).state == InstanceState.TERMINATED:
             assert instance.instance_id not in listed(), "a terminated instance was listed"
@@ -466,7 +497,7 @@ class ProviderContract:
             instance_id=cb_live.missing_instance_id,
         )
         with pytest.raises(NotFoundError):
-            cb_provider.manager.call(cb_provider.name, hook, instance=ref)
+            getattr(cb_provider.manager, hook)(cb_provider.name, ref)
 
     @_needs("instance_status")
     def test_status_of_an_unknown_instance_is_not_found(
@@ -480,7 +511,7 @@ class ProviderContract:
             instance_id=cb_live.missing_instance_id,
         )
         try:
-            instance = cb_provider.manager.call(cb_provider.name, "instance_status", instance=ref)
+            instance = cb_provider.manager.instance_status(cb_provider.name, ref)
         except NotFoundError:
             return
         assert instance.state is InstanceState.TERMINATED, (
@@ -548,13 +579,12 @@ class ProviderContract:
     # -- availability (live, optional) -----------------------------------------------------
 
     def _availability(self, cb_provider: ProviderUnderTest, cb_live: LiveTarget) -> list:
-        return cb_provider.manager.call(
-            cb_provider.name,
-            "availability",
-            regions=[cb_live.region],
-            instance_types=[cb_live.instance_type],
-            market=Market.ON_DEMAND,
-        )
+        return cb_provider.manager.availability(
+            [cb_live.region],
+            [cb_live.instance_type],
+            Market.ON_DEMAND,
+            providers=[cb_provider.name],
+        ).one()
 
     @_needs("availability")
     def test_availability_reports_the_live_target_fresh_and_sourced(

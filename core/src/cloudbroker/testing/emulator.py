@@ -223,7 +223,7 @@ class Emulator:
 
     @property
     def host(self) -> str:
-        return self._server.server_address[0]
+        return str(self._server.server_address[0])
 
     @property
     def port(self) -> int:
@@ -509,7 +509,8 @@ def serve(emulator_class: type[Emulator], argv: list[str] | None = None) -> None
             "--catalog", action="store_true", help="sell the packaged catalog's types and zones"
         )
     args = parser.parse_args(argv)
-    make = emulator_class.from_catalog if getattr(args, "catalog", False) else emulator_class
+    # a subclass's optional constructor, found by hasattr above
+    make = emulator_class.from_catalog if getattr(args, "catalog", False) else emulator_class  # type: ignore[attr-defined]
     emulator = make(
         access_key=args.access_key, secret_key=args.secret_key, host=args.host, port=args.port
     )

@@ -1,0 +1,167 @@
+"""Failover as a persisted state machine: fence, final sync, launch, wait, terminate, swap."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.records import FAILOVER_DOING, FAILOVER_STEPS, described, span
+from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost
+from cloudbroker.lease import Lease
+from cloudbroker.models import BucketRef
+
+
+class Failover(BrokerCore):
+    """Fails a placement over to its standby, resuming where an interrupted run stopped."""
+
+    def failover(self, placement_id: str, reason: str = "manual") -> dict[str, Any]:
+        """Fail over now, or complete an interrupted failover; returns RTO/RPO.
+
+        Takes the placement's lease first, waiting out a dead holder's (it expires within
+        ``lease_ttl`` of its last renewal); a live watcher keeps it and fails over itself.
+        """
+        self._placement(placement_id)
+        lease = Lease(self.store, placement_id, f"failover-{uuid.uuid4().hex[:8]}", self.lease_ttl)
+        if not lease.acquire():
+            holder = (self.store.lease(placement_id) or {}).get("holder", "another process")
+            wait = self.lease_ttl + 1
+            self._emit(placement_id, "note", f"{holder} holds the lease; waiting up to {wait:g} s")
+            deadline = self.clock() + wait
+            while not lease.acquire():
+                if self.clock() >= deadline:
+                    raise Conflict(
+                        f"{placement_id}: {holder} holds the lease and keeps renewing it; "
+                        "it fails over itself"
+                    )
+                self.sleep(min(1.0, self.lease_ttl / 3))
+        try:
+            return self._failover(placement_id, reason, lease)
+        finally:
+            lease.release()
+
+    def _failover(self, placement_id: str, reason: str, lease: Lease) -> dict[str, Any]:
+        """Run (or resume) the state machine to the end, holding ``lease``."""
+        placement = self._placement(placement_id)
+        self.store.start_failover(placement_id, reason)
+        primary, standby = self._roles(placement)
+        steps: dict[str, Callable[[dict[str, Any]], str]] = {
+            "fence": lambda fo: self._fence(placement, primary),
+            "final-sync": lambda fo: self._final_sync(placement, primary, standby, fo),
+            "launch": lambda fo: self._launch_standby(placement, standby, fo),
+            "wait": lambda fo: self._wait_standby(placement, fo),
+            "terminate-primary": lambda fo: self._terminate_primary(placement, primary),
+            "swap": lambda fo: self._swap(placement, primary, standby, fo),
+        }
+        while (failover := self.store.failover(placement_id)) is not None:
+            if lease.lost:
+                raise LeaseLost(f"{placement_id}: another process took over the lease")
+            step = failover["step"]
+            label = f"failover {FAILOVER_STEPS.index(step) + 1}/{len(FAILOVER_STEPS)}"
+            doing = f"{label}: {FAILOVER_DOING[step]}"
+            with self._step(placement_id, "failover", step, doing, label) as done:
+                done.text = steps[step](failover)
+        status = self._placement(placement_id)["status"]
+        if status != "up":
+            raise Conflict(f"{placement_id} is {status}: the failover was abandoned")
+        swaps = [e for e in self.store.events(placement_id) if e.kind == "roles-swapped"]
+        return swaps[-1].detail
+
+    def _fence(self, placement: dict[str, Any], primary: str) -> str:
+        """Stop treating the primary as the source of truth: no more replication from it."""
+        ids = [r.instance_id for r in self._live(placement["id"], primary)]
+        self.store.advance_failover(
+            placement["id"], "final-sync", "primary-fenced", {"fenced": ids}, from_step="fence"
+        )
+        provider = placement["spec"]["sides"][primary]["provider"]
+        return f"{provider} {', '.join(filter(None, ids)) or 'primary'} fenced"
+
+    def _final_sync(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
+        """Copy what the primary bucket has, within ``final_sync_timeout``; then go on with
+        the newest replica either way, and record the RPO that leaves."""
+        spec = placement["spec"]
+        src = BucketRef(**spec["sides"][primary]["bucket"])
+        dst = BucketRef(**spec["sides"][standby]["bucket"])
+        event, detail = "final-sync-done", dict[str, Any]()
+        started = time.monotonic()
+        try:
+            self.replicator.replicate(src, dst, deadline_seconds=self.final_sync_timeout)
+        except CloudBrokerError as exc:
+            event, detail = "final-sync-skipped", {"error": str(exc)}
+        detail["seconds"] = round(time.monotonic() - started, 3)
+        try:
+            newest = self.replicator.newest(dst, deadline_seconds=self.final_sync_timeout)
+        except CloudBrokerError:
+            newest = None
+        detail["rpo_seconds"] = None if newest is None else round(fo["detected_at"] - newest, 3)
+        self.store.advance_failover(
+            placement["id"], "launch", event, detail, from_step="final-sync"
+        )
+        rpo = "unknown" if newest is None else span(max(detail["rpo_seconds"], 0))
+        if "error" in detail:
+            return f"final sync skipped ({detail['error']}); newest replica kept, RPO {rpo}"
+        return f"final sync to {dst.provider} done, RPO {rpo}"
+
+    def _launch_standby(self, placement, standby: str, fo: dict[str, Any]) -> str:
+        pid = placement["id"]
+        running = [r for r in self._live(pid, standby) if r.instance_id]
+        if running and placement["spec"]["standby_mode"] == "hot":
+            row, did = running[0], "hot standby"
+        else:
+            row = self._launch(placement, standby, ("failover", fo["attempt"]))
+            did = "launched"
+        self.store.advance_failover(
+            pid,
+            "wait",
+            "standby-launched",
+            {"standby_key": row.idempotency_key},
+            from_step="launch",
+        )
+        return f"{did} {described(row)}"
+
+    def _wait_standby(self, placement, fo: dict[str, Any]) -> str:
+        row = next(
+            r
+            for r in self.store.instances(placement["id"])
+            if r.idempotency_key == fo["standby_key"]
+        )
+        self._wait_running(row)
+        self.store.advance_failover(
+            placement["id"],
+            "terminate-primary",
+            "standby-running",
+            {"running_at": self.clock()},
+            from_step="wait",
+        )
+        return f"{row.provider} {row.instance_id} running"
+
+    def _terminate_primary(self, placement, primary: str) -> str:
+        live = [r for r in self._live(placement["id"], primary) if r.instance_id]
+        left = [r.instance_id or "" for r in live if self._terminate(r)]
+        self.store.advance_failover(
+            placement["id"],
+            "swap",
+            "primary-terminated",
+            {"not_terminated": left},
+            from_step="terminate-primary",
+        )
+        provider = placement["spec"]["sides"][primary]["provider"]
+        done = [r.instance_id or "" for r in live if r.instance_id not in left]
+        said = f"terminated {provider} {', '.join(done)}" if done else f"no {provider} instance"
+        return said + (f"; not terminated yet: {', '.join(left)} (see status)" if left else "")
+
+    def _swap(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
+        spec = placement["spec"]
+        rto, rpo = fo["running_at"] - fo["detected_at"], fo.get("rpo_seconds")
+        swapped = {
+            "rto_seconds": round(rto, 3),
+            "rpo_seconds": rpo,
+            "from": spec["sides"][primary]["provider"],
+            "to": spec["sides"][standby]["provider"],
+            "reason": fo["reason"],
+        }
+        self.store.swap_primary(placement["id"], swapped)
+        rpo_text = "unknown" if rpo is None else span(max(rpo, 0))
+        return f"roles swapped: {swapped['to']} is primary, RTO {span(rto)}, RPO {rpo_text}"

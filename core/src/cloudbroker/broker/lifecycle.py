@@ -1,0 +1,162 @@
+"""A placement's lifecycle: up, down, and its status as the clouds see it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.records import ASKED, LIVE, bucket_text, described
+from cloudbroker.errors import CloudBrokerError, NotFoundError
+from cloudbroker.models import InstanceState
+from cloudbroker.state import Event, InstanceRow
+
+
+def _roles_in_time(events: list[Event]) -> tuple[dict[str, str], set[str]]:
+    """Per launch key, its role when launched, and the keys that were ever the primary.
+
+    Read from the event log: side ``a`` is primary at first and each ``roles-swapped``
+    flips it; an instance is the primary while alive on the primary side (so a standby
+    launched by a failover becomes one at the swap, and the old primary stays a former one).
+    """
+    primary, launched_as, was_primary = "a", dict[str, str](), set[str]()
+    alive: dict[str, str] = {}  # key -> side
+    for event in events:
+        key = event.detail.get("key")
+        if event.kind == "launch-requested" and key:
+            alive[key] = event.detail["side"]
+            launched_as[key] = "primary" if alive[key] == primary else "standby"
+        elif event.kind == "roles-swapped":
+            primary = "b" if primary == "a" else "a"
+        elif key in alive and event.detail.get("state") not in LIVE:
+            del alive[key]
+        was_primary.update(k for k, side in alive.items() if side == primary)
+    return launched_as, was_primary
+
+
+class Lifecycle(BrokerCore):
+    """Launches a placement, terminates it, and reports on it."""
+
+    def up(self, placement_id: str) -> list[InstanceRow]:
+        """Launch the primary (and a hot standby) unless already running; idempotent.
+
+        Run again after a crash, it resumes with the same keys; after ``down`` (or once the
+        side's instance has ended) it launches with new ones.
+        """
+        placement = self._placement(placement_id)
+        self.store.begin_up(placement_id)
+        self._resolve(placement_id)
+        primary, standby = self._roles(placement)
+        sides = [primary] + ([standby] if placement["spec"]["standby_mode"] == "hot" else [])
+        rows = []
+        for side in sides:
+            provider = placement["spec"]["sides"][side]["provider"]
+            live = [r for r in self._live(placement_id, side) if r.instance_id]
+            if live:
+                row = live[0]
+            else:
+                parts = ("up", side, self._ended(placement_id, side))
+                doing = f"up: launching on {provider}"
+                with self._step(placement_id, "up", "launch", doing, "up") as done:
+                    row = self._launch(placement, side, parts)
+                    done.text = f"launched {described(row)}"
+            doing = f"up: waiting for {provider} {row.instance_id} to run"
+            with self._step(placement_id, "up", "wait", doing, "up") as done:
+                self._wait_running(row)
+                done.text = f"{provider} {row.instance_id} running"
+            rows.append(row)
+        self.store.finish_up(placement_id, {"sides": sides})
+        return rows
+
+    def down(self, placement_id: str) -> list[tuple[InstanceRow, str]]:
+        """Terminate everything this placement launched; returns what is left, and why.
+
+        The placement is ``stopping`` from the first moment, so neither a watcher nor an
+        interrupted failover launches anything afterwards. A launch still in flight is waited
+        for (at most ``launch_settle`` seconds) and terminated once it shows up.
+        """
+        self._placement(placement_id)
+        self.store.request_down(placement_id)
+        pause = max(self.poll_interval, 1.0)  # one listing a second at most
+        deadline = self.clock() + self.launch_settle + 2 * pause  # every row settles by then
+        while True:
+            unresolved = self._resolve(placement_id)
+            left = [(u.row, u.reason) for u in unresolved]
+            for row in self.store.instances(placement_id):
+                if row.state in LIVE and row.instance_id and (why := self._terminate(row)):
+                    left.append((row, why))
+            in_flight = len(left) == len(unresolved) and all(u.settling for u in unresolved)
+            if not left or not in_flight or self.clock() >= deadline:
+                break
+            self._emit(
+                placement_id, "note", f"waiting for {len(left)} launch(es) in flight to show up"
+            )
+            self.sleep(pause)
+        if not left:
+            self.store.finish_down(placement_id)
+        return left
+
+    def status(self, placement_id: str, *, refresh: bool = True) -> dict[str, Any]:
+        placement = self._placement(placement_id)
+        primary, standby = self._roles(placement)
+        open_rows = {}
+        if refresh:
+            open_rows = {u.row.idempotency_key: u.reason for u in self._resolve(placement_id)}
+        instances = []
+        events = self.store.events(placement_id)
+        launched_as, was_primary = _roles_in_time(events)
+        for row in self.store.instances(placement_id):
+            entry = {
+                "side": row.side,
+                "role": "primary" if row.side == primary else "standby",
+                "provider": row.provider,
+                "region": row.region,
+                "instance_type": row.instance_type,
+                "instance_id": row.instance_id,
+                "state": row.state,
+                "reclaim": None,
+            }
+            if row.idempotency_key in open_rows:
+                entry["error"] = open_rows[row.idempotency_key]
+            if refresh and row.state in ASKED and row.instance_id:
+                entry.update(self._cloud_state(row))
+            if entry["state"] not in LIVE:  # an ended instance, or a launch that made none
+                key = row.idempotency_key
+                if row.instance_id is None:
+                    entry["role"] = launched_as.get(key, entry["role"])
+                else:
+                    entry["role"] = f"former {'primary' if key in was_primary else 'standby'}"
+            instances.append(entry)
+        swaps = [e for e in events if e.kind == "roles-swapped"]
+        spec = placement["spec"]
+        return {
+            "id": placement_id,
+            "status": placement["status"],
+            "primary": spec["sides"][primary]["provider"],
+            "standby": spec["sides"][standby]["provider"],
+            "buckets": {
+                "primary": bucket_text(spec["sides"][primary]["bucket"]),
+                "standby": bucket_text(spec["sides"][standby]["bucket"]),
+            },
+            "instances": instances,
+            "failover": self.store.failover(placement_id),
+            "last_failover": swaps[-1].detail if swaps else None,
+            "events": [{"at": e.at, "kind": e.kind, **e.detail} for e in events],
+        }
+
+    def _cloud_state(self, row: InstanceRow) -> dict[str, Any]:
+        """What the cloud says of the row's instance now (recorded), or why it cannot say.
+
+        An instance the cloud no longer knows after it was asked to terminate is terminated:
+        clouds forget terminated instances after a while.
+        """
+        try:
+            live = self._status(row)
+        except NotFoundError:
+            if row.state != InstanceState.TERMINATING.value:
+                return {"error": f"{row.provider} does not know {row.instance_id}"}
+            self.store.update_instance(row.idempotency_key, state=InstanceState.TERMINATED)
+            return {"state": InstanceState.TERMINATED.value}
+        except CloudBrokerError as exc:
+            return {"error": str(exc)}
+        self.store.update_instance(row.idempotency_key, state=live.state.value)
+        return {"state": live.state.value, "reclaim": live.reclaim}

@@ -1,0 +1,251 @@
+"""Planning a placement: the cheapest primary and standby on two clouds, with the full cost."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import uuid
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from cloudbroker import limits
+from cloudbroker.broker.core import BrokerCore
+from cloudbroker.costs import egress_cost
+from cloudbroker.errors import CloudBrokerError, Spelling, UsageError, keyword, quoted
+from cloudbroker.models import BucketRef, Market, PriceSheet
+from cloudbroker.money import Money
+from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
+from cloudbroker.quote import Job, Quote, QuoteEngine, match_gpus
+
+
+@dataclass(frozen=True)
+class PlaceRequest:
+    gpu: str
+    count: int
+    hours: Decimal
+    bucket: BucketRef
+    standby_bucket: BucketRef
+    primary: str | None = None
+    standby: str | None = None
+    market: Market = Market.ON_DEMAND
+    standby_mode: str = "cold"
+    sync_every: float = 900.0
+    checkpoint_gb: Decimal = Decimal(0)
+    checkpoint_every: float = 3600.0
+    currency: str = "USD"
+    startup_script: str | None = None
+    regions: tuple[str, ...] = ()  # only offers in these regions (either cloud's names)
+
+    def bounded(self) -> PlaceRequest:
+        """This request with its numbers checked against :mod:`cloudbroker.limits`.
+
+        The CLI's bounds, for library callers too: ``hours=1e308`` is a UsageError naming the
+        field, not an overflow deep in the cost arithmetic.
+        """
+        return replace(
+            self,
+            count=limits.GPUS.check(self.count, "count"),
+            hours=limits.HOURS.check(self.hours, "hours"),
+            sync_every=float(limits.SECONDS.check(self.sync_every, "sync_every")),
+            checkpoint_gb=limits.GB.check(self.checkpoint_gb, "checkpoint_gb"),
+            checkpoint_every=float(limits.SECONDS.check(self.checkpoint_every, "checkpoint_every")),
+        )
+
+
+def _offer(q: Quote) -> PlannedOffer:
+    return PlannedOffer(
+        provider=q.provider,
+        region=q.region,
+        zone=q.zone,
+        instance_type=q.instance_type,
+        market=q.market,
+        hourly=q.hourly,
+        total=q.total,
+    )
+
+
+class PlannedJob(BaseModel):
+    gpu: str
+    count: int
+    hours: str  # a Decimal, as text
+    market: Market
+    checkpoint_gb: str  # a Decimal, as text
+
+
+class PlannedSide(BaseModel):
+    """One side of a placement: its cloud, its offers in launch order, its bucket."""
+
+    provider: str
+    offers: list[PlannedOffer]
+    bucket: BucketRef  # with the region of the side's first offer
+
+
+class PlacementSpec(BaseModel):
+    """A placement's plan: what :meth:`Planning.plan` returns (dumped as JSON-ready data),
+    what the state store keeps and what ``place --json`` prints. Side ``a`` is the primary
+    until a failover swaps the roles."""
+
+    job: PlannedJob
+    standby_mode: Literal["cold", "hot"]
+    sync_every: float
+    startup_script: str | None
+    sides: dict[Literal["a", "b"], PlannedSide]
+    cost: PlacementCost
+
+
+class Planning(BrokerCore):
+    """Plans placements from the catalogs (no cloud is asked to launch anything)."""
+
+    def _quotes(self, request: PlaceRequest, provider: str, sheets, types) -> list[Quote]:
+        known = {t.gpu.model for ts in types.values() for t in ts}
+        job = Job(
+            gpu=request.gpu,
+            count=request.count,
+            hours=request.hours,
+            markets=(request.market,),
+            providers=(provider,),
+            regions=request.regions,
+            currency=request.currency,
+            checkpoint_gb=request.checkpoint_gb,
+            top=5,
+            gpu_models=match_gpus(request.gpu, known),
+        )
+        quotes, _, _ = QuoteEngine(job, sheets, types, self.fx).run()
+        return quotes
+
+    def plan(self, request: PlaceRequest, name: Spelling = keyword) -> dict[str, Any]:
+        """The cheapest primary and standby on two different clouds, with the full cost.
+
+        ``name`` spells a request's field in an error (the CLI passes its options').
+        """
+        request = request.bounded()
+        if request.standby_mode not in ("cold", "hot"):
+            raise UsageError(
+                f"unknown {name('standby_mode')} {request.standby_mode!r}; accepted: cold, hot"
+            )
+        for cloud in (
+            request.primary,
+            request.standby,
+            request.bucket.provider,
+            request.standby_bucket.provider,
+        ):
+            if cloud is not None:  # an empty name is an unknown cloud, not "any"
+                self.pm.require(cloud)
+        if request.primary and request.primary == request.standby:
+            raise UsageError(f"{name('primary')} and {name('standby')} must be different clouds")
+        providers = self.pm.providers()
+        # Planned from the catalogs, as quotes are (run `catalog refresh` for live prices).
+        types, sheets, failures = self.pm.catalogs(providers, offline=True)
+        regions = {t.region for ts in types.values() for t in ts}
+        for region in request.regions:
+            if region not in regions:
+                close = difflib.get_close_matches(region[:64], sorted(regions), n=3)
+                hint = f"; did you mean {' or '.join(close)}?" if close else ""
+                raise UsageError(
+                    f"unknown region {quoted(region)}{hint} (see the catalogs' regions)"
+                )
+        candidates = {p: self._quotes(request, p, sheets, types) for p in sheets if p in types}
+        candidates = {p: qs for p, qs in candidates.items() if qs}
+        # Each cloud needs a bucket: the two buckets given name the clouds to choose from.
+        buckets = {b.provider: b for b in (request.bucket, request.standby_bucket)}
+        for role, cloud in (("primary", request.primary), ("standby", request.standby)):
+            if cloud and cloud not in buckets:
+                raise UsageError(
+                    f"{name(role)} {cloud}: no bucket on {cloud}; give {name('bucket')} / "
+                    f"{name('standby_bucket')} on {', '.join(buckets)}"
+                )
+        primaries = [request.primary] if request.primary else list(buckets)
+        standbys = [request.standby] if request.standby else list(buckets)
+        best = None
+        for a in primaries:
+            for b in standbys:
+                if a == b or a not in candidates or b not in candidates:
+                    continue
+                cost = self._cost(request, candidates[a][0], candidates[b][0], sheets)
+                if best is None or cost.total.amount < best[2].total.amount:
+                    best = (a, b, cost)
+        if best is None:
+            tried = ", ".join(
+                f"{p}: did not answer ({failures[p]})"
+                if p in failures
+                else f"{p}: {len(candidates.get(p, []))} offers"
+                for p in sorted({*primaries, *standbys})
+            )
+            raise CloudBrokerError(
+                f"no priced {request.market.value} offer of {request.count}x {request.gpu} "
+                f"on two different clouds ({tried})"
+            )
+        a, b, cost = best
+
+        def side(quotes: list[Quote], bucket: BucketRef) -> PlannedSide:
+            where = bucket.model_copy(update={"region": quotes[0].region})
+            return PlannedSide(
+                provider=quotes[0].provider, offers=[_offer(q) for q in quotes], bucket=where
+            )
+
+        spec = PlacementSpec(
+            job=PlannedJob(
+                gpu=request.gpu,
+                count=request.count,
+                hours=str(request.hours),
+                market=request.market,
+                checkpoint_gb=str(request.checkpoint_gb),
+            ),
+            standby_mode=request.standby_mode,  # checked above: cold or hot
+            sync_every=request.sync_every,
+            startup_script=request.startup_script,
+            sides={"a": side(candidates[a], buckets[a]), "b": side(candidates[b], buckets[b])},
+            cost=cost,
+        )
+        return spec.model_dump(mode="json")
+
+    def _cost(
+        self, request: PlaceRequest, primary: Quote, standby: Quote, sheets: dict[str, PriceSheet]
+    ) -> PlacementCost:
+        """Primary + standby (by mode) + replication egress, every line kept."""
+        cur = request.currency
+        lines = [
+            CostItem(
+                label=f"primary {primary.provider} {primary.instance_type}", amount=primary.total
+            )
+        ]
+        if request.standby_mode == "hot":
+            label = f"hot standby {standby.provider} {standby.instance_type}"
+            lines.append(CostItem(label=label, amount=standby.total))
+        else:
+            storage = [ln.converted for ln in standby.lines if ln.kind == "storage"]
+            lines.append(
+                CostItem(
+                    label=f"cold standby: checkpoints in {standby.provider} storage",
+                    amount=storage[0] if storage else Money.of(0, cur),
+                )
+            )
+        terms = sheets[primary.provider].terms_for(primary.region)
+        moves = math.ceil(
+            float(request.hours) * 3600 / max(request.checkpoint_every, request.sync_every)
+        )
+        gb = request.checkpoint_gb * moves
+        egress = egress_cost(terms.egress, gb, "internet") if terms else None
+        lines.append(
+            CostItem(
+                label=f"replication: {moves} checkpoint(s) of {request.checkpoint_gb} "
+                f"GB to {standby.provider} at {primary.provider}'s internet rates",
+                amount=None if egress is None else self.fx.convert(egress, cur),
+            )
+        )
+        known = [ln.amount for ln in lines if ln.amount is not None]
+        return PlacementCost(
+            lines=tuple(lines),
+            total=Money.of(sum((m.amount for m in known), Decimal(0)), cur),
+            complete=len(known) == len(lines) and primary.complete,
+        )
+
+    def place(self, request: PlaceRequest, name: Spelling = keyword) -> tuple[str, dict[str, Any]]:
+        """Plan, then record the plan as a new placement (the store is touched only then)."""
+        spec = self.plan(request, name)
+        placement_id = f"pl-{uuid.uuid4().hex[:10]}"
+        self.store.add_placement(placement_id, spec)
+        return placement_id, spec

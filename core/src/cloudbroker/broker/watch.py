@@ -1,0 +1,268 @@
+"""The watch loop: health checks, replication, the standby's stock, automatic failover."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+from cloudbroker.broker.failover import Failover
+from cloudbroker.broker.records import FAILED_STATES, bucket_text, span
+from cloudbroker.errors import CloudBrokerError, Conflict, StateError
+from cloudbroker.lease import Lease
+from cloudbroker.models import BucketRef
+
+
+@dataclass(frozen=True)
+class _Health:
+    """The primary as one health check saw it: ``reason`` is None when it is healthy."""
+
+    reason: str | None
+    instance_id: str | None
+    state: str
+
+
+@dataclass(frozen=True)
+class _Replica:
+    """The watch's last replication: when it ended, and the standby's newest object then."""
+
+    at: float | None = None
+    newest: float | None = None  # epoch seconds; None: empty, or not listed
+    listed: bool = False  # the standby was listed after it (else its newest is unknown)
+
+
+@dataclass(frozen=True)
+class _Stock:
+    """The watch's last look at the standby's stock: when, and the warning it gave."""
+
+    at: float | None = None
+    warned: str | None = None
+
+
+class Watching(Failover):
+    """Watches a placement that is up and fails it over when its primary fails."""
+
+    #: How often ``watch`` asks whether the standby's offer is still in stock (seconds).
+    standby_check_every = 600.0
+
+    def watch(
+        self,
+        placement_id: str,
+        *,
+        interval: float = 30.0,
+        failures: int = 3,
+        holder: str | None = None,
+        until: Callable[[], bool] = lambda: False,
+    ) -> str | None:
+        """Health checks, replication every ``sync_every``, automatic failover.
+
+        Acts only while the placement is up (or failing over, to finish that); stands by
+        while it is planned or starting, and while another watcher holds the lease; returns
+        a line saying why once ``down`` was requested (None when ``until()`` says stop).
+        A cloud error mid-failover is reported and the failover resumed at the next interval
+        (a launch whose answer was lost is found by its key first). Raises StateError if the
+        state file is deleted or replaced under it. ``on_event`` hears one ``check`` (or a
+        ``note`` saying why there was none) every interval, each replication and each
+        failover step.
+        """
+        lease = Lease(
+            self.store, placement_id, holder or f"watch-{uuid.uuid4().hex[:8]}", self.lease_ttl
+        )
+        consecutive, last_sync = 0, 0.0
+        stock = _Stock()
+        replica = self._last_replica(placement_id)
+        try:
+            while not until():
+                self.store.check()
+                placement = self._placement(placement_id)
+                status = placement["status"]
+                if status in ("stopping", "down"):
+                    return f"{placement_id} is {status} (`down` was requested); the watch stops"
+                if not lease.held and not lease.acquire():
+                    holder_now = (self.store.lease(placement_id) or {}).get("holder", "another")
+                    self._emit(
+                        placement_id,
+                        "check",
+                        f"{holder_now} holds the lease: standing by",
+                        status=status,
+                        standing_by=True,
+                    )
+                    self.sleep(interval)
+                    continue
+                try:
+                    self._resolve(placement_id)
+                    if self.store.failover(placement_id):
+                        self._emit(placement_id, "note", "resuming the failover in progress")
+                        self._failover(placement_id, "resumed", lease)
+                        consecutive, replica = 0, _Replica()
+                        continue
+                    if status != "up":
+                        message = f"{status}, not up: waiting for `cloudbroker up`"
+                        self._emit(placement_id, "check", message, status=status)
+                        self.sleep(interval)
+                        continue
+                    primary, standby = self._roles(placement)
+                    health = self._health(placement_id, primary)
+                    consecutive = consecutive + 1 if health.reason else 0
+                    if health.reason and (
+                        health.reason.startswith("reclaim") or consecutive >= failures
+                    ):
+                        self._emit(
+                            placement_id, "note", f"primary failed ({health.reason}): failing over"
+                        )
+                        self._failover(placement_id, health.reason, lease)
+                        consecutive, replica = 0, _Replica()
+                        continue
+                    now = self.clock()
+                    if now - last_sync >= placement["spec"]["sync_every"]:
+                        replica = self._replicate(placement, primary, standby, replica)
+                        last_sync = now
+                    self._check(placement, primary, health, consecutive, failures, replica)
+                    stock = self._standby_stock(placement, standby, stock)
+                except Conflict as exc:  # down requested, or the lease taken over: look again
+                    self._emit(placement_id, "note", str(exc))
+                    consecutive = 0
+                    continue
+                except StateError:
+                    raise
+                except CloudBrokerError as exc:  # a cloud failed mid-step: resume next time
+                    message = f"{exc}; trying again in {interval:g} s"
+                    self._emit(placement_id, "note", message, error=str(exc))
+                self.sleep(interval)
+        finally:
+            lease.release()
+        return None
+
+    def _health(self, placement_id: str, primary: str) -> _Health:
+        """The primary's state, and why it is not healthy (``reclaim: ...`` when spot ends)."""
+        live = self._live(placement_id, primary)
+        rows = [r for r in live if r.instance_id]
+        if not rows:
+            # a launch not confirmed yet is not a failure; an up placement with none is
+            if live:
+                return _Health(None, None, "launch not confirmed yet")
+            return _Health("no primary instance", None, "none")
+        row = rows[0]
+        try:
+            instance = self._status(row)
+        except CloudBrokerError as exc:
+            return _Health(f"status check failed: {exc}", row.instance_id, "unknown")
+        state = instance.state.value
+        self.store.update_instance(row.idempotency_key, state=state)
+        if instance.reclaim:
+            return _Health(f"reclaim: {instance.reclaim}", row.instance_id, state)
+        if instance.state in FAILED_STATES:
+            return _Health(f"primary is {state}", row.instance_id, state)
+        return _Health(None, row.instance_id, state)
+
+    def _check(
+        self,
+        placement: dict[str, Any],
+        primary: str,
+        health: _Health,
+        failures: int,
+        allowed: int,
+        replica: _Replica,
+    ) -> None:
+        """One ``check`` event: the primary's state, the last replication, the lag."""
+        now = self.clock()
+        provider = placement["spec"]["sides"][primary]["provider"]
+        who = f"primary {provider} {health.instance_id or ''}".rstrip()
+        lag = None if replica.newest is None else max(now - replica.newest, 0.0)
+        if health.reason:
+            message = f"{who} {health.state}: {health.reason} (failure {failures} of {allowed})"
+        else:
+            if replica.at is None:
+                copied = "not replicated yet"
+            else:
+                copied = f"replicated {span(max(now - replica.at, 0.0))} ago"
+            if lag is not None:
+                behind = f"lag {span(lag)}"
+            elif replica.listed:
+                behind = "no checkpoint on the standby yet"
+            else:
+                behind = "lag unknown"
+            message = f"{who} {health.state}, {copied}, {behind}"
+        self._emit(
+            placement["id"],
+            "check",
+            message,
+            status=placement["status"],
+            primary=provider,
+            instance_id=health.instance_id,
+            state=health.state,
+            healthy=health.reason is None,
+            reason=health.reason,
+            failures=failures,
+            last_replication=replica.at,
+            standby_newest=replica.newest,
+            lag_seconds=None if lag is None else round(lag, 3),
+        )
+
+    def _last_replica(self, placement_id: str) -> _Replica:
+        """What the last recorded replication left on the standby (a watch restarted)."""
+        done = [e for e in self.store.events(placement_id) if e.kind == "replicated"]
+        if not done:
+            return _Replica()
+        last = done[-1]
+        swapped_since = any(
+            e.kind == "roles-swapped" and e.at > last.at for e in self.store.events(placement_id)
+        )
+        if swapped_since:  # that replica is in the bucket of today's primary
+            return _Replica()
+        listed = "standby_newest" in last.detail
+        return _Replica(last.at, last.detail.get("standby_newest"), listed)
+
+    def _replicate(self, placement, primary: str, standby: str, replica: _Replica) -> _Replica:
+        """Copy the primary bucket into the standby's, then read the standby's newest object."""
+        spec = placement["spec"]
+        src = BucketRef(**spec["sides"][primary]["bucket"])
+        dst = BucketRef(**spec["sides"][standby]["bucket"])
+        route = f"{bucket_text(spec['sides'][primary]['bucket'])} -> " + bucket_text(
+            spec["sides"][standby]["bucket"]
+        )
+        started = time.monotonic()
+        try:
+            self.replicator.replicate(src, dst)
+        except CloudBrokerError as exc:
+            self.store.event(placement["id"], "replication-failed", {"error": str(exc)})
+            self._emit(
+                placement["id"],
+                "replication-failed",
+                f"replication {route} failed: {exc}",
+                error=str(exc),
+            )
+            return replica
+        seconds = round(time.monotonic() - started, 3)
+        detail: dict[str, Any] = {"seconds": seconds}
+        with suppress(CloudBrokerError):  # for the lag: the standby's newest checkpoint
+            detail["standby_newest"] = self.replicator.newest(dst)
+        self.store.event(placement["id"], "replicated", detail)
+        self._emit(placement["id"], "replicated", f"replicated {route} ({span(seconds)})", **detail)
+        if "standby_newest" not in detail:
+            return _Replica(self.clock(), replica.newest, replica.listed)
+        return _Replica(self.clock(), detail["standby_newest"], True)
+
+    def _standby_stock(self, placement: dict[str, Any], standby: str, last: _Stock) -> _Stock:
+        """Every ``standby_check_every`` seconds, ask whether the standby's planned offer can
+        still be launched; warn once when it cannot (sold out, no longer offered), and once
+        when it can again: the standby must have capacity when the primary fails."""
+        from cloudbroker import availability
+
+        now = self.clock()
+        if last.at is not None and now - last.at < self.standby_check_every:
+            return last
+        side = placement["spec"]["sides"][standby]
+        figures = availability.offer_figures(self.pm, side["provider"], side["offers"])
+        if isinstance(figures, str):
+            return _Stock(now, last.warned)  # unknown: nothing new to say
+        warning = availability.standby_warning(side["provider"], side["offers"], figures)
+        if warning and warning != last.warned:
+            self.store.event(placement["id"], "standby-capacity", {"warning": warning})
+            self._emit(placement["id"], "warning", warning, standby=side["provider"])
+        elif last.warned and not warning:
+            self._emit(placement["id"], "note", f"standby {side['provider']}: in stock again")
+        return _Stock(now, warning)
