@@ -246,6 +246,7 @@ def _prices_of(
     prices = []
     for zone in zones:
         prices.append(row(zone, Market.ON_DEMAND, on_demand.total, on_demand_source))
+        spot: Money | None
         if zone in history and on_demand.disk:
             spot = history[zone] + on_demand.disk
             source = _source(

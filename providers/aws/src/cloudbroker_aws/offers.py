@@ -242,7 +242,7 @@ def region_prices(
                 source=list_source,
             )
         )
-        if (t.name, t.zone) in spots:
+        if t.zone is not None and (t.name, t.zone) in spots:
             amount, stamp = spots[(t.name, t.zone)]
             found.append(
                 ComputePrice(

@@ -252,9 +252,10 @@ class AwsEmulator(Emulator):
         for t in types:
             by_id = self.state.stock.get((zone_id, t))
             left.append(by_id if by_id is not None else self.stock_left(region, name, t))
-        if None in left:
+        known = [n for n in left if n is not None]
+        if len(known) < len(left):
             return 9
-        most = max(left, default=0)
+        most = max(known, default=0)
         return 1 if most == 0 else 3 if most <= LOW_STOCK else 7
 
     def _spot_placement_scores(self, region: str, request: Request) -> Response:
