@@ -394,13 +394,29 @@ def test_bad_live_options_are_one_line_and_exit_2(monkeypatch, tmp_path, clean_e
 # -- placements: up and failover prefer stock, watch warns about the standby ---------------
 
 
+def stocked_request():
+    """8x A100 for 72 h, primary ``ali``, standby ``ten`` (the clouds of :func:`stocked_world`)."""
+    from cloudbroker.broker import PlaceRequest
+    from cloudbroker.models import parse_bucket
+
+    return PlaceRequest(
+        gpu="A100",
+        count=8,
+        hours=Decimal(72),
+        checkpoint_gb=Decimal(50),
+        primary="ali",
+        standby="ten",
+        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
+        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--b"),
+    )
+
+
 def stocked_world(tmp_path):
     """Broker fakes (``ali`` primary, ``ten`` standby, zones z1 < z2 in price) whose clouds
     also publish stock: a zone in ``cloud.sold_out`` is reported sold out (launch still works)."""
     from support.broker_fakes import FakeCloud, FakeReplicator
 
-    from cloudbroker.broker import Broker, PlaceRequest
-    from cloudbroker.models import parse_bucket
+    from cloudbroker.broker import Broker
     from cloudbroker.state import Store
 
     class StockedCloud(FakeCloud):
@@ -433,17 +449,7 @@ def stocked_world(tmp_path):
         poll_interval=0,
         on_event=events.append,
     )
-    request = PlaceRequest(
-        gpu="A100",
-        count=8,
-        hours=Decimal(72),
-        checkpoint_gb=Decimal(50),
-        primary="ali",
-        standby="ten",
-        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
-        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--b"),
-    )
-    pid, spec = broker.place(request)
+    pid, spec = broker.place(stocked_request())
     assert [o["zone"] for o in spec["sides"]["a"]["offers"]] == ["z1", "z2"]  # cheapest first
     return broker, clouds, pid, events
 
@@ -514,3 +520,65 @@ def test_watch_asks_about_the_standby_only_every_standby_check_every(tmp_path):
     cycles = iter(range(5))
     broker.watch(pid, interval=0, until=lambda: next(cycles, None) is None)
     assert clouds["ten"].asked == 1 + 5
+
+
+# -- place --live: offers in stock planned first, sold-out ones kept, last ------------------
+
+
+def test_place_live_plans_a_sold_out_cheapest_offer_after_an_available_one(tmp_path):
+    broker, clouds, _, _ = stocked_world(tmp_path)
+    clouds["ali"].sold_out = {"z1"}  # z1 is ali's cheapest zone
+    offline = broker.plan(stocked_request())
+    assert [o["zone"] for o in offline["sides"]["a"]["offers"]] == ["z1", "z2"]
+    assert "live" not in offline and "availability" not in offline["sides"]["a"]["offers"][0]
+    assert not hasattr(clouds["ali"], "asked")  # without live, no cloud is asked
+
+    live = Live(cache=Cache(tmp_path / "availability"))
+    spec = broker.plan(stocked_request(), live=live)
+    offers = spec["sides"]["a"]["offers"]
+    assert [(o["zone"], o["availability"]["status"]) for o in offers] == [
+        ("z2", "available"),
+        ("z1", "sold-out"),  # never dropped: listed, with its figure, after the others
+    ]
+    assert offers[0]["availability"]["read_at"]
+    assert spec["cost"]["lines"][0]["amount"] == offers[0]["total"]  # costed as launched: z2
+    assert offers[0]["total"] != offline["sides"]["a"]["offers"][0]["total"]
+    assert [o["zone"] for o in spec["sides"]["b"]["offers"]] == ["z1", "z2"]
+    assert set(spec["live"]["read_at"]) == {"ali", "ten"} and spec["live"]["listed_last"] == 1
+    pid, _ = broker.place(stocked_request(), live=live)
+    assert clouds["ali"].asked == 1  # the second plan read quote's cache
+    [row] = broker.up(pid)  # the saved plan launches as planned: z2
+    assert clouds["ali"].instances[row.instance_id]["zone"] == "z2"
+
+
+def test_place_live_cli_says_each_offers_availability_and_read_time(
+    monkeypatch, tmp_path, clean_env
+):
+    from support.cli import run_cli
+
+    broker, clouds, _, _ = stocked_world(tmp_path)
+    clouds["ali"].sold_out = {"z1"}
+    clouds["ten"].stock_down = True
+    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: broker.pm)
+    env = {**clean_env, "CLOUDBROKER_DATA_DIR": str(tmp_path / "data")}
+    args = ("place", "--gpu", "A100", "--count", "8", "--hours", "72", "--primary", "ali",
+            "--standby", "ten", "--bucket", "ali:ckpt-a/run1", "--standby-bucket",
+            "ten:ckpt-b/run1", "--state", str(tmp_path / "cli.db"))  # fmt: skip
+    done = run_cli(*args, "--live", env=env, width=200)
+    assert done.returncode == 0, done.stderr
+    assert re.search(
+        r"primary ali, in launch order: gpu8 in z2 \(available, read \d+ s ago\); "
+        r"gpu8 in z1 \(sold out, read \d+ s ago\)",
+        done.stdout,
+    )
+    assert "standby ten, in launch order: gpu8 in z1 (unknown); gpu8 in z2 (unknown)" in (
+        done.stdout
+    )
+    assert "availability unknown: ten: stock API unreachable" in done.stdout
+    as_json = json.loads(run_cli(*args, "--live", "--json", env=env).stdout)
+    assert [o["zone"] for o in as_json["sides"]["a"]["offers"]] == ["z2", "z1"]
+    assert "stock API unreachable" in as_json["live"]["unknown"]["ten"]
+    plain = run_cli(*args, env=env, width=200)
+    assert "in launch order" not in plain.stdout and "primary ali gpu8 in r1" in plain.stdout
+    bad = run_cli(*args, "--max-age", "5m", env=env)
+    assert bad.returncode == 2 and "--max-age needs --live" in bad.stderr

@@ -146,6 +146,10 @@ def user_data(
         "CLOUDBROKER_CHECKPOINT_URI": f"ckpt:{remote.bucket}/{remote.path}".rstrip("/"),
         "RCLONE_CONFIG_CKPT_TYPE": remote.backend,
         **{f"RCLONE_CONFIG_CKPT_{k.upper()}": v for k, v in sorted(remote.options.items())},
+        # The bucket is the user's own (named at place): never CreateBucket, which an instance
+        # role need not be allowed and some clouds refuse without a location constraint; a
+        # missing bucket fails the job's first upload with NoSuchBucket instead.
+        "RCLONE_CONFIG_CKPT_NO_CHECK_BUCKET": "true",
     }
     recipe = remote.instance_credentials
     if recipe is None:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cloudbroker.models import Market
+from cloudbroker.models import Availability, Market
 from cloudbroker.money import Money
 
 
@@ -29,6 +29,8 @@ class PlannedOffer(_Report):
     market: Market
     hourly: Money | None  # per hour, as published
     total: Money | None  # for the job's hours, in the placement's currency
+    # planned with live availability: the cloud's figure for it (None: not asked)
+    availability: Availability | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class CostItem(_Report):

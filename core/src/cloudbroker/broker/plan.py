@@ -7,9 +7,9 @@ import math
 import uuid
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from cloudbroker import limits
 from cloudbroker.broker.core import BrokerCore
@@ -18,7 +18,10 @@ from cloudbroker.errors import CloudBrokerError, Spelling, UsageError, keyword, 
 from cloudbroker.models import BucketRef, Market, PriceSheet
 from cloudbroker.money import Money
 from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
-from cloudbroker.quote import Job, Quote, QuoteEngine, match_gpus
+from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, match_gpus
+
+if TYPE_CHECKING:
+    from cloudbroker.availability import Live
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ def _offer(q: Quote) -> PlannedOffer:
         market=q.market,
         hourly=q.hourly,
         total=q.total,
+        availability=q.availability,
     )
 
 
@@ -94,12 +98,14 @@ class PlacementSpec(BaseModel):
     startup_script: str | None
     sides: dict[Literal["a", "b"], PlannedSide]
     cost: PlacementCost
+    # planned with live availability: how old each cloud's figures are, what stays unknown
+    live: LiveReport | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Planning(BrokerCore):
     """Plans placements from the catalogs (no cloud is asked to launch anything)."""
 
-    def _quotes(self, request: PlaceRequest, provider: str, sheets, types) -> list[Quote]:
+    def _engine(self, request: PlaceRequest, provider: str, sheets, types) -> QuoteEngine:
         known = {t.gpu.model for ts in types.values() for t in ts}
         job = Job(
             gpu=request.gpu,
@@ -113,13 +119,51 @@ class Planning(BrokerCore):
             top=5,
             gpu_models=match_gpus(request.gpu, known),
         )
-        quotes, _, _ = QuoteEngine(job, sheets, types, self.fx).run()
-        return quotes
+        return QuoteEngine(job, sheets, types, self.fx)
 
-    def plan(self, request: PlaceRequest, name: Spelling = keyword) -> dict[str, Any]:
+    def _candidates(
+        self, request: PlaceRequest, clouds: list[str], sheets, types, live: Live | None
+    ) -> tuple[dict[str, list[Quote]], LiveReport | None]:
+        """Each cloud's best offers in launch order: cheapest first, or with ``live``, asked
+        as ``quote`` asks (same cache), in stock first and sold out last, cheapest first
+        among equals (what ``up`` tries first if the stock is still so)."""
+        engines = {p: self._engine(request, p, sheets, types) for p in sheets if p in types}
+        if live is None:  # offline, the availability module is not even imported
+            return {p: e.rank().quotes for p, e in engines.items()}, None
+        from cloudbroker.availability import UNLAUNCHABLE, preferred, status_of
+
+        asked = [
+            (t.provider, p.region, t.name, p.market)
+            for cloud, engine in engines.items()
+            if cloud in clouds
+            for t, p in engine.candidates()
+        ]
+        board = live.board(self.pm, asked)
+        candidates = {}
+        for cloud, engine in engines.items():
+            quotes = engine.rank(board if cloud in clouds else None).quotes
+            order = preferred([q.availability for q in quotes])
+            candidates[cloud] = [quotes[i] for i in order]
+        report = LiveReport(
+            read_at=board.read_at(),
+            cached=tuple(sorted(board.cached())),
+            unknown={**board.skipped, **board.failures},
+            listed_last=sum(
+                status_of(q.availability) in UNLAUNCHABLE
+                for cloud in clouds
+                for q in candidates.get(cloud, ())
+            ),
+        )
+        return candidates, report
+
+    def plan(
+        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
+    ) -> dict[str, Any]:
         """The cheapest primary and standby on two different clouds, with the full cost.
 
-        ``name`` spells a request's field in an error (the CLI passes its options').
+        ``name`` spells a request's field in an error (the CLI passes its options'). With
+        ``live``, each side's offers are ordered by availability (see :meth:`_candidates`);
+        every offer is kept, with its figure.
         """
         request = request.bounded()
         if request.standby_mode not in ("cold", "hot"):
@@ -147,8 +191,6 @@ class Planning(BrokerCore):
                 raise UsageError(
                     f"unknown region {quoted(region)}{hint} (see the catalogs' regions)"
                 )
-        candidates = {p: self._quotes(request, p, sheets, types) for p in sheets if p in types}
-        candidates = {p: qs for p, qs in candidates.items() if qs}
         # Each cloud needs a bucket: the two buckets given name the clouds to choose from.
         buckets = {b.provider: b for b in (request.bucket, request.standby_bucket)}
         for role, cloud in (("primary", request.primary), ("standby", request.standby)):
@@ -159,6 +201,10 @@ class Planning(BrokerCore):
                 )
         primaries = [request.primary] if request.primary else list(buckets)
         standbys = [request.standby] if request.standby else list(buckets)
+        candidates, report = self._candidates(
+            request, sorted({*primaries, *standbys}), sheets, types, live
+        )
+        candidates = {p: qs for p, qs in candidates.items() if qs}
         best = None
         for a in primaries:
             for b in standbys:
@@ -199,6 +245,7 @@ class Planning(BrokerCore):
             startup_script=request.startup_script,
             sides={"a": side(candidates[a], buckets[a]), "b": side(candidates[b], buckets[b])},
             cost=cost,
+            live=report,
         )
         return spec.model_dump(mode="json")
 
@@ -243,9 +290,11 @@ class Planning(BrokerCore):
             complete=len(known) == len(lines) and primary.complete,
         )
 
-    def place(self, request: PlaceRequest, name: Spelling = keyword) -> tuple[str, dict[str, Any]]:
+    def place(
+        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """Plan, then record the plan as a new placement (the store is touched only then)."""
-        spec = self.plan(request, name)
+        spec = self.plan(request, name, live)
         placement_id = f"pl-{uuid.uuid4().hex[:10]}"
         self.store.add_placement(placement_id, spec)
         return placement_id, spec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -87,10 +88,19 @@ def place(
     region: list[str] | None = typer.Option(
         None, "--region", help="Only offers in these regions (repeat; either cloud's names)."
     ),
+    live: bool = typer.Option(
+        False, "--live", help="Ask the clouds for stock: offers in stock are launched first."
+    ),
+    max_age: float | None = options.option(
+        options.DURATION, None, "--max-age", help="With --live: reuse figures this young (10m)."
+    ),
     json_output: bool = typer.Option(False, "--json"),
     state: str = STATE,
 ) -> None:
     """Plan a primary and a standby on two clouds, print the full cost, and save it."""
+    from cloudbroker.cli.quote import live_options
+
+    reading = live_options(live, max_age, available_only=False)
     request = api.place_request(
         gpu,
         hours=hours,
@@ -110,7 +120,9 @@ def place(
         name=option_name,
     )
     # Planned before the state file is opened: a plan that fails leaves no file behind.
-    placement_id, spec = _broker(lambda: Store(state, create=True)).place(request, option_name)
+    placement_id, spec = _broker(lambda: Store(state, create=True)).place(
+        request, option_name, reading
+    )
     if json_output:
         print_json({"id": placement_id, **spec})
         return
@@ -142,7 +154,32 @@ def place(
         f"{Decimal(total['amount']):,.2f} {total['currency']}",
     )
     console.print(table)
+    if "live" in spec:
+        _live_plan(spec)
     console.print(f"next: cloudbroker up {placement_id}", markup=False)
+
+
+def _live_plan(spec: dict[str, Any]) -> None:
+    """Each side's offers in launch order with their availability and its age, and which
+    clouds' availability stays unknown, and why."""
+    from cloudbroker.cli.quote import age
+
+    roles = {"a": "primary", "b": "standby"}
+    for key, side in spec["sides"].items():
+        offers = []
+        for o in side["offers"]:
+            figure = o.get("availability")
+            said = "unknown"
+            if figure:
+                said = figure["status"].replace("-", " ")
+                said += f", score {figure['score']}/10" if figure.get("score") else ""
+                said += f", read {age(datetime.fromisoformat(figure['read_at']))} ago"
+            offers.append(f"{o['instance_type']} in {o['zone'] or o['region']} ({said})")
+        console.print(
+            f"{roles[key]} {side['provider']}, in launch order: {'; '.join(offers)}", markup=False
+        )
+    for provider, reason in sorted(spec["live"]["unknown"].items()):
+        console.print(Text(f"availability unknown: {provider}: {reason}", style="yellow"))
 
 
 @app.command("up", rich_help_panel="Placements and failover")

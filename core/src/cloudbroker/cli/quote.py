@@ -210,7 +210,7 @@ def _footer(result: QuoteResult) -> list[str | Text]:
     return notes
 
 
-def _age(read_at: datetime) -> str:
+def age(read_at: datetime) -> str:
     seconds = max(0, int((datetime.now(UTC) - read_at).total_seconds()))
     return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min"
 
@@ -225,7 +225,7 @@ def _live_notes(live: LiveReport) -> list[str | Text]:
     notes: list[str | Text] = []
     if live.read_at:
         ages = ", ".join(
-            f"{p} read {_age(at)} ago" + (" (cached)" if p in live.cached else "")
+            f"{p} read {age(at)} ago" + (" (cached)" if p in live.cached else "")
             for p, at in sorted(live.read_at.items())
         )
         notes.append(f"availability (live): {ages}")
@@ -313,12 +313,12 @@ def _explain(q: Quote) -> None:
     if q.availability:
         a = q.availability
         field("availability", f"{_availability(q)}: {a.detail}" if a.detail else _availability(q))
-        field("", f"source: {a.source.name}, read {_age(a.read_at)} ago")
+        field("", f"source: {a.source.name}, read {age(a.read_at)} ago")
     bound = "" if q.complete else f" (a lower bound; unknown: {'; '.join(q.unknown)})"
     console.print(Text(f"  total = sum of lines = {_cash(q.total)}{bound}"))
 
 
-def _live(live: bool, max_age: float | None, available_only: bool) -> Live | None:
+def live_options(live: bool, max_age: float | None, available_only: bool) -> Live | None:
     """How to read availability with --live; None offline (no SDK is imported then)."""
     if not live:
         if max_age is not None or available_only:
@@ -469,7 +469,7 @@ def quote_command(
     use = economics.commitment_settings(utilization, show_commitments)
     pm = plugins.load()
     catalogs = read_catalogs(pm, job)  # read once: the quote and its sections
-    live_read = _live(live, max_age, available_only)
+    live_read = live_options(live, max_age, available_only)
     result = quote(pm, job, table, live_read, catalogs, name=option_name)
     if result.smallest_sold:  # what was quoted instead of 1 GPU: the "rent how?" sections too
         job = replace(job, configs=frozenset(result.smallest_sold.items()))

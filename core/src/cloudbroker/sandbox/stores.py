@@ -2,7 +2,12 @@
 
 Each store checks credentials (moto's IAM authentication is switched on after the account's
 key is made, so a wrong key gets a real 403) and starts with one bucket, ``ckpt``, and the
-role that instances get STS sessions of from the sandbox's metadata service. The
+role that instances get STS sessions of from the sandbox's metadata service. Like one cloud's
+endpoint, it serves one account whatever region a request is signed for (moto would put
+``cn-north-4``, Huawei's, in another partition where the account's key does not exist), and
+a CreateBucket without a location constraint (an instance's rclone sends one before its first
+upload; the Huawei remote signs for its region and names no constraint) makes the bucket in
+the signed region instead of being refused, as moto does outside ``us-east-1``. The
 :class:`Gate` is a TCP relay in front of it that the sandbox can close, so that a storage
 outage refuses connections at once, as an unreachable endpoint does, while the data survives.
 The end-to-end tests and the sync benchmark start their stores here too (with no bucket).
@@ -32,9 +37,19 @@ from moto import settings
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.iam.models import iam_backends
 from moto.s3.models import s3_backends
+from moto.s3.responses import S3Response
 from moto.server import ThreadedMotoServer
+from moto.sts.models import sts_backends
+from moto.utilities.utils import PARTITION_NAMES
 
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
+for backends in (iam_backends, sts_backends, s3_backends):  # one account whatever the region
+    for partition in PARTITION_NAMES:
+        backends[DEFAULT_ACCOUNT_ID][partition] = backends[DEFAULT_ACCOUNT_ID]["aws"]
+constraint = S3Response._get_location_constraint
+S3Response._get_location_constraint = lambda self: constraint(self) or (
+    None if self.region == "us-east-1" else self.region  # no constraint: the signed region
+)
 iam = iam_backends[DEFAULT_ACCOUNT_ID]["aws"]
 user = iam.create_user(region_name="us-east-1", user_name="sandbox", path="/", tags=[])
 policy = {"Version": "2012-10-17",

@@ -1,0 +1,34 @@
+"""Keyword arguments as the API takes them, checked and normalised for the library."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any
+
+from cloudbroker import limits
+from cloudbroker.errors import Spelling
+from cloudbroker.models import BucketRef, parse_bucket
+
+Number = int | float | Decimal
+Names = str | Iterable[str]
+
+
+def _names(value: Names | None) -> tuple[str, ...]:
+    """``"aws"`` or ``["aws", "aliyun"]`` -> a tuple (a string is one name, not letters)."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _bounded(bound: limits.Range, value: Number | None, field: str, name: Spelling) -> Any:
+    return None if value is None else bound.check(value, name(field))
+
+
+def _bucket(value: str | BucketRef, field: str) -> BucketRef:
+    return value if isinstance(value, BucketRef) else parse_bucket(value, field)
+
+
+def _seconds(value: Number, field: str) -> float:
+    """A duration in seconds, 1 ms to 30 days."""
+    return float(limits.SECONDS.check(value, field))

@@ -1,0 +1,69 @@
+"""``sync``: copy checkpoints or data between buckets (rclone)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from cloudbroker import api
+from cloudbroker.api.arguments import Number, _bucket, _seconds
+from cloudbroker.models import BucketRef
+from cloudbroker.plugins import PluginManager
+
+if TYPE_CHECKING:
+    from cloudbroker.storage import SyncProgress, SyncResult
+
+log = logging.getLogger("cloudbroker")
+
+
+def sync(
+    src: str | BucketRef,
+    dst: str | BucketRef,
+    *,
+    delete: bool = False,
+    allow_empty_source: bool = False,
+    yes: bool = False,
+    dry_run: bool = False,
+    deadline: Number | None = None,
+    progress: Callable[[SyncProgress], None] | None = None,
+    plugins: PluginManager | None = None,
+) -> SyncResult:
+    """Copy ``src`` to ``dst`` (``"PROVIDER:BUCKET/PATH"``) with rclone, verify, price it.
+
+    As ``cloudbroker sync``: nothing is deleted at ``dst`` unless ``delete`` (a mirror),
+    which refuses an empty source unless ``allow_empty_source`` and more than 10 deletions
+    (or half the destination) unless ``yes`` (:class:`~cloudbroker.storage.DeleteRefused`,
+    nothing changed); ``dry_run`` only lists and prices; ``deadline`` bounds the whole call
+    in seconds; ``progress`` receives rclone's stats about once a second. Raises
+    :class:`~cloudbroker.storage.VerificationError` if ``dst`` does not end up holding what
+    ``src`` holds. Example (run by the tests against two local S3 servers, docs/api.md)::
+
+        result = sync("aliyun:ckpt-bj/run1", "tencent:ckpt-gz/run1")
+        print(result.files, result.bytes, result.verified, result.egress)
+    """
+    from cloudbroker import storage
+
+    source, destination = _bucket(src, "src"), _bucket(dst, "dst")
+    pm = plugins or api.load_plugins()
+
+    def deleting(plan: storage.DeletePlan) -> None:
+        log.info(
+            "deleting %d of %d object(s) at %s",
+            len(plan.deletes),
+            plan.destination_objects,
+            plan.destination,
+        )
+
+    return storage.sync(
+        pm,
+        source,
+        destination,
+        delete=delete,
+        dry_run=dry_run,
+        progress=progress,
+        allow_empty_source=allow_empty_source,
+        confirm_deletes=yes,
+        before_delete=deleting,
+        deadline_seconds=None if deadline is None else _seconds(deadline, "deadline"),
+    )

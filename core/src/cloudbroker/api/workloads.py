@@ -1,0 +1,118 @@
+"""``size``: the GPU configurations a workload fits on."""
+
+from __future__ import annotations
+
+from cloudbroker import limits, sizing
+from cloudbroker.api.arguments import Number
+from cloudbroker.errors import Spelling, keyword
+from cloudbroker.sizing import SizeResult
+
+
+def prepare_size(
+    model: str | None = None,
+    *,
+    params: str | None = None,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    vocab: int | None = None,
+    mode: str = "train",
+    precision: str | None = None,
+    optimizer: str | None = None,
+    batch: int | None = None,
+    seq: int | None = None,
+    recompute: str | None = None,
+    zero: int | None = None,
+    gpus: int | None = None,
+    lora_rank: int | None = None,
+    context: int | None = None,
+    concurrency: int | None = None,
+    headroom: Number = 10,
+    name: Spelling = keyword,
+) -> tuple[sizing.Workload, float]:
+    """Check :func:`size`'s arguments: the workload, and the share of memory kept free."""
+    shape = sizing.resolve_model(
+        model,
+        params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
+        name=name,
+    )
+    work = sizing.make_workload(
+        shape,
+        mode=mode,
+        precision=precision,
+        optimizer=optimizer,
+        batch=batch,
+        seq=seq,
+        recompute=recompute,
+        zero=zero,
+        gpus=gpus,
+        lora_rank=lora_rank,
+        context=context,
+        concurrency=concurrency,
+        name=name,
+    )
+    return work, float(limits.PERCENT.check(headroom, name("headroom"))) / 100
+
+
+def size(
+    model: str | None = None,
+    *,
+    params: str | None = None,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    vocab: int | None = None,
+    mode: str = "train",
+    precision: str | None = None,
+    optimizer: str | None = None,
+    batch: int | None = None,
+    seq: int | None = None,
+    recompute: str | None = None,
+    zero: int | None = None,
+    gpus: int | None = None,
+    lora_rank: int | None = None,
+    context: int | None = None,
+    concurrency: int | None = None,
+    headroom: Number = 10,
+) -> SizeResult:
+    """GPU memory per GPU for a model and workload, where it fits, and what would make it fit.
+
+    As ``cloudbroker size``: a preset ``model`` (``"Llama-3-8B"``), or a custom one by
+    ``params`` (``"7B"``) with ``layers``, ``hidden`` and ``heads``; ``mode`` train, lora,
+    qlora or infer; ``headroom`` the percent of each GPU's memory kept free (10).
+
+    >>> result = size("Llama-3-8B", mode="infer")
+    >>> f"{result.estimate.total_bytes / 2**30:.1f} GiB", [fit.count for fit in result.fits[1]][0]
+    ('16.5 GiB', 1)
+    >>> "L4" in [fit.gpu_model for fit in result.fits[1]]  # 24 GB, 10 % kept free
+    True
+    """
+    work, share = prepare_size(
+        model,
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
+        mode=mode,
+        precision=precision,
+        optimizer=optimizer,
+        batch=batch,
+        seq=seq,
+        recompute=recompute,
+        zero=zero,
+        gpus=gpus,
+        lora_rank=lora_rank,
+        context=context,
+        concurrency=concurrency,
+        headroom=headroom,
+    )
+    return sizing.report(work, share)

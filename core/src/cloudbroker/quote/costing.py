@@ -1,0 +1,251 @@
+"""The cost lines of an offer: the compute price converted once, billed time cached per billing
+rule, and the hidden costs (egress, storage, snapshots) cached per region."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from functools import cached_property
+
+from cloudbroker.costs import (
+    SECONDS_PER_HOUR,
+    bandwidth_cost,
+    bandwidth_needed,
+    billed_seconds,
+    egress_cost,
+    route,
+    storage_cost,
+)
+from cloudbroker.models import (
+    ComputePrice,
+    EgressTerms,
+    InstanceType,
+    PriceSheet,
+    RegionTerms,
+    Route,
+    Source,
+)
+from cloudbroker.money import FxTable, Money
+from cloudbroker.quote.models import CostLine, Job
+
+
+class _RegionCosts:
+    """The hidden-cost lines of one region for this job, converted once and cached."""
+
+    def __init__(self, lines: list[CostLine]) -> None:
+        self.lines = lines
+        self.unknown = tuple(f"{ln.kind}: {ln.why_unknown}" for ln in lines if ln.converted is None)
+        self.complete = not self.unknown
+        self.total = sum((line.converted.amount for line in lines if line.converted), Decimal(0))
+
+
+class Costing:
+    """The cost lines of one offer for a job: conversion, billed time, hidden costs."""
+
+    def __init__(
+        self,
+        job: Job,
+        sheets: dict[str, PriceSheet],
+        types: dict[str, list[InstanceType]],
+        fx: FxTable,
+    ) -> None:
+        self.job = job
+        self.sheets = sheets
+        self.fx = fx
+        self.types = {
+            (t.provider, t.name, t.region, t.zone): t for ts in types.values() for t in ts
+        }
+        self._region_costs: dict[tuple[str, str], _RegionCosts] = {}
+        self._billed: dict[int, tuple[Decimal, Decimal, Decimal] | None] = {}
+        self._rates: dict[str, Decimal] = {}
+        self._currencies: set[str] = set()
+
+    @cached_property
+    def regional(self) -> dict[tuple[str, str, str], InstanceType]:
+        """Regional prices (capacity blocks) have no zone: any zone's specs describe the type."""
+        return {(p, n, r): t for (p, n, r, _), t in reversed(self.types.items())}
+
+    # conversions and caches
+
+    def _rate(self, currency: str) -> Decimal:
+        rate = self._rates.get(currency)
+        if rate is None:
+            rate = self._rates[currency] = self.fx.rate(currency, self.job.currency)
+            self._currencies.add(currency)
+        return rate
+
+    def _convert(self, money: Money | None) -> Money | None:
+        if money is None:
+            return None
+        return Money.of(money.amount * self._rate(money.currency), self.job.currency)
+
+    def _billing(self, price: ComputePrice) -> tuple[Decimal, Decimal, Decimal] | None:
+        """(billed seconds, billed units, actual units) of the job under this rule; None when
+        the job is longer than the rule's longest rental."""
+        key = id(price.rule)
+        if key not in self._billed:
+            seconds = self.job.hours * SECONDS_PER_HOUR
+            billed = billed_seconds(seconds, price.rule)
+            unit = Decimal(price.rule.unit_seconds)
+            self._billed[key] = None if billed is None else (billed, billed / unit, seconds / unit)
+        return self._billed[key]
+
+    def _line(
+        self,
+        kind: str,
+        label: str,
+        amount: Money | None,
+        rule: str,
+        source: Source | None,
+        why_unknown: str = "",
+    ) -> CostLine:
+        return CostLine(
+            kind=kind,
+            label=label,
+            amount=amount,
+            converted=self._convert(amount),
+            rule=rule,
+            source=source,
+            why_unknown="" if amount is not None else why_unknown or "price not published",
+        )
+
+    def _hidden(self, provider: str, region: str) -> _RegionCosts:
+        key = (provider, region)
+        cached = self._region_costs.get(key)
+        if cached is None:
+            cached = self._region_costs[key] = _RegionCosts(self._hidden_lines(provider, region))
+        return cached
+
+    def _hidden_lines(self, provider: str, region: str) -> list[CostLine]:
+        job = self.job
+        lines: list[CostLine] = []
+        terms = self.sheets[provider].terms_for(region)
+        if job.data_gb and job.data_from:
+            lines.append(self._data_egress(provider, region))
+        if job.checkpoint_gb and terms is not None:
+            rate = terms.storage.object_storage_gb_month
+            lines.append(
+                self._line(
+                    "storage",
+                    f"{job.checkpoint_gb} GB object storage for {job.hours} h",
+                    storage_cost(rate, job.checkpoint_gb, job.hours),
+                    f"GB x rate per GB-month x hours / 730 {_note(rate.note)}",
+                    rate.source,
+                    f"{provider} object-storage price for this region not found",
+                )
+            )
+            if job.snapshot_days:
+                snap = terms.storage.snapshot_gb_month
+                hours = job.snapshot_days * 24
+                lines.append(
+                    self._line(
+                        "snapshot",
+                        f"{job.checkpoint_gb} GB snapshots for {job.snapshot_days} days",
+                        storage_cost(
+                            snap, job.checkpoint_gb, hours, terms.storage.snapshot_free_gb
+                        ),
+                        f"(GB - {terms.storage.snapshot_free_gb} free) x rate per GB-month x days"
+                        f" / 30.4 {_note(snap.note)}",
+                        snap.source,
+                        f"{provider} snapshot price for this region not found",
+                    )
+                )
+        return lines
+
+    def _data_egress(self, provider: str, region: str) -> CostLine:
+        """The dataset's move into ``region``, priced by the terms of the region it leaves."""
+        job = self.job
+        origin = job.data_from
+        assert origin is not None
+        label = f"{job.data_gb} GB dataset from {origin.provider}:{origin.region}"
+        terms: RegionTerms | None = self.sheets[origin.provider].terms_for(origin.region)
+        if terms is None:
+            return self._line(
+                "egress",
+                label,
+                None,
+                "no transfer terms for the source",
+                None,
+                f"no {origin.provider} transfer terms for {origin.region}",
+            )
+        egress = terms.egress
+        if origin.provider != provider:
+            free = egress.internet_free_gb
+            return self._line(
+                "egress",
+                label + " (cross-cloud, internet rates)",
+                egress_cost(egress, job.data_gb, "internet"),
+                f"source's internet egress tiers, cumulative, after {free} GB free quota: the "
+                "rate for traffic leaving a VM or elastic IP in the source region, as the data "
+                "source names a region, not a service (data served straight from object storage,"
+                " such as Aliyun OSS, Tencent COS or Huawei OBS, is billed at that service's own "
+                f"internet rate, which these terms do not hold) {_note(egress.internet_note)}",
+                egress.internet_source,
+                f"{origin.provider} internet egress price from {origin.region} not found",
+            )
+        if origin.region != region:
+            here = self.sheets[provider].terms_for(region)
+            return self._cross_region(label, egress, region, here.area if here else None)
+        rate = egress.cross_zone
+        sides = egress.cross_zone_sides
+        return self._line(
+            "egress",
+            label + " (same region; priced as cross-zone, the worst case)",
+            egress_cost(egress, job.data_gb, "cross-zone"),
+            "GB x cross-zone rate"
+            + (" x 2 (charged out of one zone and into the other)" if sides == 2 else "")
+            + f" {_note(rate.note)}",
+            rate.source,
+            f"{provider} cross-zone price not found",
+        )
+
+    def _cross_region(
+        self, label: str, egress: EgressTerms, region: str, area: str | None
+    ) -> CostLine:
+        """Cross-region: the source's route to this region (or its area), else its default."""
+        job = self.job
+        origin = job.data_from
+        assert origin is not None
+        way = route(egress, region, area)
+        to = way.to if isinstance(way, Route) else "any other region"
+        why = f"{origin.provider} cross-region price from {origin.region} to this region not found"
+        if isinstance(way, Route) and way.bandwidth_tiers:
+            mbps = bandwidth_needed(job.data_gb, job.hours)
+            ladder = ", ".join(
+                f"{t.price_per_mbps_month.amount} {t.price_per_mbps_month.currency}"
+                + (f" to {t.up_to_mbps} Mbps" if t.up_to_mbps is not None else " beyond")
+                for t in way.bandwidth_tiers
+            )
+            return self._line(
+                "egress",
+                f"{label} (cross-region private link: {mbps} Mbps for a month)",
+                bandwidth_cost(way.bandwidth_tiers, mbps),
+                f"sold as bandwidth, not per GB: the Mbps that move {job.data_gb} GB within the "
+                f"job's {job.hours} h (1 GB = 8,000 Mb), rounded up to whole Mbps, bought for "
+                f"one month on the cumulative ladder per Mbps-month ({ladder}); a longer "
+                f"window needs less bandwidth {_note(way.note)}",
+                way.source,
+                why,
+            )
+        return self._line(
+            "egress",
+            label + " (cross-region)",
+            None if way.price is None else way.price * job.data_gb,
+            f"GB x source's cross-region rate to {to} {_note(way.note)}",
+            way.source,
+            why,
+        )
+
+    # matching and ranking
+
+
+def _note(note: str) -> str:
+    return f"({note})" if note else ""
+
+
+def _unit(seconds: int) -> str:
+    return {3600: "hour", 86400: "day", 2592000: "30-day month"}.get(seconds, f"{seconds} s")
+
+
+def _hours(seconds: Decimal) -> str:
+    """For labels: at most 4 decimals ("0.0167"); the exact value is ``Quote.billed_hours``."""
+    return format((seconds / SECONDS_PER_HOUR).quantize(Decimal("0.0001")).normalize(), "f")

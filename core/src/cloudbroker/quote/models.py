@@ -1,0 +1,133 @@
+"""What a quote is asked (:class:`Job`) and what it answers (:class:`QuoteResult`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from enum import StrEnum
+
+from pydantic import Field
+
+from cloudbroker.models import (
+    Availability,
+    Gpu,
+    Market,
+    Model,
+    Source,
+)
+from cloudbroker.money import DecimalStr, FxRate, Money
+
+
+class Ranking(StrEnum):
+    """How offers are ordered. Unknown is never treated as zero, so by default an offer whose
+    total is only a lower bound ranks after every complete offer."""
+
+    COMPLETE = "complete"  # complete totals first, then lower bounds by their known part
+    LOWER_BOUND = "lower-bound"  # every offer by its known part (a lower bound of its total)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a dataset lives: ``PROVIDER:REGION`` on the command line."""
+
+    provider: str
+    region: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """What the user wants to run, and the data it needs moved and kept."""
+
+    gpu: str | None
+    count: int
+    hours: Decimal = Decimal(1)
+    markets: tuple[Market, ...] = (Market.ON_DEMAND,)
+    providers: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()
+    min_gpu_memory_gb: Decimal | None = None
+    currency: str = "USD"
+    data_gb: Decimal = Decimal(0)
+    data_from: Location | None = None
+    checkpoint_gb: Decimal = Decimal(0)
+    snapshot_days: Decimal = Decimal(0)
+    top: int = 10
+    ranking: Ranking = Ranking.COMPLETE
+    gpu_models: frozenset[str] = field(default=frozenset())  # resolved by match_gpus()
+    # (GPU model, count) pairs a sized workload fits on (cloudbroker.sizing); when set they
+    # replace ``count``, so every fitting configuration is quoted.
+    configs: frozenset[tuple[str, int]] = field(default=frozenset())
+    # ``count`` was not asked for: when no instance with that many GPUs matches, each model
+    # is quoted at the fewest GPUs it is sold with (QuoteResult.smallest_sold says so).
+    count_is_default: bool = False
+
+
+class CostLine(Model):
+    kind: str  # compute | minimum-uplift | egress | storage | snapshot
+    label: str
+    amount: Money | None  # as published; None = unknown
+    converted: Money | None  # in the quote's currency
+    rule: str
+    source: Source | None = None
+    why_unknown: str = ""  # when amount is None: what is not known, e.g. a price not published
+
+
+class Quote(Model):
+    rank: int | None
+    provider: str
+    region: str
+    zone: str | None
+    other_zones: tuple[str, ...] = ()  # zones with the very same offer and price
+    instance_type: str
+    gpu: Gpu
+    vcpus: int | None
+    memory_gib: DecimalStr | None
+    market: Market
+    hourly: Money | None  # per hour, as published
+    billed_hours: DecimalStr
+    lines: tuple[CostLine, ...]
+    total: Money | None  # None when the compute price is unknown
+    complete: bool  # False when a hidden-cost rate is unknown: total is a lower bound
+    unknown: tuple[str, ...] = ()  # the unknown lines, "kind: why", when not complete
+    per_gpu_hour: Money | None
+    flags: tuple[str, ...] = ()
+    price_as_of: date | None = None  # the compute price's source date (None: no price row)
+    price_trust: str | None = None  # its trust when second-hand ("medium: ..."), see cautions()
+    availability: Availability | None = None  # the live figure of its zone (quote --live)
+
+    def line(self, *kinds: str) -> Money | None:
+        """Sum of the converted lines of ``kinds`` (None if there is none or one is unknown)."""
+        amounts = [ln.converted for ln in self.lines if ln.kind in kinds]
+        known = [a for a in amounts if a is not None]
+        if not amounts or len(known) < len(amounts):
+            return None
+        return sum(known[1:], known[0])
+
+
+class QuoteResult(Model):
+    currency: str
+    ranking: Ranking = Ranking.COMPLETE
+    quotes: tuple[Quote, ...]
+    unpriced: tuple[Quote, ...]
+    cheapest_by_market: tuple[Quote, ...]  # one per market, in ranking order
+    matched: int
+    lower_bounds: int = 0  # ranked offers whose total is only a lower bound
+    unknown: dict[str, int] = Field(default_factory=dict)  # why unknown -> offers it affects
+    refused: tuple[str, ...] = ()  # markets that cannot run this job at all, and why
+    fx: tuple[FxRate, ...]
+    catalogs: dict[str, date]
+    failures: dict[str, str]
+    siblings: tuple[str, ...] = ()  # siblings of the GPU asked for that are sold, and where
+    # GPU model -> the count quoted instead of the job's default count, which none is sold with
+    smallest_sold: dict[str, int] = Field(default_factory=dict)
+    live: LiveReport | None = None  # quote --live: how old each provider's availability is
+
+
+class LiveReport(Model):
+    """What ``quote --live`` read: each provider's oldest figure, and what stays unknown."""
+
+    read_at: dict[str, datetime]  # provider -> read time of its oldest figure used
+    cached: tuple[str, ...] = ()  # providers answered (at least partly) from the cache
+    unknown: dict[str, str] = Field(default_factory=dict)  # provider -> why not known
+    listed_last: int = 0  # sold-out or not-offered offers, ranked after all the others
+    hidden: int = 0  # the same, left out on request (still counted in ``matched``)
