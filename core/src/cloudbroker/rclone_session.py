@@ -2,8 +2,8 @@
 
 A :class:`Session` owns a scratch folder (an empty ``rclone.conf``, the listings) and the
 child environment holding the remotes; it runs rclone and turns what rclone logs into results
-(:class:`TransferLog`, :data:`~cloudbroker.listing.Listing`) or into typed errors that name
-the side at fault.
+(:class:`TransferLog`, read in :mod:`cloudbroker.rclone_log`;
+:data:`~cloudbroker.listing.Listing`) or into typed errors that name the side at fault.
 
 Every run is bounded in time. rclone gets a connect timeout and an I/O idle timeout (a
 request that receives nothing for that long fails), and each run a deadline past which its
@@ -25,15 +25,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, NoReturn
-
-from pydantic import BaseModel, ConfigDict
+from typing import NoReturn
 
 from cloudbroker import rclone
 from cloudbroker.errors import AuthError, CloudBrokerError, NotFoundError, ProviderUnavailable
 from cloudbroker.listing import Listing, human_bytes, parse_listing
 from cloudbroker.models import BucketRef, StorageRemote
 from cloudbroker.plugins import PluginManager
+from cloudbroker.rclone_log import Change as Change
+from cloudbroker.rclone_log import SyncProgress as SyncProgress
+from cloudbroker.rclone_log import TransferLog as TransferLog
 
 STATS_INTERVAL = "1s"
 #: rclone's ``--contimeout``: a connection not made within this many seconds fails.
@@ -52,41 +53,6 @@ MIN_RATE = 2**20
 PROBE_RETRIES = "2"
 LIST_RETRIES = "3"
 PROBE_FOLDER = ".cloudbroker-probe"
-
-
-@dataclass(frozen=True)
-class SyncProgress:
-    """One of rclone's periodic stats, for a progress bar (totals grow while it lists)."""
-
-    bytes: int
-    total_bytes: int
-    transfers: int
-    total_transfers: int
-    speed: float
-    eta: float | None
-    elapsed: float
-
-    @classmethod
-    def from_stats(cls, stats: dict[str, Any]) -> SyncProgress:
-        return cls(
-            bytes=int(stats.get("bytes") or 0),
-            total_bytes=int(stats.get("totalBytes") or 0),
-            transfers=int(stats.get("transfers") or 0),
-            total_transfers=int(stats.get("totalTransfers") or 0),
-            speed=float(stats.get("speed") or 0),
-            eta=None if stats.get("eta") is None else float(stats["eta"]),
-            elapsed=float(stats.get("elapsedTime") or 0),
-        )
-
-
-class Change(BaseModel):
-    """One object copied or deleted (or, in a dry run, that would be)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    action: Literal["copy", "delete"]
-    path: str
-    size: int | None = None
 
 
 # -- the two sides -------------------------------------------------------------------------
@@ -159,63 +125,6 @@ def side_error(side: Side, message: str) -> CloudBrokerError:
     else:
         text = f"storage unreachable ({summary})"
     return kind(f"{side.label}: {text}")
-
-
-# -- reading rclone's log ------------------------------------------------------------------
-
-_COPIED = re.compile(r"^(?:Multi-thread )?Copied \(")
-
-
-@dataclass
-class TransferLog:
-    """What one rclone run reported: its last stats, the changes, and its errors.
-
-    ``errors`` holds every record logged at ERROR level: rclone logs an object it skips (a
-    key it cannot map to a path) at ERROR and still exits 0, so any error fails the sync.
-    ``problems`` holds the other failure messages (plain text, ``Failed to ...`` notices)
-    that explain a non-zero exit.
-    """
-
-    progress: Callable[[SyncProgress], None] | None = None
-    stats: dict[str, Any] = field(default_factory=dict)
-    changes: list[Change] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-    def __call__(self, record: dict[str, Any]) -> None:
-        stats = record.get("stats")
-        if isinstance(stats, dict):
-            self.stats = stats
-            if self.progress is not None:
-                self.progress(SyncProgress.from_stats(stats))
-            return
-        message = str(record.get("msg", ""))
-        level = record.get("level")
-        name = record.get("object")
-        size = record.get("size") if isinstance(record.get("size"), int) else None
-        skipped = record.get("skipped")
-        if isinstance(name, str) and skipped in ("copy", "delete"):  # --dry-run
-            self.changes.append(Change(action=skipped, path=name, size=size))
-        elif isinstance(name, str) and _COPIED.match(message):  # every form of "copied"
-            self.changes.append(Change(action="copy", path=name, size=size))
-        elif isinstance(name, str) and message == "Deleted":
-            self.changes.append(Change(action="delete", path=name, size=size))
-        elif level in ("error", "critical", "alert", "emergency"):
-            self.errors.append(f"{name}: {message}" if isinstance(name, str) else message)
-        elif level == "text" or message.startswith("Failed to"):
-            self.problems.append(message)
-
-    def last_error(self) -> str:
-        logged = self.errors + self.problems
-        return str(self.stats.get("lastError") or "") or (logged[-1] if logged else "")
-
-    @property
-    def copied(self) -> list[Change]:
-        return [c for c in self.changes if c.action == "copy"]
-
-    @property
-    def deleted(self) -> list[Change]:
-        return [c for c in self.changes if c.action == "delete"]
 
 
 # -- one sync's rclone ---------------------------------------------------------------------

@@ -1,185 +1,23 @@
-"""Machinery for local cloud emulators: an HTTP server on 127.0.0.1, state, fault injection.
-
-A provider's emulator subclasses :class:`Emulator` and implements four methods:
-
-* :meth:`Emulator.authenticate` -- verify the request signature the real SDK computed;
-  raise :class:`ApiError` exactly as the cloud answers a bad signature.
-* :meth:`Emulator.action` -- which API action a request is (``RunInstances``, ...).
-* :meth:`Emulator.handle` -- perform the action against :attr:`Emulator.state` and return a
-  :class:`Response` in the cloud's wire format.
-* :meth:`Emulator.error` -- render an :class:`ApiError` the way the cloud does (status code,
-  body shape, headers), so the real SDK raises its real exception.
-
-The base class provides the control API under ``/_emulator/`` that tests (and people trying
-cloudbroker without an account) use:
-
-* ``GET /_emulator/state`` -- instances, pending faults and a log of handled actions.
-* ``POST /_emulator/faults`` with JSON ``{"kind": ..., "action": "RunInstances", "count": 1,
-  "seconds": 0.5}`` -- kinds: ``latency``, ``throttle``, ``server-error``, ``capacity``,
-  ``lose-response`` (perform the action, then drop the connection without answering).
-* ``POST /_emulator/reclaim`` with ``{"instance_id": ...}`` -- a spot reclaim.
-* ``POST /_emulator/capacity`` with ``{"place": REGION-or-ZONE, "instance_type": ...,
-  "count": N}`` -- only N more launches of the type there (``null``: unlimited again). The
-  emulators' stock APIs (availability) answer from the same numbers: 0 is sold out, 1 to
-  :data:`LOW_STOCK` is low, unset or more is in stock (:meth:`Emulator.stock_left`).
-* ``POST /_emulator/outage`` with ``{"on": true}`` -- the API stops answering (connections are
-  dropped; the control API keeps working) until ``{"on": false}``.
-* ``POST /_emulator/reset`` -- forget all instances, faults and stock limits.
-
-Faults apply after authentication, to the next ``count`` requests of ``action`` (any action
-when omitted). Instances start ``pending`` and are ``running`` after
-:attr:`Emulator.boot_seconds`. An emulator's launch action calls :meth:`Emulator.take_stock`
-before creating an instance, so a stock limit answers with the cloud's capacity error.
-
-An :class:`InstanceRunner` set as :attr:`Emulator.runner` is told when an instance appears
-and when it ends (terminated or reclaimed): the sandbox runs each instance's user data as a
-local process this way.
-"""
+"""The :class:`Emulator` base class (HTTP server, control API, faults) and :func:`serve`."""
 
 from __future__ import annotations
 
 import argparse
 import base64
 import contextlib
-import functools
-import itertools
 import json
 import logging
-import re
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
-FAULT_KINDS = ("latency", "throttle", "server-error", "capacity", "lose-response")
-#: A stock of 1 to this many launches is reported as low by the emulated stock APIs.
-LOW_STOCK = 2
-
-
-class ApiError(Exception):
-    """An error the emulated cloud answers with: HTTP ``status``, the cloud's ``code``, a message.
-
-    Raise it anywhere in :meth:`Emulator.authenticate`, :meth:`Emulator.action` or
-    :meth:`Emulator.handle`; the kit logs it and renders it with :meth:`Emulator.error`.
-    Injected faults are raised as ``ApiError(*Emulator.fault_errors[kind])``.
-    """
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-
-
-@dataclass
-class Request:
-    """One API request as received: ``headers`` keys are lower-case, ``query`` keeps the last
-    value of each name, ``body`` is the raw bytes (``json()`` decodes it; ``{}`` if empty)."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: bytes
-    request_id: str = field(default_factory=lambda: str(uuid.uuid4()).upper())
-    #: The ``{name}`` parts of a :class:`JsonEmulator` route, e.g. ``{"id": "exi-00000001"}``.
-    params: dict[str, str] = field(default_factory=dict)
-
-    def header(self, name: str, default: str = "") -> str:
-        return self.headers.get(name.lower(), default)
-
-    def json(self) -> Any:
-        return json.loads(self.body or b"{}")
-
-
-@dataclass
-class Response:
-    """What :meth:`Emulator.handle` returns: ``body`` is JSON-encoded unless it is bytes."""
-
-    status: int
-    body: Any
-    headers: dict[str, str] = field(default_factory=dict)
-    content_type: str = "application/json"
-
-
-@dataclass
-class Fault:
-    kind: str
-    action: str | None = None
-    count: int = 1
-    seconds: float = 0.0
-
-
-@dataclass
-class Instance:
-    """Provider-neutral instance state; each emulator renders it in its cloud's shape."""
-
-    instance_id: str
-    region: str
-    zone: str | None
-    instance_type: str
-    spot: bool = False
-    client_token: str | None = None
-    tags: dict[str, str] = field(default_factory=dict)
-    image: str | None = None
-    user_data: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    created: float = field(default_factory=time.time)
-    terminated: float | None = None
-    reclaimed: float | None = None
-
-    def state(self, boot_seconds: float) -> str:
-        """``pending``, ``running``, ``reclaiming`` or ``terminated``."""
-        if self.terminated is not None:
-            return "terminated"
-        if self.reclaimed is not None:
-            return "reclaiming"
-        return "pending" if time.time() - self.created < boot_seconds else "running"
-
-
-class InstanceRunner(Protocol):
-    """Told about instance lifecycles (called with the state lock held: return quickly)."""
-
-    def started(self, emulator: Emulator, instance: Instance) -> None: ...
-
-    def ended(self, emulator: Emulator, instance: Instance) -> None: ...
-
-
-class State:
-    """Everything an emulator remembers; one lock, because the server is threaded."""
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.instances: dict[str, Instance] = {}
-        self.faults: list[Fault] = []
-        self.log: list[dict[str, Any]] = []
-        #: (region or zone, instance type) -> launches still possible there.
-        self.stock: dict[tuple[str, str], int] = {}
-        self.outage = False
-        self._ids = itertools.count(1)
-
-    def new_id(self, prefix: str) -> str:
-        return f"{prefix}{next(self._ids):08x}"
-
-    def by_token(self, token: str | None) -> Instance | None:
-        if not token:
-            return None
-        return next((i for i in self.instances.values() if i.client_token == token), None)
-
-    def take_fault(self, action: str) -> Fault | None:
-        with self.lock:
-            for fault in self.faults:
-                if fault.action in (None, action):
-                    fault.count -= 1
-                    if fault.count <= 0:
-                        self.faults.remove(fault)
-                    return fault
-        return None
+from cloudbroker.testing.emulator.state import FAULT_KINDS, Fault, Instance, InstanceRunner, State
+from cloudbroker.testing.emulator.wire import ApiError, Request, Response
 
 
 class Emulator:
@@ -453,48 +291,6 @@ class Emulator:
             do_GET = do_POST = do_PUT = do_DELETE = _dispatch
 
         return Handler
-
-
-class JsonEmulator(Emulator):
-    """An emulator of a JSON REST API with one API key: only :meth:`Emulator.handle` to write.
-
-    Declare :attr:`routes` (``("GET", "/v1/instances/{id}") -> "DescribeInstance"``; the
-    ``{name}`` parts land in ``request.params``) and :attr:`Emulator.fault_errors`. Requests
-    must carry ``Authorization: Bearer <access_key>`` (the key the test started the
-    emulator with; ``secret_key`` is unused); errors are answered as ``{"error": {"code",
-    "message", "request_id"}}``, the shape :func:`cloudbroker.rest.error_fields` reads.
-    Override :meth:`authenticate` or :meth:`error` for another scheme or shape.
-    """
-
-    #: (method, path pattern) -> action name.
-    routes: ClassVar[dict[tuple[str, str], str]] = {}
-
-    def authenticate(self, request: Request) -> None:
-        if request.header("authorization") != f"Bearer {self.access_key}":
-            raise ApiError(401, "Unauthorized", "missing or unknown API key")
-
-    def action(self, request: Request) -> str:
-        for (method, pattern), action in self.routes.items():
-            if method != request.method:
-                continue
-            found = _route_pattern(pattern).fullmatch(request.path)
-            if found:
-                request.params = found.groupdict()
-                return action
-        raise ApiError(404, "NotFound", f"no route {request.method} {request.path}")
-
-    def error(self, error: ApiError, request: Request) -> Response:
-        detail = {"code": error.code, "message": error.message, "request_id": request.request_id}
-        return Response(error.status, {"error": detail})
-
-
-@functools.cache
-def _route_pattern(pattern: str) -> re.Pattern[str]:
-    """``/v1/instances/{id}`` as a regular expression with one named group per part."""
-    parts = re.split(r"\{(\w+)\}", pattern)
-    return re.compile(
-        "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^/]+)" for i, p in enumerate(parts))
-    )
 
 
 def serve(emulator_class: type[Emulator], argv: list[str] | None = None) -> None:

@@ -1,0 +1,53 @@
+"""What the placement commands share: the broker, the state file, the table printer, options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import typer
+
+from cloudbroker import plugins
+from cloudbroker.broker import Broker, BrokerEvent
+from cloudbroker.cli import options
+from cloudbroker.cli.output import console, err_console
+from cloudbroker.cli.progress import Lines
+from cloudbroker.cli.table import FitTable, show
+from cloudbroker.state import Store
+
+
+def _broker(
+    store: Store | Callable[[], Store], on_event: Callable[[BrokerEvent], None] | None = None
+) -> Broker:
+    """The broker on a state store (or a function opening it when first needed)."""
+    from cloudbroker.storage import RcloneReplicator
+
+    pm = plugins.load(offline=False)
+    if on_event is None:  # commands that show no progress still say what they wait for
+        on_event = Lines(err_console).broker
+    return Broker(pm, store, RcloneReplicator(pm), on_event=on_event)
+
+
+def _show(table: FitTable) -> None:
+    """The table fitted to the width, then which columns that left out (``--json`` has all)."""
+    hidden = show(console, table)
+    if hidden:
+        names = ", ".join(c.header for c in hidden)
+        console.print(
+            f"not shown at {console.width} columns: {names} (--json has them)", markup=False
+        )
+
+
+def _state(path: str | None) -> Store:
+    """The existing state file: only ``place`` creates one, so a mistyped path is an error."""
+    return Store(path, create=False)
+
+
+STATE = typer.Option(
+    None, "--state", help="State file (default: user data dir; CLOUDBROKER_STATE)."
+)
+FINAL_SYNC_TIMEOUT = options.option(
+    options.DURATION,
+    "60s",
+    "--final-sync-timeout",
+    help="How long a failover's final sync may take before it goes on with the newest replica.",
+)

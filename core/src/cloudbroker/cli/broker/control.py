@@ -1,0 +1,106 @@
+"""``down``, ``failover`` and ``watch``: acting on a placement that is up."""
+
+from __future__ import annotations
+
+import typer
+
+from cloudbroker import api
+from cloudbroker.cli import app, options
+from cloudbroker.cli.broker.common import FINAL_SYNC_TIMEOUT, STATE, _broker, _state
+from cloudbroker.cli.output import console, err_console
+from cloudbroker.cli.progress import Lines
+from cloudbroker.errors import UsageError
+
+
+@app.command("down", rich_help_panel="Placements and failover")
+def down(
+    placement_id: str,
+    forget: bool = typer.Option(
+        False,
+        "--forget",
+        help="Then remove the placement's records, once its clouds confirm nothing runs.",
+    ),
+    state: str = STATE,
+) -> None:
+    """Terminate every instance the placement launched (and stop its watcher)."""
+    broker = _broker(_state(state))
+    left = broker.down(placement_id)
+    if left:
+        raise api.not_terminated(placement_id, left)
+    if forget:
+        broker.forget(placement_id)
+        console.print(f"{placement_id} is down and forgotten (records removed)", markup=False)
+        return
+    console.print(f"{placement_id} is down", markup=False)
+
+
+@app.command("failover", rich_help_panel="Placements and failover")
+def failover(
+    placement_id: str, final_sync_timeout: float = FINAL_SYNC_TIMEOUT, state: str = STATE
+) -> None:
+    """Fail over to the standby now (or complete an interrupted failover).
+
+    Each step is one line on stderr with its elapsed time (live on a terminal).
+    """
+    store = _state(state)
+    with Lines(err_console) as lines:
+        broker = _broker(store, lines.broker)
+        broker.final_sync_timeout = final_sync_timeout
+        result = broker.failover(placement_id)
+    rpo = result.get("rpo_seconds")
+    console.print(
+        f"failed over {result['from']} -> {result['to']}: RTO "
+        f"{result['rto_seconds']:.1f} s, RPO {'unknown' if rpo is None else f'{rpo:.1f} s'}",
+        markup=False,
+    )
+
+
+@app.command("watch", rich_help_panel="Placements and failover")
+def watch(
+    placement_id: str,
+    interval: float = options.option(
+        options.DURATION, "30s", "--interval", help="Health-check interval."
+    ),
+    failures: int = options.option(
+        options.FAILURES, 3, "--failures", help="Consecutive failures to fail over."
+    ),
+    exit_after_failover: bool = typer.Option(
+        False, "--exit-after-failover", help="Stop once one failover has completed."
+    ),
+    final_sync_timeout: float = FINAL_SYNC_TIMEOUT,
+    quiet: bool = typer.Option(
+        False, "--quiet", help="Print nothing while watching (errors still go to stderr)."
+    ),
+    json_output: bool = typer.Option(
+        False, "--json", help="One JSON object per event and line, flushed (for log shippers)."
+    ),
+    state: str = STATE,
+) -> None:
+    """Health checks, replication every --sync-every of the plan, automatic failover.
+
+    Acts only on a placement that is up; stops once `down` is requested. Prints a line per
+    check (time, primary state, last replication, lag: the age of the standby's newest
+    checkpoint), per replication and per failover step.
+    """
+    if quiet and json_output:
+        raise UsageError("give --quiet or --json, not both")
+    store = _state(state)
+    with Lines(console, json_lines=json_output, quiet=quiet) as lines:
+        broker = _broker(store, lines.broker)
+        broker.final_sync_timeout = final_sync_timeout
+        broker.poll_interval = min(broker.poll_interval, interval)
+
+        def swaps() -> int:
+            return sum(e.kind == "roles-swapped" for e in store.events(placement_id))
+
+        start = swaps()
+        stopped = broker.watch(
+            placement_id,
+            interval=interval,
+            failures=failures,
+            until=(lambda: swaps() > start) if exit_after_failover else (lambda: False),
+        )
+        if stopped and json_output:
+            lines.line(stopped, record={"kind": "stopped", "placement": placement_id})
+    if stopped and not (quiet or json_output):
+        err_console.print(stopped, markup=False)

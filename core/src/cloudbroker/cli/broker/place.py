@@ -1,0 +1,156 @@
+"""``place`` (plan a primary and a standby, print the cost) and ``up`` (launch the plan)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from cloudbroker import api
+from cloudbroker.cli import app, option_name, options
+from cloudbroker.cli.broker.common import STATE, _broker, _state
+from cloudbroker.cli.output import console, err_console, print_json
+from cloudbroker.cli.progress import Lines
+from cloudbroker.state import Store
+
+
+@app.command("place", rich_help_panel="Placements and failover")
+def place(
+    gpu: str = typer.Option(..., "--gpu"),
+    count: int = options.option(options.GPUS, 1, "--count", help="GPUs per instance."),
+    hours: Decimal = options.option(options.HOURS, ..., "--hours", help="Job length in hours."),
+    bucket: str = typer.Option(..., "--bucket", help="Primary bucket PROVIDER:BUCKET/PATH."),
+    standby_bucket: str = typer.Option(..., "--standby-bucket", help="Standby bucket."),
+    primary: str = typer.Option(None, "--primary", help="Primary cloud (default: cheapest)."),
+    standby: str = typer.Option(None, "--standby", help="Standby cloud (default: cheapest)."),
+    market: str = typer.Option("on-demand", "--market", help="on-demand or spot."),
+    standby_mode: str = typer.Option("cold", "--standby-mode", help="cold or hot."),
+    sync_every: float = options.option(
+        options.DURATION, "15m", "--sync-every", help="Replication interval."
+    ),
+    checkpoint_gb: Decimal = options.option(
+        options.GB, "0", "--checkpoint-gb", help="Size of one checkpoint."
+    ),
+    checkpoint_every: float = options.option(
+        options.DURATION, "1h", "--checkpoint-every", help="How often the job writes a checkpoint."
+    ),
+    startup_script: str | None = options.option(
+        options.SCRIPT, None, "--startup-script", help="User data script."
+    ),
+    currency: str = typer.Option("USD", "--currency"),
+    region: list[str] | None = typer.Option(
+        None, "--region", help="Only offers in these regions (repeat; either cloud's names)."
+    ),
+    live: bool = typer.Option(
+        False, "--live", help="Ask the clouds for stock: offers in stock are launched first."
+    ),
+    max_age: float | None = options.option(
+        options.DURATION, None, "--max-age", help="With --live: reuse figures this young (10m)."
+    ),
+    json_output: bool = typer.Option(False, "--json"),
+    state: str = STATE,
+) -> None:
+    """Plan a primary and a standby on two clouds, print the full cost, and save it."""
+    from cloudbroker.cli.quote import live_options
+
+    reading = live_options(live, max_age, available_only=False)
+    request = api.place_request(
+        gpu,
+        hours=hours,
+        bucket=bucket,
+        standby_bucket=standby_bucket,
+        count=count,
+        primary=primary,
+        standby=standby,
+        market=market,
+        standby_mode=standby_mode,
+        sync_every=sync_every,
+        checkpoint_gb=checkpoint_gb,
+        checkpoint_every=checkpoint_every,
+        startup_script=startup_script,
+        currency=currency,
+        region=region,
+        name=option_name,
+    )
+    # Planned before the state file is opened: a plan that fails leaves no file behind.
+    placement_id, spec = _broker(lambda: Store(state, create=True)).place(
+        request, option_name, reading
+    )
+    if json_output:
+        print_json({"id": placement_id, **spec})
+        return
+    a, b = spec["sides"]["a"], spec["sides"]["b"]
+    console.print(
+        f"[bold]placement {escape(placement_id)}[/bold]: "
+        + escape(
+            f"primary {a['provider']} "
+            f"{a['offers'][0]['instance_type']} in {a['offers'][0]['region']}, "
+            f"{spec['standby_mode']} standby {b['provider']} "
+            f"{b['offers'][0]['instance_type']} in {b['offers'][0]['region']}"
+        )
+    )
+    table = Table(title=f"plan for {spec['job']['hours']} h")
+    table.add_column("cost")
+    table.add_column("amount", justify="right", no_wrap=True)
+    for line in spec["cost"]["lines"]:
+        amount = line["amount"]
+        table.add_row(
+            escape(line["label"]),
+            "unknown"
+            if amount is None
+            else f"{Decimal(amount['amount']):,.2f} {amount['currency']}",
+        )
+    total = spec["cost"]["total"]
+    table.add_row(
+        "[bold]total[/bold]",
+        f"{'' if spec['cost']['complete'] else '≥ '}"
+        f"{Decimal(total['amount']):,.2f} {total['currency']}",
+    )
+    console.print(table)
+    if "live" in spec:
+        _live_plan(spec)
+    console.print(f"next: cloudbroker up {placement_id}", markup=False)
+
+
+def _live_plan(spec: dict[str, Any]) -> None:
+    """Each side's offers in launch order with their availability and its age, and which
+    clouds' availability stays unknown, and why."""
+    from cloudbroker.cli.quote_render import age
+
+    roles = {"a": "primary", "b": "standby"}
+    for key, side in spec["sides"].items():
+        offers = []
+        for o in side["offers"]:
+            figure = o.get("availability")
+            said = "unknown"
+            if figure:
+                said = figure["status"].replace("-", " ")
+                said += f", score {figure['score']}/10" if figure.get("score") else ""
+                said += f", read {age(datetime.fromisoformat(figure['read_at']))} ago"
+            offers.append(f"{o['instance_type']} in {o['zone'] or o['region']} ({said})")
+        console.print(
+            f"{roles[key]} {side['provider']}, in launch order: {'; '.join(offers)}", markup=False
+        )
+    for provider, reason in sorted(spec["live"]["unknown"].items()):
+        console.print(Text(f"availability unknown: {provider}: {reason}", style="yellow"))
+
+
+@app.command("up", rich_help_panel="Placements and failover")
+def up(placement_id: str, state: str = STATE) -> None:
+    """Launch the placement's primary (and hot standby) and wait until running.
+
+    Each step is one line on stderr with its elapsed time (live on a terminal).
+    """
+    store = _state(state)
+    with Lines(err_console) as lines:
+        rows = _broker(store, lines.broker).up(placement_id)
+    for row in rows:
+        console.print(
+            f"{row.provider} {row.instance_id} running ({row.instance_type}, {row.region})",
+            markup=False,
+        )

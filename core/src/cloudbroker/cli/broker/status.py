@@ -1,0 +1,123 @@
+"""``status``: roles, instances, the last failover and the latest events of a placement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from cloudbroker.cli import app
+from cloudbroker.cli.broker.common import STATE, _broker, _show, _state
+from cloudbroker.cli.output import console, print_json
+from cloudbroker.cli.progress import clock, when
+from cloudbroker.cli.table import Column, FitTable
+
+#: Events ``status`` lists (the latest); ``--json`` has every one.
+EVENTS_SHOWN = 15
+DETAIL_WIDTH = 40  # narrower than this, an event's fields go on lines of their own
+#: Event fields that are epoch seconds, shown as a time of day.
+TIMES = {"running_at", "detected_at", "standby_newest"}
+INSTANCE_COLUMNS = (
+    Column("role", "role"),
+    Column("provider", "provider"),
+    Column("instance", "instance"),
+    Column("state", "state"),
+    Column("type", "type", 1),
+    Column("region", "region", 2),
+)
+
+
+@app.command("status", rich_help_panel="Placements and failover")
+def status(
+    placement_id: str, json_output: bool = typer.Option(False, "--json"), state: str = STATE
+) -> None:
+    """Roles, every instance launched (its state on the cloud now), the last failover's RTO
+    and RPO, and the latest events with their time."""
+    report = _broker(_state(state)).status(placement_id)
+    if json_output:
+        print_json(report)
+        return
+    console.print(
+        f"{report['id']} {report['status']}: primary {report['primary']} "
+        f"({report['buckets']['primary']}), standby {report['standby']} "
+        f"({report['buckets']['standby']})",
+        markup=False,
+    )
+    table = FitTable(INSTANCE_COLUMNS)
+    notes = []
+    for inst in report["instances"]:
+        instance = inst["instance_id"] or "-"
+        table.add_row(
+            inst["role"],
+            inst["provider"],
+            instance,
+            inst["state"],
+            inst["instance_type"],
+            inst["region"],
+        )
+        note = inst.get("error") or inst["reclaim"]
+        if note:
+            notes.append(f"{inst['provider']} {instance}: {note}")
+    if table.rows:
+        console.print()
+        _show(table)
+    for note in notes:
+        console.print(Padding(Text(note), (0, 0, 0, 2)))
+    last = report["last_failover"]
+    if last:
+        rpo = last.get("rpo_seconds")
+        console.print(
+            f"last failover {last['from']} -> {last['to']} ({last['reason']}): "
+            f"RTO {last['rto_seconds']:.1f} s, RPO "
+            f"{'unknown' if rpo is None else f'{rpo:.1f} s'}",
+            markup=False,
+        )
+    if report["failover"]:
+        console.print(
+            f"failover in progress at step {report['failover']['step']}; "
+            f"run `cloudbroker failover {placement_id}` to complete it",
+            style="yellow",
+            markup=False,
+        )
+    _print_events(report["events"])
+
+
+def _print_events(events: list[dict[str, Any]]) -> None:
+    """The latest events, one a row: local time, kind, and what it says (wrapped)."""
+    shown = events[-EVENTS_SHOWN:]
+    earlier = len(events) - len(shown)
+    more = f"; {earlier} earlier: --json lists every one" if earlier else ""
+    console.print(f"\nevents (local time{more}):", markup=False)
+    kinds = max((len(event["kind"]) for event in shown), default=0)
+    if console.width - (2 + 19 + 2 + kinds + 2) >= DETAIL_WIDTH:  # time, kind, what: a row
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True)
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for event in shown:
+            grid.add_row(when(event["at"]), event["kind"], Text(_detail(event)))
+        console.print(Padding(grid, (0, 0, 0, 2)))
+        return
+    for event in shown:  # narrow: what it says goes under the time and kind
+        console.print(f"  {when(event['at'])}  {event['kind']}", markup=False)
+        if detail := _detail(event):
+            console.print(Padding(Text(detail), (0, 0, 0, 6)))
+
+
+def _detail(event: dict[str, Any]) -> str:
+    """``name=value`` pairs of an event, without the launch key (a long hash; in --json)."""
+    pairs = []
+    for name, value in event.items():
+        if name in ("at", "kind", "key", "standby_key"):
+            continue
+        if isinstance(value, list):
+            value = ",".join(map(str, value)) or "-"
+        elif name in TIMES and isinstance(value, float):
+            value = clock(value)
+        elif isinstance(value, float):
+            value = f"{value:.3f}".rstrip("0").rstrip(".")
+        pairs.append(f"{name}={value}")
+    return " ".join(pairs)

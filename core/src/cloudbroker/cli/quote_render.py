@@ -1,0 +1,311 @@
+"""How ``cloudbroker quote`` prints a result: the fitted table, its footer notes, ``--explain``."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from cloudbroker.cli.output import console, field
+from cloudbroker.cli.table import Column, FitTable, amount, show
+from cloudbroker.gpus import describe as describe_gpus
+from cloudbroker.models import Market, cautions
+from cloudbroker.money import Money
+from cloudbroker.quote import LiveReport, Quote, QuoteResult, Ranking
+
+if TYPE_CHECKING:
+    pass
+
+CAUTION = "*"  # the marker of a price whose source is old or second-hand, as in `gpus`
+
+COLUMNS = (
+    Column("rank", "#", 0, "right"),
+    Column("provider", "provider", 1),
+    Column("region", "region (zones)", 3),
+    Column("zones", "zones", 99),
+    Column("instance", "instance type", 2),
+    Column("gpus", "GPUs", 4),
+    Column("vcpus", "vCPUs", 99, "right"),
+    Column("memory", "memory GiB", 99, "right"),
+    Column("market", "market", 5),
+    Column("availability", "availability", 2),  # quote --live only
+    Column("hourly", "hourly", 7, "right"),
+    Column("billed", "billed h", 99, "right"),
+    Column("compute", "compute", 99, "right"),
+    Column("uplift", "min. uplift", 8, "right"),
+    Column("egress", "egress", 9, "right"),
+    Column("storage", "storage + snap.", 10, "right"),
+    Column("total", "total", 0, "right"),
+    Column("per-gpu-hour", "per GPU-h", 6, "right"),
+    Column("markers", "", 0),
+)
+WIDE_ONLY = {"zones", "vcpus", "memory", "billed", "compute"}
+HIDDEN_COSTS = {  # shown by default when not zero for a shown offer
+    "uplift": ("minimum-uplift",),
+    "egress": ("egress",),
+    "storage": ("storage", "snapshot"),
+}
+
+
+def _cash(money: Money | None) -> str:
+    """Money for people: the currency's cents ("< 0.01" for a smaller cost, never "0.00")."""
+    if money is None:
+        return "unknown"
+    if 0 < abs(money.amount) < Decimal("0.005"):
+        return f"< 0.01 {money.currency}"
+    return f"{amount(money.amount)} {money.currency}"
+
+
+def _hours(value: Decimal) -> str:
+    """Hours for people: at most 4 decimals ("0.0167", "48"); exact values are in --json."""
+    return f"{value.quantize(Decimal('0.0001')).normalize():f}"
+
+
+def _sum(q: Quote, *kinds: str) -> str:
+    """These kinds' lines summed (Quote.line): "-" when there are none, "unknown" if one is."""
+    if not any(ln.kind in kinds for ln in q.lines):
+        return "-"
+    total = q.line(*kinds)
+    return "unknown" if total is None else amount(total.amount)
+
+
+def _markers(q: Quote) -> str:
+    """What the footer explains: a lower-bound total, a data-quality flag, a price to check."""
+    return (
+        ("≥" if q.total is not None and not q.complete else "")
+        + ("⚑" if q.flags else "")
+        + (CAUTION if _cautions(q) else "")
+    )
+
+
+def _cautions(q: Quote) -> tuple[str, ...]:
+    """Why the compute price needs checking before buying: its age, or trust below high."""
+    if q.price_as_of is None:
+        return ()
+    return cautions(q.price_as_of, q.price_trust, date.today())
+
+
+def _gpus(q: Quote) -> str:
+    size = q.gpu.memory_gb
+    shown = "" if size is None or "GB" in q.gpu.model else f" {size.normalize():f}GB"
+    return f"{q.gpu.count}x {q.gpu.model}{shown}"
+
+
+def _availability(q: Quote) -> str:
+    """The live status of the offer's zone, and the spot placement score where given."""
+    figure = q.availability
+    if figure is None:
+        return "unknown"
+    score = f"score {figure.score}/10" if figure.score else ""
+    status = figure.status.value.replace("-", " ")
+    if score and status == "unknown":
+        return score
+    return f"{status}, {score}" if score else status
+
+
+def _row(q: Quote) -> dict[str, str]:
+    zones = tuple(z for z in (q.zone, *q.other_zones) if z)
+    return {
+        "availability": _availability(q),
+        "rank": str(q.rank) if q.rank else "-",
+        "provider": q.provider,
+        "region": f"{q.region} ({len(zones)})" if zones else q.region or "-",
+        "zones": ", ".join(zones) or "-",
+        "instance": q.instance_type,
+        "gpus": _gpus(q),
+        "vcpus": "?" if q.vcpus is None else str(q.vcpus),
+        "memory": "?" if q.memory_gib is None else f"{q.memory_gib.normalize():f}",
+        "market": q.market.value,
+        "hourly": "unknown"
+        if q.hourly is None
+        else f"{amount(q.hourly.amount, 3)} {q.hourly.currency}",
+        "billed": _hours(q.billed_hours),
+        "compute": _sum(q, "compute"),
+        **{key: _sum(q, *kinds) for key, kinds in HIDDEN_COSTS.items()},
+        "total": "unknown" if q.total is None else amount(q.total.amount),
+        "per-gpu-hour": "-" if q.per_gpu_hour is None else amount(q.per_gpu_hour.amount),
+        "markers": _markers(q),
+    }
+
+
+def _default(column: Column, quotes: tuple[Quote, ...]) -> bool:
+    """In the default view: not a wide-only column, and not empty for every shown offer."""
+    if column.key in WIDE_ONLY:
+        return False
+    if column.key == "markers":
+        return any(_markers(q) for q in quotes)
+    kinds = HIDDEN_COSTS.get(column.key)
+    return kinds is None or any(
+        ln.converted is None or ln.converted.amount for q in quotes for ln in q.lines
+        if ln.kind in kinds
+    )  # fmt: skip
+
+
+def _table(result: QuoteResult, *, every: bool) -> FitTable:
+    """Every column if ``every`` (--wide, --columns), else those of the default view."""
+    quotes = (*result.quotes, *result.unpriced)
+    columns = [
+        c
+        for c in COLUMNS
+        if (every or _default(c, quotes)) and (c.key != "availability" or result.live)
+    ]
+    table = FitTable(columns, title=f"GPU offers, totals in {result.currency}")
+    rows = [_row(q) for q in quotes]
+    for r in rows:
+        table.add_row(*(r[c.key] for c in columns))
+    return table
+
+
+def _print_table(result: QuoteResult, *, wide: bool, keys: list[str] | None) -> None:
+    """The table fitted to the screen, then the footer, each note wrapped to the width."""
+    table = _table(result, every=wide or bool(keys))
+    hidden = show(console, table, wide=wide, keys=keys)
+    notes = _footer(result)
+    if hidden:
+        names = ", ".join(
+            c.header if table.same(c) is None else f"{c.header} ({table.same(c)} for all)"
+            for c in hidden
+        )
+        notes.append(f"not shown at {console.width} columns: {names}; --wide shows every column")
+    for note in notes:
+        console.print(note, markup=False)
+
+
+def _footer(result: QuoteResult) -> list[str | Text]:
+    notes: list[str | Text] = [
+        "catalogs: " + ", ".join(f"{p} {d.isoformat()}" for p, d in sorted(result.catalogs.items()))
+    ]
+    for rate in result.fx:
+        notes.append(
+            f"fx: 1 {rate.base} = {rate.rate} {rate.quote} "
+            f"({rate.source}, {rate.as_of.isoformat()})"
+        )
+    notes.extend(_ranking_notes(result))
+    if any(q.flags for q in (*result.quotes, *result.unpriced)):
+        notes.append("⚑: a data-quality flag on the source row (see --explain N)")
+    if any(_cautions(q) for q in result.quotes):
+        notes.append(
+            f"{CAUTION}: the price's source is older than 12 months or second-hand below high "
+            "trust; check it before buying (see --explain N)"
+        )
+    if result.unpriced:
+        notes.append("price unknown: the catalog has specs but no published price; never ranked")
+    notes.extend(f"sibling also sold: {sibling}" for sibling in result.siblings)
+    if result.smallest_sold:
+        notes.append(_smallest_note(result.smallest_sold))
+    if result.live:
+        notes.extend(_live_notes(result.live))
+    for provider, reason in sorted(result.failures.items()):
+        notes.append(Text(f"failed: {provider}: {reason}", style="red"))
+    notes.append(f"{result.matched} matching offers; showing {len(result.quotes)} ranked")
+    return notes
+
+
+def age(read_at: datetime) -> str:
+    seconds = max(0, int((datetime.now(UTC) - read_at).total_seconds()))
+    return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min"
+
+
+def _offers(n: int) -> str:
+    return f"{n} offer" if n == 1 else f"{n} offers"
+
+
+def _live_notes(live: LiveReport) -> list[str | Text]:
+    """How old each provider's availability is, which providers stay unknown and why, and
+    the offers that cannot be launched now (ranked last or hidden, always counted)."""
+    notes: list[str | Text] = []
+    if live.read_at:
+        ages = ", ".join(
+            f"{p} read {age(at)} ago" + (" (cached)" if p in live.cached else "")
+            for p, at in sorted(live.read_at.items())
+        )
+        notes.append(f"availability (live): {ages}")
+    for provider, reason in sorted(live.unknown.items()):
+        notes.append(Text(f"availability unknown: {provider}: {reason}", style="yellow"))
+    if live.listed_last:
+        notes.append(
+            f"sold out or not offered: {_offers(live.listed_last)}, ranked after all the others "
+            "(--available-only hides them)"
+        )
+    if live.hidden:
+        notes.append(f"hidden by --available-only: {_offers(live.hidden)} sold out or not offered")
+    return notes
+
+
+def _smallest_note(smallest: dict[str, int]) -> str:
+    """Why offers of more GPUs than the default 1 are shown."""
+    models = " or ".join(sorted(smallest))
+    counts = set(smallest.values())
+    if len(counts) == 1:
+        sold = f"{counts.pop()} GPUs"
+    else:
+        sold = ", ".join(f"{n}x {m}" for m, n in sorted(smallest.items()))
+    return f"no 1-GPU {models} instance is sold; quoting the smallest sold: {sold}"
+
+
+def _ranking_notes(result: QuoteResult) -> list[str]:
+    """The market comparison, what the lower bounds are and why, and refused markets."""
+    notes = []
+    if len(result.cheapest_by_market) > 1:
+        base = next(
+            (q for q in result.cheapest_by_market if q.market is Market.ON_DEMAND and q.complete),
+            None,
+        )
+        best = []
+        for q in result.cheapest_by_market:
+            days = q.billed_hours / 24
+            block = f" = {days.normalize():f} days" if q.market is Market.CAPACITY_BLOCK else ""
+            versus = ""
+            if base is not None and q is not base and q.complete and q.total and base.total:
+                change = (q.total.amount / base.total.amount - 1) * 100
+                versus = f", {change:+.{1 if abs(change) >= 1 else 2}f} % vs on-demand"
+            bound = "" if q.complete else "≥ "
+            best.append(
+                f"{q.market.value} {bound}{_cash(q.total)} ({q.provider} {q.instance_type}, "
+                f"billed {_hours(q.billed_hours)} h{block}{versus})"
+            )
+        notes.append(f"cheapest per market for this job, minimums paid: {'; '.join(best)}")
+    if result.lower_bounds:
+        order = (
+            "ranked after every complete offer, by their known part (--rank lower-bound "
+            "orders all offers by known part)"
+            if result.ranking is Ranking.COMPLETE
+            else "ranked with the complete ones by their known part (--rank lower-bound)"
+        )
+        reasons = list(result.unknown.items())
+        why = "; ".join(f"{reason} ({n} offers)" for reason, n in reasons[:3])
+        more = f"; {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
+        notes.append(
+            f"≥: {result.lower_bounds} of {result.matched} matching offers are lower bounds "
+            f"(a price is unknown, never counted as 0), {order}; unknown: {why}{more} "
+            "(see --explain N)"
+        )
+    notes.extend(f"refused: {reason}" for reason in result.refused)
+    return notes
+
+
+def _explain(q: Quote) -> None:
+    """Every line of ``q``: what, how much (rounded to cents), the rule and its source."""
+    where = f"{q.region} / {q.zone}" if q.zone else q.region
+    title = f"#{q.rank} {q.provider} {q.instance_type} {where} ({q.market.value})"
+    console.print(Text(f"\n{title}", style="bold"))
+    field("gpu", describe_gpus(q.gpu))
+    for ln in q.lines:
+        field(ln.kind, ln.label)
+        field("", f"= {_cash(ln.amount)} -> {_cash(ln.converted)}")
+        field("", f"rule: {ln.rule}")
+        if ln.source:
+            url = f" {ln.source.url}" if ln.source.url else ""
+            field("", f"source: {ln.source.name} ({ln.source.as_of.isoformat()}){url}")
+    for flag in q.flags:
+        field("flag", flag)
+    for caution in _cautions(q):
+        field("check price", caution)
+    if q.availability:
+        a = q.availability
+        field("availability", f"{_availability(q)}: {a.detail}" if a.detail else _availability(q))
+        field("", f"source: {a.source.name}, read {age(a.read_at)} ago")
+    bound = "" if q.complete else f" (a lower bound; unknown: {'; '.join(q.unknown)})"
+    console.print(Text(f"  total = sum of lines = {_cash(q.total)}{bound}"))

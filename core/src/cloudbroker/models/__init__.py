@@ -1,0 +1,90 @@
+"""The data that crosses the provider contract.
+
+Everything a provider returns is one of these pydantic models, so the core can validate a
+plugin's answer and report a plugin that returns the wrong shape instead of crashing on it.
+Amounts are :class:`~cloudbroker.money.Money` (Decimal + currency); every price, rate and
+rule carries the :class:`Source` it came from.
+
+Modules: ``base`` (:class:`Model`, :class:`Source`, :class:`Market`), ``catalog`` (instance
+types, prices, hidden-cost terms), ``provider`` (:class:`ProviderInfo`, :class:`Availability`),
+``instances`` (launch request, instance), ``storage`` (bucket, rclone remote, instance
+credentials).
+"""
+
+from __future__ import annotations
+
+from cloudbroker.models.base import (
+    STALE_AFTER,
+    Market,
+    Model,
+    Source,
+    cautions,
+)
+from cloudbroker.models.catalog import (
+    BandwidthTier,
+    BillingRule,
+    ComputePrice,
+    EgressTerms,
+    Gpu,
+    InstanceType,
+    PriceSheet,
+    Rate,
+    RegionTerms,
+    Route,
+    StorageTerms,
+    Tier,
+)
+from cloudbroker.models.instances import (
+    Instance,
+    InstanceRef,
+    InstanceState,
+    LaunchRequest,
+    NetworkSettings,
+)
+from cloudbroker.models.provider import (
+    Availability,
+    AvailabilityStatus,
+    CredentialStatus,
+    ProviderInfo,
+)
+from cloudbroker.models.storage import (
+    BucketRef,
+    InstanceCredentials,
+    MetadataToken,
+    StorageRemote,
+    parse_bucket,
+)
+
+__all__ = [
+    "STALE_AFTER",
+    "Availability",
+    "AvailabilityStatus",
+    "BandwidthTier",
+    "BillingRule",
+    "BucketRef",
+    "ComputePrice",
+    "CredentialStatus",
+    "EgressTerms",
+    "Gpu",
+    "Instance",
+    "InstanceCredentials",
+    "InstanceRef",
+    "InstanceState",
+    "InstanceType",
+    "LaunchRequest",
+    "Market",
+    "MetadataToken",
+    "Model",
+    "NetworkSettings",
+    "PriceSheet",
+    "ProviderInfo",
+    "Rate",
+    "RegionTerms",
+    "Route",
+    "Source",
+    "StorageRemote",
+    "StorageTerms",
+    "Tier",
+    "cautions",
+    "parse_bucket",
+]

@@ -1,0 +1,63 @@
+"""What a provider says about itself (ProviderInfo) and about its stock (Availability)."""
+
+from __future__ import annotations
+
+from datetime import date
+from enum import StrEnum
+
+from pydantic import AwareDatetime, Field
+
+from cloudbroker.models.base import Market, Model, Source
+
+
+class AvailabilityStatus(StrEnum):
+    """What a cloud says about launching a type in a place now; no figure means UNKNOWN."""
+
+    AVAILABLE = "available"  # the cloud reports stock
+    LOW = "low"  # the cloud reports little stock left
+    SOLD_OUT = "sold-out"  # the cloud reports no stock
+    NOT_OFFERED = "not-offered"  # the cloud does not sell the type there in this market
+    UNKNOWN = "unknown"  # sold there, but the cloud publishes no stock figure
+
+
+class Availability(Model):
+    """What ``availability`` returns per offer location: a status, when it was read, where from.
+
+    ``zone`` None is a figure for the whole region: the zones the cloud does not list
+    separately (Huawei's region-wide flavor status), or a region-wide score.
+    """
+
+    provider: str
+    region: str
+    zone: str | None = None
+    instance_type: str
+    market: Market
+    status: AvailabilityStatus
+    read_at: AwareDatetime = Field(description="When the cloud answered")
+    source: Source
+    score: int | None = Field(
+        default=None,
+        ge=1,
+        le=10,
+        description="Spot placement score where the cloud gives one: 10 = very likely to "
+        "succeed, 1 = not likely (AWS GetSpotPlacementScores)",
+    )
+    detail: str = Field(default="", description="The cloud's own words, e.g. 'ClosedWithStock'")
+
+
+class CredentialStatus(Model):
+    configured: bool
+    source: str | None = Field(default=None, description="Where found, e.g. 'env', never a value")
+    hint: str = Field(default="", description="How to configure them, when missing")
+
+
+class ProviderInfo(Model):
+    """What ``provider_info`` returns: identity and readiness of one provider."""
+
+    name: str
+    title: str
+    currency: str
+    regions: tuple[str, ...] = ()
+    credentials: CredentialStatus
+    catalog_as_of: date | None = None
+    homepage: str | None = None

@@ -1,0 +1,107 @@
+"""Object storage: a bucket location, its rclone remote, and how an instance gets credentials."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, SecretStr, model_validator
+
+from cloudbroker.errors import UsageError
+from cloudbroker.models.base import Model
+
+
+class BucketRef(Model):
+    """An object-storage location: ``PROVIDER:BUCKET/PATH`` on the command line."""
+
+    provider: str
+    bucket: str = Field(min_length=3)
+    path: str = ""
+    region: str | None = None
+
+
+def parse_bucket(text: str, what: str) -> BucketRef:
+    """``PROVIDER:BUCKET/PATH`` -> BucketRef; UsageError naming the option otherwise."""
+    provider, sep, rest = text.partition(":")
+    bucket, _, path = rest.partition("/")
+    if not sep or not provider or len(bucket) < 3:
+        raise UsageError(
+            f"malformed {what} {text!r}; expected PROVIDER:BUCKET/PATH, e.g. aliyun:ckpt-bj/run1"
+        )
+    return BucketRef(provider=provider, bucket=bucket, path=path.strip("/"))
+
+
+#: What a metadata path, header name and JSON key may hold: they are written into a shell
+#: script as they are (see :func:`cloudbroker.launching.credentials_script`).
+_URL_PATH = r"^/[A-Za-z0-9_./{}-]*$"
+_WORD = r"^[A-Za-z0-9_-]+$"
+_LINE = r"^[^\r\n]*$"  # written into a comment line
+
+
+class MetadataToken(Model):
+    """A metadata service's session token: ``PUT path`` with ``ttl_header``, then ``header``.
+
+    AWS IMDSv2 and the hardened modes of Aliyun and Huawei work this way; where the token is
+    optional, an instance that cannot get one reads without it, as the clouds' SDKs do.
+    """
+
+    path: str = Field(pattern=_URL_PATH, description="e.g. /latest/api/token")
+    ttl_header: str = Field(pattern=_WORD, description="e.g. X-aws-ec2-metadata-token-ttl-seconds")
+    header: str = Field(pattern=_WORD, description="e.g. X-aws-ec2-metadata-token")
+
+
+class InstanceCredentials(Model):
+    """Where an instance of this cloud reads its role's short-lived storage credentials.
+
+    The instance's metadata service answers JSON; ``fields`` maps rclone's S3 options
+    (``access_key_id``, ``secret_access_key``, ``session_token``) to the answer's keys (each
+    unique in the answer, nested or not). ``{role}`` in ``path`` stands for the role's name:
+    the ``instance_role`` setting, else the first line ``roles_path`` answers (the role
+    attached to the instance). The launch preamble renders this (see
+    :func:`cloudbroker.launching.user_data`); no secret is ever written into user data.
+    """
+
+    service: str = Field(
+        pattern=_LINE, description="What gives the credentials, e.g. 'ECS instance RAM role'"
+    )
+    endpoint: str = Field(
+        pattern=r"^https?://[A-Za-z0-9.:-]+$",
+        description="The metadata service's URL, e.g. http://100.100.100.200",
+    )
+    path: str = Field(
+        pattern=_URL_PATH, description="e.g. /latest/meta-data/ram/security-credentials/{role}"
+    )
+    roles_path: str | None = Field(
+        default=None, pattern=_URL_PATH, description="Lists the instance's role (first line)"
+    )
+    token: MetadataToken | None = None
+    fields: dict[str, str] = Field(description="rclone option -> key of the JSON answer")
+    source: str = Field(pattern=_LINE, description="URL of the cloud's documentation of it")
+
+    @model_validator(mode="after")
+    def _complete(self) -> InstanceCredentials:
+        options = {"access_key_id", "secret_access_key", "session_token"}
+        if missing := {"access_key_id", "secret_access_key"} - self.fields.keys():
+            raise ValueError(f"fields lacks {', '.join(sorted(missing))}")
+        if unknown := self.fields.keys() - options:
+            raise ValueError(f"unknown rclone options {sorted(unknown)}; known: {sorted(options)}")
+        if bad := [k for k in self.fields.values() if not re.fullmatch(_WORD, k)]:
+            raise ValueError(f"JSON keys must be plain words, got {bad}")
+        if "{role}" in self.path and not self.roles_path:
+            raise ValueError("a path with {role} needs roles_path (used when no role is set)")
+        return self
+
+
+class StorageRemote(Model):
+    """A bucket described as an rclone remote; secrets are passed to rclone by env only.
+
+    ``instance_credentials`` says how an instance of the cloud gets its own credentials for
+    this bucket (from its role, through the metadata service); None: the instance's rclone
+    reads AWS-style credentials from its environment (``env_auth``).
+    """
+
+    backend: str = "s3"
+    options: dict[str, str] = Field(description="Non-secret rclone options, e.g. provider")
+    secrets: dict[str, SecretStr] = Field(default_factory=dict)
+    bucket: str
+    path: str = ""
+    instance_credentials: InstanceCredentials | None = None

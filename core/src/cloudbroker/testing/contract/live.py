@@ -1,0 +1,253 @@
+"""The live half of the contract: launch, status, terminate, faults, availability (emulator)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from cloudbroker.errors import CapacityError, NotFoundError
+from cloudbroker.launching import KEY_TAG, MANAGED_TAG, idempotency_key, launch_request
+from cloudbroker.models import (
+    AvailabilityStatus,
+    Instance,
+    InstanceRef,
+    InstanceState,
+    Market,
+)
+from cloudbroker.testing.contract.subject import LiveTarget, ProviderUnderTest, _needs
+from cloudbroker.testing.emulator import Emulator
+
+_GONE = {InstanceState.TERMINATING, InstanceState.TERMINATED}
+
+
+class LiveChecks:
+    """Checks of the routed live hooks; they need ``ProviderUnderTest.live`` (an emulator)."""
+
+    def _launch(self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, key: str) -> Instance:
+        request = launch_request(
+            cb_provider.name,
+            cb_provider.manager.settings.get(cb_provider.name, {}),
+            region=cb_live.region,
+            zone=cb_live.zone,
+            instance_type=cb_live.instance_type,
+            key=key,
+        )
+        return cb_provider.manager.launch(cb_provider.name, request)
+
+    def _status(self, cb_provider: ProviderUnderTest, ref: InstanceRef) -> Instance:
+        return cb_provider.manager.instance_status(cb_provider.name, ref)
+
+    def _wait_for(
+        self,
+        cb_provider: ProviderUnderTest,
+        cb_live: LiveTarget,
+        ref: InstanceRef,
+        states: set[str],
+    ) -> Instance:
+        deadline = time.monotonic() + cb_live.ready_timeout
+        while True:
+            seen = self._status(cb_provider, ref)
+            if seen.state in states or time.monotonic() > deadline:
+                return seen
+            time.sleep(0.2)
+
+    def _cleanup(self, cb_provider: ProviderUnderTest, instance: Instance) -> None:
+        if cb_provider.manager.implements(cb_provider.name, "terminate"):
+            cb_provider.manager.terminate(cb_provider.name, instance.ref)
+
+    @pytest.fixture
+    def cb_launched(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget
+    ) -> Iterator[list[Instance]]:
+        """Instances a test launched; terminated afterwards even when the test fails."""
+        launched: list[Instance] = []
+        yield launched
+        for instance in launched:
+            self._cleanup(cb_provider, instance)
+
+    @_needs("launch", "instance_status", "terminate")
+    def test_launch_status_terminate_round_trip(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, cb_launched: list[Instance]
+    ):
+        instance = self._launch(cb_provider, cb_live, idempotency_key("contract", uuid.uuid4()))
+        cb_launched.append(instance)
+        assert (instance.provider, instance.region) == (cb_provider.name, cb_live.region)
+        assert instance.instance_id, "launch returned no instance id"
+        assert instance.state in {InstanceState.PENDING, InstanceState.RUNNING}
+        running = self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.RUNNING})
+        assert running.instance_id == instance.instance_id
+        assert running.state == InstanceState.RUNNING, f"still {running.state} after launch"
+        gone = cb_provider.manager.terminate(cb_provider.name, instance.ref)
+        assert gone.instance_id == instance.instance_id and gone.state in _GONE
+        after = self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.TERMINATED})
+        assert after.state in _GONE, f"{after.state} after terminate"
+        again = cb_provider.manager.terminate(cb_provider.name, instance.ref)
+        assert again.state in _GONE, "terminating a terminated instance must not fail"
+
+    @_needs("list_instances", "launch", "instance_status", "terminate")
+    def test_list_instances_finds_what_cloudbroker_launched(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, cb_launched: list[Instance]
+    ):
+        key = idempotency_key("contract-gc", uuid.uuid4())
+        instance = self._launch(cb_provider, cb_live, key)
+        cb_launched.append(instance)
+        managed = {MANAGED_TAG: "true"}
+
+        def listed() -> dict[str, Instance]:
+            found = cb_provider.manager.list_instances(
+                [cb_live.region], managed, providers=[cb_provider.name]
+            ).one()
+            assert all(i.provider == cb_provider.name for i in found)
+            return {i.instance_id: i for i in found}
+
+        seen = listed().get(instance.instance_id)
+        assert seen is not None, "a tagged instance was not listed"
+        # the broker finds a launch whose answer was lost by this tag: it must come back
+        assert seen.tags.get(KEY_TAG) == key, f"list_instances returned tags {seen.tags}"
+        cb_provider.manager.terminate(cb_provider.name, instance.ref)
+        self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.TERMINATED})
+        if self._status(cb_provider, instance.ref).state == InstanceState.TERMINATED:
+            assert instance.instance_id not in listed(), "a terminated instance was listed"
+
+    @_needs("launch")
+    def test_launch_is_idempotent(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, cb_launched: list[Instance]
+    ):
+        key = idempotency_key("contract-idempotent", uuid.uuid4())
+        first = self._launch(cb_provider, cb_live, key)
+        cb_launched.append(first)
+        second = self._launch(cb_provider, cb_live, key)
+        assert second.instance_id == first.instance_id, "the same idempotency key launched twice"
+
+    def _call_on_missing(self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, hook: str):
+        ref = InstanceRef(
+            provider=cb_provider.name,
+            region=cb_live.region,
+            instance_id=cb_live.missing_instance_id,
+        )
+        with pytest.raises(NotFoundError):
+            getattr(cb_provider.manager, hook)(cb_provider.name, ref)
+
+    @_needs("instance_status")
+    def test_status_of_an_unknown_instance_is_not_found(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget
+    ):
+        """NotFoundError, or terminated: clouds that stop listing released instances (ECS)
+        cannot tell "never existed" from "released", and both mean "not running"."""
+        ref = InstanceRef(
+            provider=cb_provider.name,
+            region=cb_live.region,
+            instance_id=cb_live.missing_instance_id,
+        )
+        try:
+            instance = cb_provider.manager.instance_status(cb_provider.name, ref)
+        except NotFoundError:
+            return
+        assert instance.state is InstanceState.TERMINATED, (
+            f"status of an unknown instance must raise NotFoundError or say terminated, "
+            f"got {instance.state}"
+        )
+
+    @_needs("terminate")
+    def test_terminating_an_unknown_instance_is_not_found(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget
+    ):
+        self._call_on_missing(cb_provider, cb_live, "terminate")
+
+    # -- faults (need the emulator object) -------------------------------------------------
+
+    @pytest.fixture
+    def cb_emulator(self, cb_live: LiveTarget, cb_launched: list[Instance]) -> Iterator[Emulator]:
+        if cb_live.emulator is None:
+            pytest.skip("no emulator given (LiveTarget.emulator): fault checks need one")
+        cb_live.emulator.reset()
+        yield cb_live.emulator
+        with cb_live.emulator.state.lock:  # unspent faults must not break the cleanup launches
+            cb_live.emulator.state.faults.clear()
+
+    @_needs("launch")
+    def test_no_capacity_is_a_capacity_error(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, cb_emulator: Emulator
+    ):
+        cb_emulator.inject("capacity", count=10)
+        with pytest.raises(CapacityError):
+            self._launch(cb_provider, cb_live, idempotency_key("contract-capacity", uuid.uuid4()))
+        assert not cb_emulator.live_instances()
+
+    @_needs("launch")
+    def test_throttling_is_retried(
+        self,
+        cb_provider: ProviderUnderTest,
+        cb_live: LiveTarget,
+        cb_emulator: Emulator,
+        cb_launched: list,
+    ):
+        cb_emulator.inject("throttle", count=1)
+        instance = self._launch(
+            cb_provider, cb_live, idempotency_key("contract-throttle", uuid.uuid4())
+        )
+        cb_launched.append(instance)
+        assert [i.instance_id for i in cb_emulator.live_instances()] == [instance.instance_id]
+
+    @_needs("launch")
+    def test_lost_response_does_not_launch_twice(
+        self,
+        cb_provider: ProviderUnderTest,
+        cb_live: LiveTarget,
+        cb_emulator: Emulator,
+        cb_launched: list,
+    ):
+        cb_emulator.inject("lose-response", count=1)
+        instance = self._launch(
+            cb_provider, cb_live, idempotency_key("contract-lost", uuid.uuid4())
+        )
+        cb_launched.append(instance)
+        assert [i.instance_id for i in cb_emulator.live_instances()] == [instance.instance_id]
+        assert MANAGED_TAG in cb_emulator.live_instances()[0].tags, "request.tags were not applied"
+
+    # -- availability (live, optional) -----------------------------------------------------
+
+    def _availability(self, cb_provider: ProviderUnderTest, cb_live: LiveTarget) -> list:
+        return cb_provider.manager.availability(
+            [cb_live.region],
+            [cb_live.instance_type],
+            Market.ON_DEMAND,
+            providers=[cb_provider.name],
+        ).one()
+
+    @_needs("availability")
+    def test_availability_reports_the_live_target_fresh_and_sourced(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget
+    ):
+        asked_at = datetime.now(UTC)
+        figures = self._availability(cb_provider, cb_live)
+        assert figures, f"no figure for {cb_live.instance_type} in {cb_live.region}"
+        for f in figures:
+            assert (f.provider, f.region, f.instance_type, f.market) == (
+                cb_provider.name, cb_live.region, cb_live.instance_type, Market.ON_DEMAND,
+            ), f"a figure for something not asked: {f}"  # fmt: skip
+            assert asked_at - timedelta(seconds=1) <= f.read_at <= datetime.now(UTC), (
+                f"read_at {f.read_at} is not the time of this call"
+            )
+            assert f.source.name.strip(), "every figure must name its source"
+        if cb_live.zone:
+            assert {f.zone for f in figures} & {cb_live.zone, None}, (
+                f"nothing said about the live target's zone {cb_live.zone}"
+            )
+
+    @_needs("availability")
+    def test_a_place_without_stock_is_never_reported_available(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, cb_emulator: Emulator
+    ):
+        place = cb_live.zone or cb_live.region
+        cb_emulator.set_stock(place, cb_live.instance_type, 0)
+        figures = self._availability(cb_provider, cb_live)
+        there = [f for f in figures if cb_live.zone is None or f.zone in (cb_live.zone, None)]
+        assert there, f"nothing said about {place}"
+        in_stock = (AvailabilityStatus.AVAILABLE, AvailabilityStatus.LOW)
+        stocked = [f for f in there if f.status in in_stock]
+        assert not stocked, f"{place} has no stock, yet reported {stocked[0].status}"

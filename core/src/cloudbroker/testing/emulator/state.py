@@ -1,0 +1,91 @@
+"""What an emulator remembers: instances, faults, stock limits, and the runner told of them."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from cloudbroker.testing.emulator.server import Emulator
+
+FAULT_KINDS = ("latency", "throttle", "server-error", "capacity", "lose-response")
+#: A stock of 1 to this many launches is reported as low by the emulated stock APIs.
+LOW_STOCK = 2
+
+
+@dataclass
+class Fault:
+    kind: str
+    action: str | None = None
+    count: int = 1
+    seconds: float = 0.0
+
+
+@dataclass
+class Instance:
+    """Provider-neutral instance state; each emulator renders it in its cloud's shape."""
+
+    instance_id: str
+    region: str
+    zone: str | None
+    instance_type: str
+    spot: bool = False
+    client_token: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    image: str | None = None
+    user_data: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    created: float = field(default_factory=time.time)
+    terminated: float | None = None
+    reclaimed: float | None = None
+
+    def state(self, boot_seconds: float) -> str:
+        """``pending``, ``running``, ``reclaiming`` or ``terminated``."""
+        if self.terminated is not None:
+            return "terminated"
+        if self.reclaimed is not None:
+            return "reclaiming"
+        return "pending" if time.time() - self.created < boot_seconds else "running"
+
+
+class InstanceRunner(Protocol):
+    """Told about instance lifecycles (called with the state lock held: return quickly)."""
+
+    def started(self, emulator: Emulator, instance: Instance) -> None: ...
+
+    def ended(self, emulator: Emulator, instance: Instance) -> None: ...
+
+
+class State:
+    """Everything an emulator remembers; one lock, because the server is threaded."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.instances: dict[str, Instance] = {}
+        self.faults: list[Fault] = []
+        self.log: list[dict[str, Any]] = []
+        #: (region or zone, instance type) -> launches still possible there.
+        self.stock: dict[tuple[str, str], int] = {}
+        self.outage = False
+        self._ids = itertools.count(1)
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):08x}"
+
+    def by_token(self, token: str | None) -> Instance | None:
+        if not token:
+            return None
+        return next((i for i in self.instances.values() if i.client_token == token), None)
+
+    def take_fault(self, action: str) -> Fault | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.action in (None, action):
+                    fault.count -= 1
+                    if fault.count <= 0:
+                        self.faults.remove(fault)
+                    return fault
+        return None
