@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.postgres import postgres_server, postgres_url, store_location  # noqa: F401
 
 from cloudbroker.testing.contract import ProviderContract
 from cloudbroker.testing.pytest_plugin import CREDENTIAL_PREFIXES
@@ -34,6 +35,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 #: What the test tools themselves keep in the working directory (both in .gitignore).
 TOOL_CACHES = {".hypothesis", ".pytest_cache"}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _a_cache_of_its_own(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Quote's compiled index and help pages go to a folder of this run, never the user's."""
+    os.environ["CLOUDBROKER_CACHE"] = str(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture(autouse=True)

@@ -417,7 +417,7 @@ def stocked_world(tmp_path):
     from support.broker_fakes import FakeCloud, FakeReplicator
 
     from cloudbroker.broker import Broker
-    from cloudbroker.state import Store
+    from cloudbroker.state import open_store
 
     class StockedCloud(FakeCloud):
         sold_out: set[str]
@@ -443,7 +443,7 @@ def stocked_world(tmp_path):
     events = []
     broker = Broker(
         pm,
-        Store(tmp_path / "state.db"),
+        open_store(tmp_path / "state.db"),
         FakeReplicator(clouds),
         sleep=lambda s: None,
         poll_interval=0,

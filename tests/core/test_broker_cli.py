@@ -10,7 +10,7 @@ from support.cli import run_cli
 
 from cloudbroker.broker import Broker
 from cloudbroker.launching import launch_request
-from cloudbroker.state import Store
+from cloudbroker.state import open_store
 
 PLACE = (
     "place",
@@ -62,12 +62,13 @@ def test_gpu_must_not_be_empty(env, tmp_path):
 
 def test_an_unknown_placement_names_a_few_close_ids_never_all(env, tmp_path):
     path = tmp_path / "s.db"
-    store = Store(path)
-    with store.transaction() as db:
-        db.executemany(
-            "INSERT INTO placements VALUES (?, ?, '{}', 'a', 'planned')",
-            [(f"pl-{n:010d}", time.time()) for n in range(2000)],
-        )
+    store = open_store(path)
+    with store.transaction() as tx:
+        for n in range(2000):
+            tx.execute(
+                "INSERT INTO placements VALUES (?, ?, '{}', 'a', 'planned')",
+                (f"pl-{n:010d}", time.time()),
+            )
     line = one_line(run_cli("status", "pl-0000001999x", "--state", str(path), env=env))
     assert "did you mean pl-0000001999" in line and line.count("pl-") <= 4
     huge = one_line(run_cli("status", "q" * 20_000, "--state", str(path), env=env))
@@ -78,7 +79,7 @@ def gc_world(monkeypatch, tmp_path):
     pm, clouds = fake_world(ali="20", ten="25")
     monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
     path = tmp_path / "s.db"
-    broker = Broker(pm, Store(path), FakeReplicator(clouds), sleep=lambda s: None)
+    broker = Broker(pm, open_store(path), FakeReplicator(clouds), sleep=lambda s: None)
     for key, placement in (("mine", "pl-mine"), ("theirs", "pl-theirs")):
         pm.launch(
             "ten",
@@ -135,6 +136,6 @@ def test_logs_never_makes_a_state_file_and_names_close_placements(env, tmp_path)
     line = one_line(run_cli("logs", "pl-1", "--state", str(missing), env=env))
     assert "no state file" in line and not missing.exists()
     path = tmp_path / "s.db"
-    Store(path).add_placement("pl-0123456789", {})
+    open_store(path).add_placement("pl-0123456789", {})
     line = one_line(run_cli("logs", "pl-012345678", "--state", str(path), env=env))
     assert "unknown placement 'pl-012345678'; did you mean pl-0123456789?" in line

@@ -11,7 +11,7 @@ from support.cli import run_cli
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.models import parse_bucket
-from cloudbroker.state import Conflict, Store
+from cloudbroker.state import Conflict, Store, open_store
 
 
 @pytest.fixture
@@ -19,7 +19,9 @@ def world(tmp_path, monkeypatch):
     pm, clouds = fake_world(ali="20", ten="25")
     monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
     path = tmp_path / "state.db"
-    broker = Broker(pm, Store(path), FakeReplicator(clouds), sleep=lambda s: None, poll_interval=0)
+    broker = Broker(
+        pm, open_store(path), FakeReplicator(clouds), sleep=lambda s: None, poll_interval=0
+    )
     request = PlaceRequest(
         gpu="A100",
         count=8,

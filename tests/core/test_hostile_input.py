@@ -32,7 +32,7 @@ from cloudbroker.cli import app, options
 from cloudbroker.errors import UsageError
 from cloudbroker.models import parse_bucket
 from cloudbroker.sandbox import env as sandbox_env
-from cloudbroker.state import Store
+from cloudbroker.state import open_store
 
 PLACE = ["--gpu", "A10", "--hours", "1"]
 PLACE += ["--bucket", "aliyun:ckpt-bj/r", "--standby-bucket", "tencent:ckpt-gz/r"]
@@ -164,7 +164,7 @@ def test_digits_that_are_not_ascii_are_refused(env, argv, message):
 def test_a_library_caller_gets_the_bounds_of_the_cli(tmp_path, field, value, message):
     """``Broker.plan`` and ``place`` check what a program passes, as the CLI checks typing."""
     pm, clouds = fake_world(ali="20", ten="25")
-    broker = Broker(pm, Store(tmp_path / "state.db"), FakeReplicator(clouds))
+    broker = Broker(pm, open_store(tmp_path / "state.db"), FakeReplicator(clouds))
     request = PlaceRequest(
         gpu="A100",
         count=8,

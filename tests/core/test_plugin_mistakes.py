@@ -19,7 +19,7 @@ from cloudbroker.broker import Broker
 from cloudbroker.catalog import load_catalog
 from cloudbroker.plugins import PluginManager
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker.state import Store
+from cloudbroker.state import open_store
 
 EXAMPLE_DATA = (
     Path(__file__).resolve().parents[2]
@@ -110,7 +110,7 @@ def test_gc_says_the_check_is_incomplete_when_a_cloud_was_not_asked(
     pm, clouds = fake_world(ali="20", ten="25")
     monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
     path = tmp_path / "s.db"
-    Broker(pm, Store(path), FakeReplicator(clouds), sleep=lambda s: None)
+    Broker(pm, open_store(path), FakeReplicator(clouds), sleep=lambda s: None)
     env = {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
     clouds["ali"].down = True  # e.g. a wrong key: list_instances fails
     result = run_cli("gc", "--state", str(path), env=env)

@@ -149,12 +149,12 @@ def test_sandbox_env_prints_what_up_recorded(clean_env, tmp_path):
 
 
 def test_logs_of_an_unknown_placement_or_side(clean_env, tmp_path):
-    from cloudbroker.state import Store
+    from cloudbroker.state import open_store
 
     env = {**clean_env, "CLOUDBROKER_STATE": str(tmp_path / "state.sqlite3")}
     result = run_cli("logs", "pl-nope", env=env)  # `logs` never makes a state file
     assert result.returncode == 2 and "no state file" in result.stderr
-    Store(tmp_path / "state.sqlite3")  # one with no placement in it
+    open_store(tmp_path / "state.sqlite3")  # one with no placement in it
     result = run_cli("logs", "pl-nope", env=env)
     assert result.returncode == 2 and "unknown placement 'pl-nope'" in result.stderr
     result = run_cli("logs", "pl-nope", "--side", "left", env=env)

@@ -17,7 +17,7 @@ from cloudbroker.models import Market, parse_bucket
 from cloudbroker.money import FxTable
 from cloudbroker.plugins import FanOut, PluginManager
 from cloudbroker.quote import Job
-from cloudbroker.state import Store
+from cloudbroker.state import open_store
 
 SPECS = sorted(n for n, f in vars(hookspecs).items() if hasattr(f, f"{hookspecs.PROJECT}_spec"))
 
@@ -94,7 +94,7 @@ def world_with_a_broken_catalog() -> PluginManager:
 
 def test_place_names_the_cloud_whose_catalog_failed():
     pm = world_with_a_broken_catalog()
-    broker = Broker(pm, lambda: Store(":memory:"), FakeReplicator({}))
+    broker = Broker(pm, lambda: open_store(":memory:"), FakeReplicator({}))
     request = PlaceRequest(
         gpu="A100",
         count=8,
@@ -120,7 +120,7 @@ def test_tco_reports_the_cloud_whose_catalog_failed():
 
 def test_a_plan_is_a_placement_spec_as_data():
     pm, _ = fake_world(ali="20", ten="25")
-    broker = Broker(pm, lambda: Store(":memory:"), FakeReplicator({}))
+    broker = Broker(pm, lambda: open_store(":memory:"), FakeReplicator({}))
     request = PlaceRequest(
         gpu="A100",
         count=8,

@@ -17,7 +17,7 @@ from support.broker_fakes import FakeReplicator, fake_world
 from support.cli import run_cli
 
 from cloudbroker.models import parse_bucket
-from cloudbroker.state import Store
+from cloudbroker.state import open_store
 
 PRIMARY_BUCKET = parse_bucket("ali:ckpt-a/run1", "--bucket")
 CHECKPOINT_AGE = 300  # seconds: the lag a check reports once the checkpoint is replicated
@@ -149,14 +149,14 @@ def test_status_labels_a_dead_former_primary_and_times_each_event(world, width):
 
 def test_status_shows_terminated_once_the_cloud_says_so(world):
     [iid] = world.clouds["ali"].live()
-    key = Store(world.state).instances(world.pid)[0].idempotency_key
-    Store(world.state).update_instance(key, state="terminating")  # as a terminate answered
+    key = open_store(world.state).instances(world.pid)[0].idempotency_key
+    open_store(world.state).update_instance(key, state="terminating")  # as a terminate answered
     world.clouds["ali"].instances[iid]["state"] = "terminated"
     report = json.loads(world.cli("status", world.pid, "--json").stdout)
     assert report["instances"][0]["state"] == "terminated"
     assert report["instances"][0]["role"] == "former primary"
     # a cloud that has forgotten a terminating instance: it is gone, not an error
-    Store(world.state).update_instance(key, state="terminating")
+    open_store(world.state).update_instance(key, state="terminating")
     del world.clouds["ali"].instances[iid]
     [row] = json.loads(world.cli("status", world.pid, "--json").stdout)["instances"]
     assert row["state"] == "terminated" and "error" not in row

@@ -160,16 +160,18 @@ def capacity(
 def logs(
     placement_id: str,
     side: str = typer.Option("primary", "--side", help="primary or standby (the roles now)."),
-    state: str = typer.Option(None, "--state", help="State file (CLOUDBROKER_STATE)."),
+    state: str = typer.Option(
+        None, "--state", help="State file or postgresql:// URL (CLOUDBROKER_STATE)."
+    ),
 ) -> None:
     """The output of the placement's job on one side (sandbox instances)."""
     from cloudbroker.sandbox.env import DIR_ENV, sandbox_dir
     from cloudbroker.sandbox.instances import log_path
-    from cloudbroker.state import Store
+    from cloudbroker.state import open_store
 
     if side not in ("primary", "standby"):
         raise UsageError(f"unknown --side {side!r}; accepted: primary, standby")
-    store = Store(state, create=False, read_only=True)  # reads; never makes a file
+    store = open_store(state, create=False, read_only=True)  # reads; never makes a file
     placement = store.require_placement(placement_id)
     primary = placement["primary_side"]
     wanted = primary if side == "primary" else ("b" if primary == "a" else "a")

@@ -12,7 +12,8 @@ from cloudbroker.cli import options
 from cloudbroker.cli.output import console, err_console
 from cloudbroker.cli.progress import Lines
 from cloudbroker.cli.table import FitTable, show
-from cloudbroker.state import Store
+from cloudbroker.lease import lease_ttl
+from cloudbroker.state import Store, open_store
 
 
 def _broker(
@@ -24,7 +25,7 @@ def _broker(
     pm = plugins.load(offline=False)
     if on_event is None:  # commands that show no progress still say what they wait for
         on_event = Lines(err_console).broker
-    return Broker(pm, store, RcloneReplicator(pm), on_event=on_event)
+    return Broker(pm, store, RcloneReplicator(pm), on_event=on_event, lease_ttl=lease_ttl())
 
 
 def _show(table: FitTable) -> None:
@@ -37,13 +38,15 @@ def _show(table: FitTable) -> None:
         )
 
 
-def _state(path: str | None) -> Store:
-    """The existing state file: only ``place`` creates one, so a mistyped path is an error."""
-    return Store(path, create=False)
+def _state(location: str | None) -> Store:
+    """The existing state store: only ``place`` creates a file, so a mistyped path is an error."""
+    return open_store(location, create=False)
 
 
 STATE = typer.Option(
-    None, "--state", help="State file (default: user data dir; CLOUDBROKER_STATE)."
+    None,
+    "--state",
+    help="State file, or postgresql://user@host/db (default: user data dir; CLOUDBROKER_STATE).",
 )
 FINAL_SYNC_TIMEOUT = options.option(
     options.DURATION,

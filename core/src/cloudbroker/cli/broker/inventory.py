@@ -9,7 +9,7 @@ from cloudbroker.cli.broker.common import STATE, _broker, _show, _state
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import when
 from cloudbroker.cli.table import Column, FitTable
-from cloudbroker.state import Store
+from cloudbroker.state import open_store
 
 LIST_COLUMNS = (
     Column("id", "id"),
@@ -23,7 +23,7 @@ LIST_COLUMNS = (
 @app.command("list", rich_help_panel="Placements and failover")
 def list_placements(json_output: bool = typer.Option(False, "--json"), state: str = STATE) -> None:
     """Every placement in the state store."""
-    store = Store(state, create=False, read_only=True)
+    store = open_store(state, create=False, read_only=True)
     rows = [
         {
             "id": p["id"],
@@ -82,7 +82,7 @@ def gc(
     if report.other_placements:
         err_console.print(
             f"left alone: {len(report.other_placements)} tagged instance(s) of placements "
-            f"not in {broker.store.path} (--all-tagged includes them)",
+            f"not in {broker.store.location} (--all-tagged includes them)",
             markup=False,
         )
     if not orphans and report.not_checked:

@@ -1,23 +1,18 @@
-"""The SQLite file under the store: opened safely, migrated, one transaction per step,
-writes fenced by the lease this store holds."""
+"""The SQLite file under a store: opened safely, migrated, every way it breaks one line."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from cloudbroker.errors import (
-    Conflict,
-    LeaseLost,
-    StateError,
-    UsageError,
-    quoted,
-)
+from cloudbroker.errors import StateError, UsageError, quoted
+from cloudbroker.state.backend import Backend, Result, statements
 from cloudbroker.state.schema import MIGRATIONS
 
 # What a SQLite error means for the user, by its primary result code.
@@ -35,30 +30,32 @@ PROBLEMS = {
 
 
 def default_path() -> Path:
-    if os.environ.get("CLOUDBROKER_STATE"):
-        return Path(os.environ["CLOUDBROKER_STATE"]).expanduser()
+    """The state file when no location is given: in the user's data directory."""
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("cloudbroker")) / "state.sqlite3"
 
 
-class Database:
-    """The SQLite connection of a :class:`~cloudbroker.state.Store`; safe for several processes."""
+def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+    return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        create: bool = True,
-        read_only: bool = False,
-    ) -> None:
-        path = None if path is None else os.fspath(path)
-        if path is not None and not str(path).strip():
+
+class SQLite(Backend):
+    """A state file; safe for several processes (WAL, a busy timeout, IMMEDIATE transactions).
+
+    ``create`` makes the file (and its folder) if missing; without it a missing file is a
+    UsageError, so a mistyped path never leaves an empty database behind. ``read_only`` opens
+    without writing anything, so reading works on a file the user may not write.
+    """
+
+    def __init__(self, path: str, *, create: bool = True, read_only: bool = False) -> None:
+        if not path.strip():
             raise UsageError("empty state file path; give a file name or leave it out")
-        if path is not None and "\x00" in str(path):
+        if "\x00" in path:
             raise UsageError(f"state file path {quoted(path)} contains a NUL byte")
-        self.path = Path(path) if path is not None else default_path()
-        self._fences: dict[str, tuple[str, int]] = {}  # placement -> (holder, token) we hold
+        self.path = Path(path).expanduser()
+        self.location = str(self.path)
+        self._create, self._read_only = create, read_only
         self._check_file(create and not read_only)
         mode = "ro" if read_only else "rwc" if create else "rw"
         try:
@@ -71,7 +68,8 @@ class Database:
             )
         except sqlite3.Error as exc:
             raise self._error(exc) from None
-        self._db.row_factory = sqlite3.Row
+        self._db.row_factory = _dict_row
+        self._db.create_function("clock", 0, time.time)  # a lease's clock: this host's
         with self._translated():
             self._db.execute("PRAGMA busy_timeout=30000")
             if read_only:
@@ -80,6 +78,9 @@ class Database:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._migrate()
         self._identity = self._stat()
+
+    def reopen(self) -> SQLite:
+        return SQLite(str(self.path), create=False, read_only=self._read_only)
 
     def _check_file(self, create: bool) -> None:
         try:
@@ -139,27 +140,28 @@ class Database:
     def close(self) -> None:
         self._db.close()
 
-    def _rows(self, query: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> Result:
         with self._translated():
-            return self._db.execute(query, args).fetchall()
+            cursor = self._db.execute(sql, args)
+            return Result(cursor.fetchall(), cursor.rowcount)
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One step = one transaction; IMMEDIATE so concurrent writers serialise cleanly."""
+    def begin(self, placement_id: str | None) -> None:
+        """IMMEDIATE: the write lock now, so concurrent writers serialise cleanly."""
         with self._translated():
             self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                with suppress(sqlite3.Error):  # SQLite may have rolled back (disk full)
-                    self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+
+    def end(self, commit: bool) -> None:
+        if commit:
+            with self._translated():
+                self._db.execute("COMMIT")
+        else:
+            with suppress(sqlite3.Error):  # SQLite may have rolled back (disk full)
+                self._db.execute("ROLLBACK")
 
     def _check_version(self) -> None:
         """For a read-only open: StateError unless the file has a schema we can read (ours,
         or an older one: migrations only add)."""
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        version = self._db.execute("PRAGMA user_version").fetchone()["user_version"]
         if version > len(MIGRATIONS):
             raise StateError(
                 f"state file {self.path} was written by a newer cloudbroker "
@@ -169,33 +171,12 @@ class Database:
             raise StateError(f"state file {self.path} is not a cloudbroker state file")
 
     def _migrate(self) -> None:
-        with self.transaction() as db:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(MIGRATIONS) or (
-                version == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            ):
+        with self.transaction():
+            version = self.execute("PRAGMA user_version").rows[0]["user_version"]
+            tables = self.execute("SELECT count(*) AS n FROM sqlite_master").rows[0]["n"]
+            if version > len(MIGRATIONS) or (version == 0 and tables):
                 self._check_version()  # a newer cloudbroker's file, or another program's
             for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-                for statement in filter(str.strip, script.split(";")):
-                    db.execute(statement)
-                db.execute(f"PRAGMA user_version={number}")
-
-    def _guard(self, db: sqlite3.Connection, placement_id: str) -> None:
-        """LeaseLost if this store held the placement's lease and someone took it over."""
-        fence = self._fences.get(placement_id)
-        if fence is None:
-            return
-        row = db.execute(
-            "SELECT holder, token FROM leases WHERE placement_id = ?", (placement_id,)
-        ).fetchone()
-        if row is None or (row["holder"], row["token"]) != fence:
-            raise LeaseLost(
-                f"{placement_id}: another process took over the lease (fencing token "
-                f"{fence[1]} is stale); not acting on it"
-            )
-
-    def _status(self, db: sqlite3.Connection, placement_id: str) -> str:
-        row = db.execute("SELECT status FROM placements WHERE id = ?", (placement_id,)).fetchone()
-        if row is None:
-            raise Conflict(f"placement {placement_id} is not in {self.path}")
-        return row[0]
+                for statement in statements(script):
+                    self.execute(statement)
+                self.execute(f"PRAGMA user_version={number}")
