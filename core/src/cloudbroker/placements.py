@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cloudbroker.models import Availability, Market
+from cloudbroker.models import Availability, BillingRule, Market
 from cloudbroker.money import Money
 
 
@@ -31,6 +31,8 @@ class PlannedOffer(_Report):
     total: Money | None  # for the job's hours, in the placement's currency
     # planned with live availability: the cloud's figure for it (None: not asked)
     availability: Availability | None = Field(default=None, exclude_if=lambda v: v is None)
+    # how its run time is billed (minimum, increment), as the quote applied it: spend so far
+    billing: BillingRule | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class CostItem(_Report):

@@ -366,10 +366,11 @@ class RcloneReplicator:
 
     def replicate(
         self, src: BucketRef, dst: BucketRef, *, deadline_seconds: float | None = None
-    ) -> None:
+    ) -> int:
         """Copy and verify ``src`` into ``dst``, within ``deadline_seconds`` if given (a
-        failover's final sync gives up then and goes on with the newest replica)."""
-        sync(self.pm, src, dst, deadline_seconds=deadline_seconds)
+        failover's final sync gives up then and goes on with the newest replica); the bytes
+        read from the source (the budget guard prices them as egress)."""
+        return sync(self.pm, src, dst, deadline_seconds=deadline_seconds).bytes
 
     def newest(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> float | None:
         """Modification time (epoch seconds) of the newest object in ``bucket``, or None."""

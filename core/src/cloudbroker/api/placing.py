@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cloudbroker import api, limits
-from cloudbroker.api.arguments import Names, Number, _bucket, _names, _seconds
+from cloudbroker.api.arguments import Names, Number, _bounded, _bucket, _names, _seconds
 from cloudbroker.errors import NotTerminated, Spelling, UsageError, keyword
 from cloudbroker.models import BucketRef, Market
-from cloudbroker.money import parse_currency
+from cloudbroker.money import Money, parse_currency
 from cloudbroker.placements import FailoverResult, Placement, PlacementStatus
 from cloudbroker.plugins import PluginManager
 
 if TYPE_CHECKING:
     from cloudbroker.broker import Broker as Engine
-    from cloudbroker.broker import BrokerEvent, PlaceRequest, Replicator
+    from cloudbroker.broker import BrokerEvent, PlaceRequest, Replicator, Spend
     from cloudbroker.state import InstanceRow, Store
 
 events = logging.getLogger("cloudbroker.broker")
@@ -45,10 +45,13 @@ def place_request(
     startup_script: str | os.PathLike[str] | None = None,
     currency: str = "USD",
     region: Names | None = None,
+    budget: str | Money | None = None,
+    max_hours: Number | None = None,
     name: Spelling = keyword,
 ) -> PlaceRequest:
     """Check :meth:`Broker.place`'s arguments; a ``Path`` startup script is read (64 KiB)."""
     from cloudbroker.broker import PlaceRequest
+    from cloudbroker.broker.budget import budget_money
     from cloudbroker.config import read_text
 
     regions = _names(region)
@@ -80,6 +83,8 @@ def place_request(
         currency=parse_currency(currency, name("currency")),
         startup_script=startup_script,
         regions=regions,
+        budget=None if budget is None else budget_money(budget, name("budget")),
+        max_hours=_bounded(limits.HOURS, max_hours, "max_hours", name),
     )
 
 
@@ -97,9 +102,10 @@ def not_terminated(placement_id: str, left: list[tuple[InstanceRow, str]]) -> No
 class Broker:
     """Placements kept in one state store: plan them, bring them up, watch, fail over, stop.
 
-    ``state`` is the state file (default: ``CLOUDBROKER_STATE``, else the user's data
-    directory); only :meth:`place` creates it. ``plugins`` default to every installed
-    provider, allowed to call its cloud. ``replicator`` copies checkpoints between buckets
+    ``state`` is the state file, or a ``postgresql://`` URL (default: ``CLOUDBROKER_STATE``,
+    else a file in the user's data directory); only :meth:`place` creates a file.
+    ``plugins`` default to every installed provider, allowed to call its cloud.
+    ``replicator`` copies checkpoints between buckets
     (default: rclone, as :func:`sync`; anything with the ``replicate`` and ``newest``
     methods of :class:`cloudbroker.broker.Replicator`). What the broker does is logged to
     the ``cloudbroker.broker`` logger (at info) and passed to ``on_event`` as it happens
@@ -141,9 +147,9 @@ class Broker:
             self.on_event(event)
 
     def _store(self) -> Store:
-        from cloudbroker.state import Store
+        from cloudbroker.state import open_store
 
-        self._opened = Store(self.state, create=self._creating)
+        self._opened = open_store(self.state, create=self._creating)
         return self._opened
 
     def _open(self) -> Engine:
@@ -184,6 +190,8 @@ class Broker:
         startup_script: str | os.PathLike[str] | None = None,
         currency: str = "USD",
         region: Names | None = None,
+        budget: str | Money | None = None,
+        max_hours: Number | None = None,
     ) -> Placement:
         """Plan a primary and a standby on two clouds with the full cost, and save it.
 
@@ -192,7 +200,9 @@ class Broker:
         to choose the clouds, a ``cold`` standby (checkpoints only) or a ``hot`` one
         (running); checkpoints of ``checkpoint_gb`` every ``checkpoint_every`` seconds,
         replicated every ``sync_every`` seconds. ``startup_script`` is the job's script
-        (its text, or a ``Path`` to read). Nothing is launched: see :meth:`up`.
+        (its text, or a ``Path`` to read). ``budget`` (``"5000CNY"`` or a Money) and
+        ``max_hours`` limit it: a watcher stops it there, after a last checkpoint sync (see
+        :meth:`spend`). Nothing is launched: see :meth:`up`.
         """
         request = place_request(
             gpu,
@@ -210,6 +220,8 @@ class Broker:
             startup_script=startup_script,
             currency=currency,
             region=region,
+            budget=budget,
+            max_hours=max_hours,
         )
         self._creating = True
         try:
@@ -230,6 +242,12 @@ class Broker:
         """Roles, every instance launched (asked of its cloud unless ``refresh=False``),
         the last failover's RTO / RPO, and the events."""
         return PlacementStatus.model_validate(self._open().status(placement_id, refresh=refresh))
+
+    def spend(self, placement_id: str) -> Spend:
+        """Spend so far (compute at the plan's rates for each instance's run time, and the
+        replication egress), against the placement's budget and max hours; no cloud is
+        asked. ``lower_bound`` says a part could not be priced (``unknown`` names it)."""
+        return self._open().spend(placement_id)
 
     def placements(self) -> list[PlacementStatus]:
         """Every placement in the state store, as last recorded (no cloud is asked)."""

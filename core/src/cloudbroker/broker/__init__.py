@@ -20,8 +20,8 @@ of an instance, the lease of a dead holder (:mod:`cloudbroker.lease`).
 
 from __future__ import annotations
 
+from cloudbroker.broker.budget import Spend, spend
 from cloudbroker.broker.gc import Collecting
-from cloudbroker.broker.lifecycle import Lifecycle
 from cloudbroker.broker.plan import PlacementSpec, PlaceRequest, Planning
 from cloudbroker.broker.records import (
     FAILOVER_STEPS,
@@ -46,17 +46,19 @@ __all__ = [
     "PlaceRequest",
     "PlacementSpec",
     "Replicator",
+    "Spend",
     "Unresolved",
     "bucket_text",
     "span",
+    "spend",
 ]
 
 
-class Broker(Planning, Lifecycle, Watching, Collecting):
+class Broker(Planning, Watching, Collecting):
     """Plans, launches, watches and fails over placements; state lives in a Store.
 
     One class made of its parts, one module each: planning (:mod:`.plan`), the lifecycle
     (:mod:`.lifecycle`), the failover state machine (:mod:`.failover`), the watch loop
-    (:mod:`.watch`) and garbage collection (:mod:`.gc`), over the shared machinery of
-    :mod:`.core`.
+    (:mod:`.watch`), the budget guard (:mod:`.budget`) and garbage collection (:mod:`.gc`),
+    over the shared machinery of :mod:`.core`.
     """

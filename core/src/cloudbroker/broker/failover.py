@@ -81,28 +81,42 @@ class Failover(BrokerCore):
     def _final_sync(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
         """Copy what the primary bucket has, within ``final_sync_timeout``; then go on with
         the newest replica either way, and record the RPO that leaves."""
+        detail = self._last_sync(placement, primary, standby, fo["detected_at"])
+        event = "final-sync-skipped" if "error" in detail else "final-sync-done"
+        self.store.advance_failover(
+            placement["id"], "launch", event, detail, from_step="final-sync"
+        )
+        rpo = detail["rpo_seconds"]
+        rpo_text = "unknown" if rpo is None else span(max(rpo, 0))
+        if "error" in detail:
+            return f"final sync skipped ({detail['error']}); newest replica kept, RPO {rpo_text}"
+        to = placement["spec"]["sides"][standby]["provider"]
+        return f"final sync to {to} done, RPO {rpo_text}"
+
+    def _last_sync(self, placement, source: str, target: str, at: float) -> dict[str, Any]:
+        """Copy side ``source``'s bucket into ``target``'s within ``final_sync_timeout`` (a
+        failover's final sync, the budget guard's last one). Its record: ``error`` when not
+        all was copied, ``bytes`` copied when counted, ``seconds``, and ``rpo_seconds``: the
+        age at ``at`` of the newest object in the target bucket (None: not known)."""
         spec = placement["spec"]
-        src = BucketRef(**spec["sides"][primary]["bucket"])
-        dst = BucketRef(**spec["sides"][standby]["bucket"])
-        event, detail = "final-sync-done", dict[str, Any]()
+        src = BucketRef(**spec["sides"][source]["bucket"])
+        dst = BucketRef(**spec["sides"][target]["bucket"])
+        detail: dict[str, Any] = {}
         started = time.monotonic()
         try:
-            self.replicator.replicate(src, dst, deadline_seconds=self.final_sync_timeout)
+            copied = self.replicator.replicate(src, dst, deadline_seconds=self.final_sync_timeout)
         except CloudBrokerError as exc:
-            event, detail = "final-sync-skipped", {"error": str(exc)}
+            detail["error"] = str(exc)
+        else:
+            if copied is not None:
+                detail["bytes"] = copied
         detail["seconds"] = round(time.monotonic() - started, 3)
         try:
             newest = self.replicator.newest(dst, deadline_seconds=self.final_sync_timeout)
         except CloudBrokerError:
             newest = None
-        detail["rpo_seconds"] = None if newest is None else round(fo["detected_at"] - newest, 3)
-        self.store.advance_failover(
-            placement["id"], "launch", event, detail, from_step="final-sync"
-        )
-        rpo = "unknown" if newest is None else span(max(detail["rpo_seconds"], 0))
-        if "error" in detail:
-            return f"final sync skipped ({detail['error']}); newest replica kept, RPO {rpo}"
-        return f"final sync to {dst.provider} done, RPO {rpo}"
+        detail["rpo_seconds"] = None if newest is None else round(at - newest, 3)
+        return detail
 
     def _launch_standby(self, placement, standby: str, fo: dict[str, Any]) -> str:
         pid = placement["id"]

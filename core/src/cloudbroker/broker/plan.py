@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from cloudbroker import limits
+from cloudbroker.broker.budget import budget_money
 from cloudbroker.broker.core import BrokerCore
 from cloudbroker.costs import egress_cost
 from cloudbroker.errors import CloudBrokerError, Spelling, UsageError, keyword, quoted
-from cloudbroker.models import BucketRef, Market, PriceSheet
+from cloudbroker.models import BillingRule, BucketRef, EgressTerms, Market, PriceSheet
 from cloudbroker.money import Money
 from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
 from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, match_gpus
@@ -41,6 +42,8 @@ class PlaceRequest:
     currency: str = "USD"
     startup_script: str | None = None
     regions: tuple[str, ...] = ()  # only offers in these regions (either cloud's names)
+    budget: Money | None = None  # the watcher stops the placement when its spend reaches it
+    max_hours: Decimal | None = None  # ... or when it has run this long
 
     def bounded(self) -> PlaceRequest:
         """This request with its numbers checked against :mod:`cloudbroker.limits`.
@@ -55,10 +58,14 @@ class PlaceRequest:
             sync_every=float(limits.SECONDS.check(self.sync_every, "sync_every")),
             checkpoint_gb=limits.GB.check(self.checkpoint_gb, "checkpoint_gb"),
             checkpoint_every=float(limits.SECONDS.check(self.checkpoint_every, "checkpoint_every")),
+            budget=None if self.budget is None else budget_money(self.budget, "budget"),
+            max_hours=None
+            if self.max_hours is None
+            else limits.HOURS.check(self.max_hours, "max_hours"),
         )
 
 
-def _offer(q: Quote) -> PlannedOffer:
+def _offer(q: Quote, sheet: PriceSheet) -> PlannedOffer:
     return PlannedOffer(
         provider=q.provider,
         region=q.region,
@@ -68,7 +75,15 @@ def _offer(q: Quote) -> PlannedOffer:
         hourly=q.hourly,
         total=q.total,
         availability=q.availability,
+        billing=_billing(q, sheet),
     )
+
+
+def _billing(q: Quote, sheet: PriceSheet) -> BillingRule | None:
+    """The billing rule of the quote's price row: how the quote billed the job's hours."""
+    row = (q.instance_type, q.region, q.zone, q.market)
+    found = (p.rule for p in sheet.compute if (p.instance_type, p.region, p.zone, p.market) == row)
+    return next(found, None)
 
 
 class PlannedJob(BaseModel):
@@ -85,6 +100,8 @@ class PlannedSide(BaseModel):
     provider: str
     offers: list[PlannedOffer]
     bucket: BucketRef  # with the region of the side's first offer
+    # the internet egress terms where the bucket is: what replicating out of it costs
+    egress: EgressTerms | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class PlacementSpec(BaseModel):
@@ -100,6 +117,9 @@ class PlacementSpec(BaseModel):
     cost: PlacementCost
     # planned with live availability: how old each cloud's figures are, what stays unknown
     live: LiveReport | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the budget guard (see cloudbroker.broker.budget): a Money, and hours as Decimal text
+    budget: Money | None = Field(default=None, exclude_if=lambda v: v is None)
+    max_hours: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Planning(BrokerCore):
@@ -180,6 +200,8 @@ class Planning(BrokerCore):
                 self.pm.require(cloud)
         if request.primary and request.primary == request.standby:
             raise UsageError(f"{name('primary')} and {name('standby')} must be different clouds")
+        if request.budget is not None:
+            self._check_budget(request, name)
         providers = self.pm.providers()
         # Planned from the catalogs, as quotes are (run `catalog refresh` for live prices).
         types, sheets, failures = self.pm.catalogs(providers, offline=True)
@@ -227,9 +249,13 @@ class Planning(BrokerCore):
         a, b, cost = best
 
         def side(quotes: list[Quote], bucket: BucketRef) -> PlannedSide:
-            where = bucket.model_copy(update={"region": quotes[0].region})
+            region, sheet = quotes[0].region, sheets[quotes[0].provider]
+            terms = sheet.terms_for(region)
             return PlannedSide(
-                provider=quotes[0].provider, offers=[_offer(q) for q in quotes], bucket=where
+                provider=quotes[0].provider,
+                offers=[_offer(q, sheet) for q in quotes],
+                bucket=bucket.model_copy(update={"region": region}),
+                egress=None if terms is None else terms.egress,
             )
 
         spec = PlacementSpec(
@@ -246,8 +272,22 @@ class Planning(BrokerCore):
             sides={"a": side(candidates[a], buckets[a]), "b": side(candidates[b], buckets[b])},
             cost=cost,
             live=report,
+            budget=request.budget,
+            max_hours=None if request.max_hours is None else str(request.max_hours),
         )
         return spec.model_dump(mode="json")
+
+    def _check_budget(self, request: PlaceRequest, name: Spelling) -> None:
+        """A budget in another currency than the plan's needs a dated rate between the two."""
+        assert request.budget is not None
+        try:
+            self.fx.rate(request.currency, request.budget.currency)
+        except UsageError:
+            raise UsageError(
+                f"{name('budget')} in {request.budget.currency}: no exchange rate between "
+                f"{request.budget.currency} and {request.currency}; accepted: a budget in "
+                f"{request.currency}, or in a currency with a known rate"
+            ) from None
 
     def _cost(
         self, request: PlaceRequest, primary: Quote, standby: Quote, sheets: dict[str, PriceSheet]

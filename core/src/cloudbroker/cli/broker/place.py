@@ -16,7 +16,8 @@ from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines
-from cloudbroker.state import Store
+from cloudbroker.money import FxTable, Money
+from cloudbroker.state import open_store
 
 
 @app.command("place", rich_help_panel="Placements and failover")
@@ -52,10 +53,19 @@ def place(
     max_age: float | None = options.option(
         options.DURATION, None, "--max-age", help="With --live: reuse figures this young (10m)."
     ),
+    budget: Money | None = options.option(
+        options.BUDGET, None, "--budget", help="Stop it when spend reaches this (5000CNY)."
+    ),
+    max_hours: Decimal | None = options.option(
+        options.HOURS, None, "--max-hours", help="Stop it after running this many hours."
+    ),
     json_output: bool = typer.Option(False, "--json"),
     state: str = STATE,
 ) -> None:
-    """Plan a primary and a standby on two clouds, print the full cost, and save it."""
+    """Plan a primary and a standby on two clouds, print the full cost, and save it.
+
+    With --budget and/or --max-hours, `watch` warns at 80 % and at 100 % syncs a last
+    checkpoint and terminates the placement."""
     from cloudbroker.cli.quote import live_options
 
     reading = live_options(live, max_age, available_only=False)
@@ -75,12 +85,13 @@ def place(
         startup_script=startup_script,
         currency=currency,
         region=region,
+        budget=budget,
+        max_hours=max_hours,
         name=option_name,
     )
     # Planned before the state file is opened: a plan that fails leaves no file behind.
-    placement_id, spec = _broker(lambda: Store(state, create=True)).place(
-        request, option_name, reading
-    )
+    broker = _broker(lambda: open_store(state, create=True))
+    placement_id, spec = broker.place(request, option_name, reading)
     if json_output:
         print_json({"id": placement_id, **spec})
         return
@@ -114,7 +125,32 @@ def place(
     console.print(table)
     if "live" in spec:
         _live_plan(spec)
+    if "budget" in spec or "max_hours" in spec:
+        _limits(spec, broker.fx)
     console.print(f"next: cloudbroker up {placement_id}", markup=False)
+
+
+def _limits(spec: dict[str, Any], fx: FxTable) -> None:
+    """The budget and hours the watcher holds the placement to, and whether the plan fits."""
+    said = []
+    if budget := spec.get("budget"):
+        said.append(f"budget {Money.model_validate(budget)}")
+    if spec.get("max_hours"):
+        said.append(f"at most {spec['max_hours']} h")
+    console.print(
+        f"{', '.join(said)}: `watch` warns at 80 % and at 100 % syncs a last checkpoint "
+        "and terminates the placement",
+        markup=False,
+    )
+    hours, total = Decimal(spec["job"]["hours"]), Money.model_validate(spec["cost"]["total"])
+    if spec.get("max_hours") and Decimal(spec["max_hours"]) < hours:
+        console.print(
+            Text(f"the job's {hours} h do not fit in {spec['max_hours']} h", style="yellow")
+        )
+    if budget and fx.convert(total, budget["currency"]).amount > Decimal(budget["amount"]):
+        console.print(
+            Text(f"the plan's {total} is more than the budget: it stops early", style="yellow")
+        )
 
 
 def _live_plan(spec: dict[str, Any]) -> None:

@@ -34,9 +34,12 @@ INSTANCE_COLUMNS = (
 def status(
     placement_id: str, json_output: bool = typer.Option(False, "--json"), state: str = STATE
 ) -> None:
-    """Roles, every instance launched (its state on the cloud now), the last failover's RTO
-    and RPO, and the latest events with their time."""
-    report = _broker(_state(state)).status(placement_id)
+    """Roles, every instance launched (its state on the cloud now), the spend so far against
+    the budget, the last failover's RTO and RPO, and the latest events with their time."""
+    broker = _broker(_state(state))
+    report = broker.status(placement_id)
+    spent = broker.spend(placement_id)
+    report["spend"] = spent.model_dump(mode="json")
     if json_output:
         print_json(report)
         return
@@ -46,6 +49,9 @@ def status(
         f"({report['buckets']['standby']})",
         markup=False,
     )
+    console.print(spent.text(), markup=False)
+    if spent.unknown:
+        console.print(Padding(Text(f"not priced: {'; '.join(spent.unknown)}"), (0, 0, 0, 2)))
     table = FitTable(INSTANCE_COLUMNS)
     notes = []
     for inst in report["instances"]:
