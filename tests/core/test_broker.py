@@ -12,7 +12,7 @@ from support.broker_fakes import FakeReplicator, fake_world
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.errors import ProviderUnavailable, ThrottledError, UsageError
 from cloudbroker.models import parse_bucket
-from cloudbroker.state import Conflict, LeaseLost, Store
+from cloudbroker.state import Conflict, LeaseLost, open_store
 
 REQUEST = dict(gpu="A100", count=8, hours=Decimal(72), checkpoint_gb=Decimal(50))
 
@@ -34,7 +34,7 @@ def setup(tmp_path, prices=None, **options):
     pm, clouds = fake_world(**(prices or {"ali": "20", "ten": "25", "aws": "30"}))
     replicator = FakeReplicator(clouds)
     options = {"sleep": lambda s: None, "poll_interval": 0, **options}
-    broker = Broker(pm, Store(tmp_path / "state.db"), replicator, **options)
+    broker = Broker(pm, open_store(tmp_path / "state.db"), replicator, **options)
     return broker, clouds, replicator
 
 
@@ -177,7 +177,7 @@ def test_killed_mid_failover_then_resumed_leaves_one_standby(tmp_path):
     broker.pm.launch = real_launch
     resumed = Broker(
         broker.pm,
-        Store(tmp_path / "state.db"),
+        open_store(tmp_path / "state.db"),
         broker.replicator,
         sleep=lambda s: None,
         poll_interval=0,
@@ -218,7 +218,7 @@ def test_two_watchers_never_both_fail_over(tmp_path):
     def run(name):
         b = Broker(
             broker.pm,
-            Store(tmp_path / "state.db"),
+            open_store(tmp_path / "state.db"),
             broker.replicator,
             sleep=lambda s: time.sleep(0.01),
             poll_interval=0,
@@ -306,7 +306,7 @@ def test_watch_stops_at_down_and_never_launches_after_it(tmp_path):
     broker, clouds, _ = setup(tmp_path)
     pid, _ = place(broker)
     broker.up(pid)
-    user = Broker(broker.pm, Store(tmp_path / "state.db"), broker.replicator)
+    user = Broker(broker.pm, open_store(tmp_path / "state.db"), broker.replicator)
     cycles = []
 
     def until():  # the user runs `down` while the watch is running
@@ -484,7 +484,7 @@ def test_a_live_holder_keeps_its_lease_through_a_long_final_sync(tmp_path):
     done = threading.Event()
     thread = threading.Thread(target=lambda: (broker.failover(pid), done.set()))
     thread.start()
-    other = Store(tmp_path / "state.db")
+    other = open_store(tmp_path / "state.db")
     takeovers = []
     while not done.wait(0.05):
         if broker.store.failover(pid) and other.acquire_lease(pid, "second-watcher", 0.3):
@@ -501,7 +501,7 @@ def test_a_dead_holders_lease_expires_and_a_new_watcher_finishes_its_failover(tm
     broker, clouds, _ = setup(tmp_path, lease_ttl=0.3)
     pid, _ = place(broker)
     broker.up(pid)
-    dead = Store(tmp_path / "state.db")  # a killed `failover`: took the lease, never renews
+    dead = open_store(tmp_path / "state.db")  # a killed `failover`: took the lease, never renews
     assert dead.acquire_lease(pid, "failover-dead", 0.3)
     dead.start_failover(pid, "manual")
     started = time.monotonic()
@@ -526,7 +526,7 @@ def test_manual_failover_waits_out_a_dead_holder_but_leaves_a_live_watcher_alone
     broker, clouds, _ = setup(tmp_path, lease_ttl=0.3, sleep=time.sleep)
     pid, _ = place(broker)
     broker.up(pid)
-    watcher = Lease(Store(tmp_path / "state.db"), pid, "watch-live", ttl=0.3)
+    watcher = Lease(open_store(tmp_path / "state.db"), pid, "watch-live", ttl=0.3)
     assert watcher.acquire()  # alive: its heartbeat renews the lease
     try:
         started = time.monotonic()
@@ -535,7 +535,7 @@ def test_manual_failover_waits_out_a_dead_holder_but_leaves_a_live_watcher_alone
         assert time.monotonic() - started < 3 and clouds["ten"].launch_calls == 0
     finally:
         watcher.release()
-    Store(tmp_path / "state.db").acquire_lease(pid, "failover-killed", 0.3)  # never renewed
+    open_store(tmp_path / "state.db").acquire_lease(pid, "failover-killed", 0.3)  # never renewed
     assert broker.failover(pid)["to"] == "ten"
 
 
@@ -661,7 +661,7 @@ def test_a_failed_plan_opens_no_state(tmp_path):
     pm, clouds = fake_world(ali="20", ten="25")
     opened = []
     broker = Broker(
-        pm, lambda: opened.append(1) or Store(tmp_path / "s.db"), FakeReplicator(clouds)
+        pm, lambda: opened.append(1) or open_store(tmp_path / "s.db"), FakeReplicator(clouds)
     )
     with pytest.raises(UsageError, match="unknown region"):
         place(broker, regions=("bogus",))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cloudbroker.broker.core import BrokerCore
-from cloudbroker.broker.records import ASKED, LIVE, bucket_text, described
+from cloudbroker.broker.records import ASKED, LIVE, bucket_text, described, last_failover
 from cloudbroker.errors import CloudBrokerError, NotFoundError
 from cloudbroker.models import InstanceState
 from cloudbroker.state import Event, InstanceRow
@@ -126,7 +126,6 @@ class Lifecycle(BrokerCore):
                 else:
                     entry["role"] = f"former {'primary' if key in was_primary else 'standby'}"
             instances.append(entry)
-        swaps = [e for e in events if e.kind == "roles-swapped"]
         spec = placement["spec"]
         return {
             "id": placement_id,
@@ -139,7 +138,7 @@ class Lifecycle(BrokerCore):
             },
             "instances": instances,
             "failover": self.store.failover(placement_id),
-            "last_failover": swaps[-1].detail if swaps else None,
+            "last_failover": last_failover(events),
             "events": [{"at": e.at, "kind": e.kind, **e.detail} for e in events],
         }
 

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from cloudbroker.errors import AuthError, ConfigError, UsageError
 from cloudbroker.models import BucketRef, Instance, InstanceRef, InstanceState
-from cloudbroker.state import InstanceRow
+from cloudbroker.state import Event, InstanceRow
 
 
 class LaunchState(StrEnum):
@@ -58,7 +58,9 @@ class Replicator(Protocol):
 
     def replicate(
         self, src: BucketRef, dst: BucketRef, *, deadline_seconds: float | None = None
-    ) -> None: ...
+    ) -> int | None:
+        """Copy ``src`` into ``dst``; the bytes copied (priced as egress), None if not counted."""
+        ...
 
     def newest(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> float | None:
         """Modification time (epoch seconds) of the newest object, None if empty."""
@@ -98,7 +100,11 @@ class BrokerEvent:
       or the ``error``);
     * ``step-started`` / ``step``: a step of ``up`` or a failover began / ended
       (``operation``, ``step``; when ended, its ``seconds``);
-    * ``note``: a situation worth a line (standing by, an error retried, a lease waited for).
+    * ``note``: a situation worth a line (standing by, an error retried, a lease waited for);
+    * ``lease`` (``watch --all``): a watcher took a placement's lease (``token``), let it go,
+      or lost it to another watcher (``lost``, ``holder``);
+    * ``watcher`` (``watch --all``): the watcher itself started or stopped (``placement_id``
+      is empty).
     """
 
     kind: str
@@ -135,3 +141,10 @@ def described(row: InstanceRow) -> str:
 
 def bucket_text(bucket: dict[str, Any]) -> str:
     return f"{bucket['provider']}:{bucket['bucket']}/{bucket['path']}".rstrip("/")
+
+
+def last_failover(events: list[Event]) -> dict[str, Any] | None:
+    """The last completed failover as ``status`` shows it (``from``, ``to``, ``reason``,
+    ``rto_seconds``, ``rpo_seconds``: None when unknown), or None if there was none."""
+    swaps = [e for e in events if e.kind == "roles-swapped"]
+    return swaps[-1].detail if swaps else None

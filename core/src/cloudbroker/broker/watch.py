@@ -6,14 +6,20 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from cloudbroker.broker.failover import Failover
+from cloudbroker.broker.budget import Budgeting
 from cloudbroker.broker.records import FAILED_STATES, bucket_text, span
-from cloudbroker.errors import CloudBrokerError, Conflict, StateError
+from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost, StateError
 from cloudbroker.lease import Lease
 from cloudbroker.models import BucketRef
+
+STOPPED = ("stopping", "down")  # `down` was requested: nothing more to watch
+
+
+def _stopped(placement_id: str, status: str) -> str:
+    return f"{placement_id} is {status} (`down` was requested); the watch stops"
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,26 @@ class _Stock:
     warned: str | None = None
 
 
-class Watching(Failover):
+@dataclass
+class Watched:
+    """What a watch remembers of one placement between two checks."""
+
+    placement_id: str
+    replica: _Replica = field(default_factory=_Replica)
+    consecutive: int = 0  # failed health checks in a row
+    last_sync: float = 0.0  # clock() of the last replication
+    stock: _Stock = field(default_factory=_Stock)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """How one check ended: check again now, after an interval, or stop watching."""
+
+    again: bool = False  # a failover ended, or the placement moved on: look again at once
+    stopped: str | None = None  # why this placement is no longer watched (`down` requested)
+
+
+class Watching(Budgeting):
     """Watches a placement that is up and fails it over when its primary fails."""
 
     #: How often ``watch`` asks whether the standby's offer is still in stock (seconds).
@@ -71,16 +96,14 @@ class Watching(Failover):
         lease = Lease(
             self.store, placement_id, holder or f"watch-{uuid.uuid4().hex[:8]}", self.lease_ttl
         )
-        consecutive, last_sync = 0, 0.0
-        stock = _Stock()
-        replica = self._last_replica(placement_id)
+        watched = self.watched(placement_id)
         try:
             while not until():
                 self.store.check()
                 placement = self._placement(placement_id)
                 status = placement["status"]
-                if status in ("stopping", "down"):
-                    return f"{placement_id} is {status} (`down` was requested); the watch stops"
+                if status in STOPPED:
+                    return _stopped(placement_id, status)
                 if not lease.held and not lease.acquire():
                     holder_now = (self.store.lease(placement_id) or {}).get("holder", "another")
                     self._emit(
@@ -93,48 +116,97 @@ class Watching(Failover):
                     self.sleep(interval)
                     continue
                 try:
-                    self._resolve(placement_id)
-                    if self.store.failover(placement_id):
-                        self._emit(placement_id, "note", "resuming the failover in progress")
-                        self._failover(placement_id, "resumed", lease)
-                        consecutive, replica = 0, _Replica()
-                        continue
-                    if status != "up":
-                        message = f"{status}, not up: waiting for `cloudbroker up`"
-                        self._emit(placement_id, "check", message, status=status)
-                        self.sleep(interval)
-                        continue
-                    primary, standby = self._roles(placement)
-                    health = self._health(placement_id, primary)
-                    consecutive = consecutive + 1 if health.reason else 0
-                    if health.reason and (
-                        health.reason.startswith("reclaim") or consecutive >= failures
-                    ):
-                        self._emit(
-                            placement_id, "note", f"primary failed ({health.reason}): failing over"
-                        )
-                        self._failover(placement_id, health.reason, lease)
-                        consecutive, replica = 0, _Replica()
-                        continue
-                    now = self.clock()
-                    if now - last_sync >= placement["spec"]["sync_every"]:
-                        replica = self._replicate(placement, primary, standby, replica)
-                        last_sync = now
-                    self._check(placement, primary, health, consecutive, failures, replica)
-                    stock = self._standby_stock(placement, standby, stock)
-                except Conflict as exc:  # down requested, or the lease taken over: look again
+                    checked = self.check_placement(
+                        watched, lease, interval=interval, failures=failures, placement=placement
+                    )
+                except LeaseLost as exc:  # taken over: stand by until it is free again
                     self._emit(placement_id, "note", str(exc))
-                    consecutive = 0
+                    watched.consecutive = 0
                     continue
-                except StateError:
-                    raise
-                except CloudBrokerError as exc:  # a cloud failed mid-step: resume next time
-                    message = f"{exc}; trying again in {interval:g} s"
-                    self._emit(placement_id, "note", message, error=str(exc))
-                self.sleep(interval)
+                if checked.stopped:
+                    return checked.stopped
+                if not checked.again:
+                    self.sleep(interval)
         finally:
             lease.release()
         return None
+
+    def watched(self, placement_id: str) -> Watched:
+        """A watch's memory of a placement as it starts: the last recorded replication."""
+        return Watched(placement_id, self._last_replica(placement_id))
+
+    def check_placement(
+        self,
+        watched: Watched,
+        lease: Lease,
+        *,
+        interval: float,
+        failures: int,
+        placement: dict[str, Any] | None = None,
+    ) -> Checked:
+        """One interval's work for one placement whose ``lease`` is held: settle launches,
+        resume or start a failover, else check the primary, replicate when due, look at
+        the standby's stock. Used by ``watch ID`` and by each placement of ``watch --all``.
+
+        A cloud error is reported and retried at the next interval; LeaseLost (another
+        process took the placement over) and StateError are raised.
+        """
+        placement_id = watched.placement_id
+        placement = placement or self._placement(placement_id)
+        try:
+            if budget := self.enforce_budget(placement):
+                placement = self._placement(placement_id)
+                if placement["status"] == "down":
+                    return Checked(stopped=budget)
+                if placement["status"] == "stopping":  # a cloud left an instance: retry
+                    return Checked()
+        except (LeaseLost, StateError):
+            raise
+        except CloudBrokerError as exc:
+            self._emit(
+                placement_id, "note", f"{exc}; trying again in {interval:g} s", error=str(exc)
+            )
+            return Checked()
+        status = placement["status"]
+        if status in STOPPED:
+            return Checked(stopped=_stopped(placement_id, status))
+        try:
+            self._resolve(placement_id)
+            if self.store.failover(placement_id):
+                self._emit(placement_id, "note", "resuming the failover in progress")
+                self._failover(placement_id, "resumed", lease)
+                watched.consecutive, watched.replica = 0, _Replica()
+                return Checked(again=True)
+            if status != "up":
+                message = f"{status}, not up: waiting for `cloudbroker up`"
+                self._emit(placement_id, "check", message, status=status)
+                return Checked()
+            primary, standby = self._roles(placement)
+            health = self._health(placement_id, primary)
+            watched.consecutive = watched.consecutive + 1 if health.reason else 0
+            if health.reason and (
+                health.reason.startswith("reclaim") or watched.consecutive >= failures
+            ):
+                self._emit(placement_id, "note", f"primary failed ({health.reason}): failing over")
+                self._failover(placement_id, health.reason, lease)
+                watched.consecutive, watched.replica = 0, _Replica()
+                return Checked(again=True)
+            now = self.clock()
+            if now - watched.last_sync >= placement["spec"]["sync_every"]:
+                watched.replica = self._replicate(placement, primary, standby, watched.replica)
+                watched.last_sync = now
+            self._check(placement, primary, health, watched.consecutive, failures, watched.replica)
+            watched.stock = self._standby_stock(placement, standby, watched.stock)
+        except (LeaseLost, StateError):
+            raise
+        except Conflict as exc:  # down requested, or the failover finished elsewhere: look again
+            self._emit(placement_id, "note", str(exc))
+            watched.consecutive = 0
+            return Checked(again=True)
+        except CloudBrokerError as exc:  # a cloud failed mid-step: resume next time
+            message = f"{exc}; trying again in {interval:g} s"
+            self._emit(placement_id, "note", message, error=str(exc))
+        return Checked()
 
     def _health(self, placement_id: str, primary: str) -> _Health:
         """The primary's state, and why it is not healthy (``reclaim: ...`` when spot ends)."""
@@ -151,7 +223,8 @@ class Watching(Failover):
         except CloudBrokerError as exc:
             return _Health(f"status check failed: {exc}", row.instance_id, "unknown")
         state = instance.state.value
-        self.store.update_instance(row.idempotency_key, state=state)
+        if state != row.state:  # a write only when it changed: most checks write nothing
+            self.store.update_instance(row.idempotency_key, state=state)
         if instance.reclaim:
             return _Health(f"reclaim: {instance.reclaim}", row.instance_id, state)
         if instance.state in FAILED_STATES:
@@ -204,13 +277,12 @@ class Watching(Failover):
 
     def _last_replica(self, placement_id: str) -> _Replica:
         """What the last recorded replication left on the standby (a watch restarted)."""
-        done = [e for e in self.store.events(placement_id) if e.kind == "replicated"]
+        events = self.store.events(placement_id)
+        done = [e for e in events if e.kind == "replicated"]
         if not done:
             return _Replica()
         last = done[-1]
-        swapped_since = any(
-            e.kind == "roles-swapped" and e.at > last.at for e in self.store.events(placement_id)
-        )
+        swapped_since = any(e.kind == "roles-swapped" and e.at > last.at for e in events)
         if swapped_since:  # that replica is in the bucket of today's primary
             return _Replica()
         listed = "standby_newest" in last.detail
@@ -226,7 +298,7 @@ class Watching(Failover):
         )
         started = time.monotonic()
         try:
-            self.replicator.replicate(src, dst)
+            copied = self.replicator.replicate(src, dst)
         except CloudBrokerError as exc:
             self.store.event(placement["id"], "replication-failed", {"error": str(exc)})
             self._emit(
@@ -238,6 +310,8 @@ class Watching(Failover):
             return replica
         seconds = round(time.monotonic() - started, 3)
         detail: dict[str, Any] = {"seconds": seconds}
+        if copied is not None:  # the budget's egress: bytes that left the primary's cloud
+            detail["bytes"] = copied
         with suppress(CloudBrokerError):  # for the lag: the standby's newest checkpoint
             detail["standby_newest"] = self.replicator.newest(dst)
         self.store.event(placement["id"], "replicated", detail)

@@ -16,6 +16,7 @@ from cloudbroker.errors import (
     PluginError,
     ProviderUnavailable,
 )
+from cloudbroker.metrics import calls
 from cloudbroker.plugins.registry import Registry, _describe
 
 if TYPE_CHECKING:
@@ -153,8 +154,19 @@ class PluginManager(Registry):
     def _invoke(
         self, provider: str, hook: str, kwargs: dict[str, Any], offline: bool | None = None
     ) -> Any:
-        results = self._caller(provider, hook)(ctx=self.context(provider, offline), **kwargs)
-        return validated(hook, provider, results[0] if results else None)  # one plugin each
+        ctx = self.context(provider, offline)
+        # counted for the metrics: calls on a cloud, not reads of a packaged catalog
+        counted = hook in hookspecs.ROUTED_HOOKS or not ctx.offline
+        try:
+            results = self._caller(provider, hook)(ctx=ctx, **kwargs)
+            answer = validated(hook, provider, results[0] if results else None)  # one plugin each
+        except Exception as exc:
+            if counted:
+                calls.record(provider, hook, exc)
+            raise
+        if counted:
+            calls.record(provider, hook)
+        return answer
 
     def _routed(self, provider: str, hook: Routed, **kwargs: Any) -> Any:
         """Only ``provider`` is asked, in this thread. Errors keep their type, with the provider."""

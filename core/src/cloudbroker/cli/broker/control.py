@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from cloudbroker import api
+from cloudbroker import api, metrics
 from cloudbroker.cli import app, options
 from cloudbroker.cli.broker.common import FINAL_SYNC_TIMEOUT, STATE, _broker, _state
+from cloudbroker.cli.broker.watch_all import MAX_PLACEMENTS, watch_all
 from cloudbroker.cli.output import console, err_console
 from cloudbroker.cli.progress import Lines
 from cloudbroker.errors import UsageError
@@ -57,7 +58,15 @@ def failover(
 
 @app.command("watch", rich_help_panel="Placements and failover")
 def watch(
-    placement_id: str,
+    placement_id: str | None = typer.Argument(None, help="The placement (or --all)."),
+    all_placements: bool = typer.Option(
+        False,
+        "--all",
+        help="Watch every placement of the store, shared with the other --all watchers.",
+    ),
+    max_placements: int | None = options.option(
+        MAX_PLACEMENTS, None, "--max-placements", help="With --all: watch at most this many."
+    ),
     interval: float = options.option(
         options.DURATION, "30s", "--interval", help="Health-check interval."
     ),
@@ -74,21 +83,48 @@ def watch(
     json_output: bool = typer.Option(
         False, "--json", help="One JSON object per event and line, flushed (for log shippers)."
     ),
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        help="Serve Prometheus metrics on this port (pip install 'cloudbroker[metrics]').",
+    ),
+    metrics_address: str = typer.Option(
+        metrics.DEFAULT_ADDRESS,
+        "--metrics-address",
+        help="Where the metrics port listens; 0.0.0.0 for every interface (firewall it).",
+    ),
     state: str = STATE,
 ) -> None:
     """Health checks, replication every --sync-every of the plan, automatic failover.
 
     Acts only on a placement that is up; stops once `down` is requested. Prints a line per
     check (time, primary state, last replication, lag: the age of the standby's newest
-    checkpoint), per replication and per failover step.
+    checkpoint), per replication and per failover step. With --all, one long-running process
+    watches every placement of the store that is up, sharing them with the other --all
+    watchers (on any host) by leases; each line starts with the placement's id.
     """
     if quiet and json_output:
         raise UsageError("give --quiet or --json, not both")
+    if all_placements == (placement_id is not None):
+        raise UsageError("give a placement id, or --all for every placement of the store")
+    if all_placements and exit_after_failover:
+        raise UsageError("--exit-after-failover watches one placement; not with --all")
+    if max_placements is not None and not all_placements:
+        raise UsageError("--max-placements goes with --all")
     store = _state(state)
-    with Lines(console, json_lines=json_output, quiet=quiet) as lines:
+    with (
+        metrics.serving(metrics_port, store.reopen, metrics_address),  # scrapes' connection
+        Lines(console, json_lines=json_output, quiet=quiet) as lines,
+    ):
         broker = _broker(store, lines.broker)
         broker.final_sync_timeout = final_sync_timeout
         broker.poll_interval = min(broker.poll_interval, interval)
+        if all_placements:
+            watch_all(
+                broker, lines, interval=interval, failures=failures, max_placements=max_placements
+            )
+            return
+        assert placement_id is not None
 
         def swaps() -> int:
             return sum(e.kind == "roles-swapped" for e in store.events(placement_id))

@@ -1,0 +1,203 @@
+"""Watchers: 200 placements, 3 ``watch --all`` processes, one PostgreSQL server.
+
+Run: ./uvw run python benchmarks/watchers.py [--placements 200] [--watchers 3]
+     [--interval 2] [--seconds 40]          (results go in benchmarks/README.md)
+
+A PostgreSQL server is started as the tests start theirs (``tests/support/postgres.py``:
+initdb + pg_ctl on a temporary folder and a free port). The placements are planned and
+brought up once; then each watcher is a process of its own running
+:class:`~cloudbroker.broker.watch_all.WatchAll` (what ``watch --all`` runs) with the default
+lease TTL, until a common deadline. The clouds are a cheap in-process fake (every instance
+answers "running" at once, replication is a dict copy), so the figures are the broker's and
+the database's, not an emulator's. Reported:
+
+* CPU seconds per placement check: the watcher processes' CPU time while watching / checks;
+* database round trips per placement check (``Store.round_trips``: every statement, BEGIN and
+  COMMIT included; the lease heartbeat's connection counted too) / checks;
+* ownership at the deadline: each placement owned by exactly one watcher, and how many each;
+  leases taken, given back and lost on the way (the first watcher up takes every placement,
+  then gives the surplus back as the others join: each move costs one check at once);
+* lateness: how long after its due time a check started (worst, and 99th percentile), against
+  the interval; checks per placement per interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' PostgreSQL server and fake clouds
+
+from support.broker_fakes import FakeCloud, FakeReplicator  # noqa: E402
+
+from cloudbroker.hookspecs import hookimpl  # noqa: E402
+from cloudbroker.models import Instance, InstanceState  # noqa: E402
+from cloudbroker.plugins import PluginManager  # noqa: E402
+
+PRICES = {"ali": "20", "ten": "25"}
+
+
+class RunningCloud(FakeCloud):
+    """A fake cloud whose every instance is running: a watcher process did not launch the
+    instances it checks (the set-up process did), and a check must cost nothing but ours."""
+
+    @hookimpl
+    def instance_status(self, ctx, instance):
+        return Instance(
+            provider=self.name,
+            region="r1",
+            instance_id=instance.instance_id,
+            state=InstanceState.RUNNING,
+            zone="z1",
+        )
+
+
+def world() -> tuple[PluginManager, FakeReplicator]:
+    pm = PluginManager(env={}, settings={n: {"image": f"img-{n}"} for n in PRICES})
+    clouds = {name: RunningCloud(name, price) for name, price in PRICES.items()}
+    for name, cloud in clouds.items():
+        pm.register(cloud, name)
+    return pm, FakeReplicator(clouds)
+
+
+def set_up(url: str, count: int) -> None:
+    """``count`` placements, planned once, cloned, each brought up."""
+    from cloudbroker.broker import Broker, PlaceRequest
+    from cloudbroker.models import parse_bucket
+    from cloudbroker.state import open_store
+
+    pm, replicator = world()
+    broker = Broker(pm, open_store(url), replicator, sleep=lambda s: None, poll_interval=0)
+    request = PlaceRequest(
+        gpu="A100",
+        count=8,
+        hours=Decimal(72),
+        checkpoint_gb=Decimal(50),
+        primary="ali",
+        standby="ten",
+        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
+        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
+        sync_every=600,
+    )
+    first, spec = broker.place(request)
+    broker.up(first)
+    for n in range(1, count):
+        broker.store.add_placement(f"pl-bench{n:04d}", spec)
+        broker.up(f"pl-bench{n:04d}")
+
+
+def watcher(url: str, interval: float, start: float, deadline: float, out: str) -> None:
+    """One watcher process: watch from ``start`` to ``deadline`` (epoch seconds, the same for
+    every watcher), then write its figures."""
+    from cloudbroker.broker import Broker
+    from cloudbroker.broker.watch_all import WatchAll
+    from cloudbroker.state import open_store
+
+    pm, replicator = world()
+    events: list[str] = []
+    store = open_store(url)
+    broker = Broker(pm, store, replicator, on_event=lambda e: events.append(e.kind))
+    watch = WatchAll(broker, interval=interval)
+    owned: list[str] = []
+
+    def until() -> bool:
+        if time.time() < deadline:
+            return False
+        owned.extend(watch.owned)  # at the deadline, before the leases go back
+        return True
+
+    time.sleep(max(0.0, start - time.time()))
+    cpu, trips = time.process_time(), store.round_trips
+    watch.run(until)
+    figures = {
+        "holder": watch.holder,
+        "cpu": time.process_time() - cpu,
+        "round_trips": store.round_trips - trips + watch.stats.heartbeat_round_trips,
+        "checks": watch.stats.checks,
+        "late": list(watch.stats.late),
+        "owned": owned,
+        "moves": [watch.stats.taken, watch.stats.given_back, watch.stats.lost],
+        "lines": len(events),
+    }
+    Path(out).write_text(json.dumps(figures))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--placements", type=int, default=200)
+    parser.add_argument("--watchers", type=int, default=3)
+    parser.add_argument("--interval", type=float, default=2.0)
+    parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument(
+        "--watcher", nargs=5, metavar=("URL", "INTERVAL", "START", "DEADLINE", "OUT")
+    )
+    args = parser.parse_args()
+    if args.watcher:
+        url, interval, start, deadline, out = args.watcher
+        watcher(url, float(interval), float(start), float(deadline), out)
+        return
+    from support.postgres import start_server
+
+    server = start_server()
+    try:
+        url = server.url(server.database())
+        started = time.monotonic()
+        set_up(url, args.placements)
+        print(f"{args.placements} placements up in {time.monotonic() - started:.1f} s")
+        report(url, args)
+    finally:
+        server.stop()
+
+
+def report(url: str, args: argparse.Namespace) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="cloudbroker-bench-"))
+    start = time.time() + 5  # every process is ready by then
+    deadline = start + args.seconds
+    outs = [folder / f"w{n}.json" for n in range(args.watchers)]
+    times = [str(args.interval), str(start), str(deadline)]
+    processes = [
+        subprocess.Popen([sys.executable, __file__, "--watcher", url, *times, out])
+        for out in map(str, outs)
+    ]
+    for process in processes:
+        assert process.wait(timeout=args.seconds + 120) == 0
+    results = [json.loads(out.read_text()) for out in outs]
+    checks = sum(r["checks"] for r in results)
+    owned = [p for r in results for p in r["owned"]]
+    late = sorted(x for r in results for x in r["late"])
+    p99 = late[int(len(late) * 0.99)] if late else 0.0
+    intervals = args.seconds / args.interval
+    print("clouds: an in-process fake (every instance running, replication a dict copy)")
+    print(
+        f"{args.watchers} watchers, {args.placements} placements, interval "
+        f"{args.interval:g} s, lease TTL 10 s, {args.seconds:g} s watched"
+    )
+    print(
+        f"checks: {checks}, {checks / args.placements:.1f} per placement (one when taken, "
+        f"then one per interval: {intervals:g} in {args.seconds:g} s)"
+    )
+    cpu = sum(r["cpu"] for r in results)
+    trips = sum(r["round_trips"] for r in results)
+    print(f"CPU per placement check: {cpu / checks * 1000:.2f} ms ({cpu:.1f} s in all)")
+    print(f"database round trips per placement check: {trips / checks:.1f}")
+    exactly_once = len(owned) == len(set(owned)) == args.placements
+    shares = sorted(len(r["owned"]) for r in results)
+    print(f"ownership: each placement by exactly one watcher: {exactly_once}; shares {shares}")
+    taken, given, lost = (sum(r["moves"][n] for r in results) for n in range(3))
+    print(f"leases taken {taken}, given back {given}, lost {lost}")
+    print(
+        f"lateness: worst {max(late, default=0):.3f} s, p99 {p99:.3f} s, median "
+        f"{statistics.median(late) if late else 0:.3f} s (interval {args.interval:g} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

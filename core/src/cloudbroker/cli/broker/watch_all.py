@@ -1,0 +1,58 @@
+"""``watch --all``: the lines of a watcher sharing every placement of a store, and its signals."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+
+from cloudbroker import limits
+from cloudbroker.broker import Broker, BrokerEvent
+from cloudbroker.broker.watch_all import WatchAll
+from cloudbroker.cli import options
+from cloudbroker.cli.progress import Lines
+
+MAX_PLACEMENTS = options.Number(limits.Range(1, 1_000_000, "placements", whole=True))
+
+
+def watch_all(
+    broker: Broker, lines: Lines, *, interval: float, failures: int, max_placements: int | None
+) -> None:
+    """Run one watcher of the store until SIGTERM or SIGINT (then exit 0, leases released).
+
+    Placements' lines come from several threads: each is written whole, prefixed by the
+    placement's id (JSON lines carry it as ``placement``); no live step display.
+    """
+    lines.live = False
+    lock = threading.Lock()
+
+    def said(event: BrokerEvent) -> None:
+        if event.placement_id and not lines.json_lines:
+            event = replace(event, message=f"{event.placement_id}: {event.message}")
+        with lock:
+            lines.broker(event)
+
+    broker.on_event = said
+    watcher = WatchAll(broker, interval=interval, failures=failures, max_placements=max_placements)
+    with _stopping_on_signals(watcher):
+        watcher.run()
+
+
+@contextmanager
+def _stopping_on_signals(watcher: WatchAll) -> Iterator[None]:
+    """SIGTERM and SIGINT stop the watcher cleanly (from the main thread only: elsewhere,
+    as in tests, the caller stops it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handled = (signal.SIGTERM, signal.SIGINT)
+    saved = {number: signal.getsignal(number) for number in handled}
+    for number in handled:
+        signal.signal(number, lambda number, frame: watcher.stop())
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)

@@ -1,0 +1,110 @@
+"""Prometheus metrics of a watcher: ``cloudbroker watch --metrics-port``.
+
+The store's gauges (placements by status, failovers by reason, last RTO and RPO, replication
+lag, leases, spend) are read from the state store at each scrape, so every watcher sharing a
+store, or any process serving them, tells the same truth. The cloud call counters are this
+process's own (:mod:`.calls`). prometheus-client is imported only when metrics are served.
+
+Modules: ``calls`` (the hook call counters, fed by the plugin manager), ``collector`` (what
+a scrape reports).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cloudbroker.errors import ConfigError, UsageError, quoted
+
+if TYPE_CHECKING:
+    from cloudbroker.state import Store
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "metrics need prometheus-client: pip install 'cloudbroker[metrics]'"
+DEFAULT_ADDRESS = "127.0.0.1"  # exposing the numbers to a network is the operator's choice
+
+
+@dataclass
+class MetricsServer:
+    """The HTTP server answering ``/metrics``, on a daemon thread; :meth:`close` stops it."""
+
+    address: str
+    port: int
+    _server: Any
+    _on_close: Callable[[], None]  # the scrapes' store connection
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{self.port}/metrics"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._on_close()
+
+
+def serve(
+    port: int, store_opener: Callable[[], Store], address: str = DEFAULT_ADDRESS
+) -> MetricsServer:
+    """Serve the metrics on ``address:port`` (0: any free port) until closed.
+
+    ``store_opener`` opens the store the scrapes read (a connection of their own: they run
+    on the server's threads). ConfigError without prometheus-client; UsageError for a port
+    out of range or in use, or an address that cannot be listened on.
+    """
+    if not 0 <= port <= 65535:
+        raise UsageError(
+            f"metrics port {port} is out of range; accepted: 1 to 65535 (0: any free port)"
+        )
+    try:
+        from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+
+        from cloudbroker.metrics.collector import CallsCollector, StoreCollector
+    except ImportError:
+        raise ConfigError(INSTALL_HINT) from None
+    registry = CollectorRegistry(auto_describe=False)
+    store = StoreCollector(store_opener)
+    for collector in (store, CallsCollector(), ProcessCollector(registry=None)):
+        registry.register(collector)
+    try:
+        server, _thread = start_http_server(port, addr=address, registry=registry)
+    except OSError as exc:
+        raise _listen_error(exc, port, address) from None
+    return MetricsServer(address, server.server_port, server, store.close)
+
+
+def _listen_error(exc: OSError, port: int, address: str) -> UsageError:
+    import socket  # here: the plugin manager imports this package for :mod:`.calls`
+
+    if exc.errno == errno.EADDRINUSE:
+        return UsageError(f"metrics port {port} is in use on {address}; choose another port")
+    if exc.errno == errno.EACCES:
+        return UsageError(f"metrics port {port}: permission denied (ports below 1024 need root)")
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return UsageError(
+            f"metrics address {quoted(address)} is not an address of this host; "
+            "accepted: an IP address of this host, 0.0.0.0 or :: for every one"
+        )
+    return UsageError(f"cannot serve metrics on {address}:{port}: {exc.strerror or exc}")
+
+
+@contextmanager
+def serving(
+    port: int | None, store_opener: Callable[[], Store], address: str = DEFAULT_ADDRESS
+) -> Iterator[MetricsServer | None]:
+    """:func:`serve` for the block when ``port`` is given; nothing when it is None."""
+    if port is None:
+        yield None
+        return
+    server = serve(port, store_opener, address)
+    log.info("serving metrics at %s", server.url)
+    try:
+        yield server
+    finally:
+        server.close()

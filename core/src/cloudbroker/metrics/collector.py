@@ -1,0 +1,257 @@
+"""What a scrape reports: the shared state store, read at scrape time, and this process's
+hook calls. Imported only once metrics are served (it imports prometheus-client)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from cloudbroker.broker.budget import spend
+from cloudbroker.broker.records import last_failover
+from cloudbroker.errors import CloudBrokerError
+from cloudbroker.metrics import calls
+from cloudbroker.state import Event, InstanceRow, Store
+
+log = logging.getLogger(__name__)
+
+#: Every status a placement can have (its gauge says 0 rather than nothing).
+STATUSES = ("planned", "starting", "up", "failing-over", "stopping", "down")
+#: A failover's reason is free text (the cloud's words); its label is the class of it.
+REASON_PREFIXES = (
+    ("reclaim", "reclaim"),
+    ("status check failed", "status-check-failed"),
+    ("primary is ", "unhealthy"),
+    ("no primary instance", "unhealthy"),
+    ("manual", "manual"),
+)
+REASON_CLASSES = ("reclaim", "unhealthy", "status-check-failed", "manual", "other")
+
+
+def reason_class(reason: str) -> str:
+    """The class of a failover's reason: a few label values, never the cloud's free text."""
+    return next((name for prefix, name in REASON_PREFIXES if reason.startswith(prefix)), "other")
+
+
+def standby_newest(events: list[Event]) -> float | None:
+    """The standby's newest checkpoint (epoch seconds) as listed after the last replication;
+    None if never listed, if the standby was empty, or once the roles swapped since."""
+    for event in reversed(events):
+        if event.kind == "roles-swapped":
+            return None
+        if event.kind == "replicated" and "standby_newest" in event.detail:
+            return event.detail["standby_newest"]
+    return None
+
+
+class StoreCollector(Collector):
+    """The placements, failovers, replication, leases and spend in the store, read at each
+    scrape on a connection of its own (scrapes run on the HTTP server's threads).
+
+    A store that cannot be read gives ``cloudbroker_state_up 0`` and the next scrape opens a
+    new connection: a database restarted under the watcher recovers by itself.
+    """
+
+    def __init__(self, opener: Callable[[], Store]) -> None:
+        self._opener = opener
+        self._store: Store | None = None
+        self._lock = threading.RLock()  # one scrape at a time on the one connection
+
+    def describe(self) -> Iterable[Metric]:
+        return ()  # registering must not read the store
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            families: list[Metric] = []
+            try:
+                if self._store is None:
+                    self._store = self._opener()
+                self._store.check()  # a SQLite file replaced: read the new one next time
+                families = _families(self._store, time.time())
+            except CloudBrokerError as exc:
+                log.warning("metrics: the state store could not be read: %s", exc)
+                self.close()
+        yield from families
+        yield GaugeMetricFamily(
+            "cloudbroker_state_up",
+            "1 if this scrape read the state store, 0 if it could not",
+            value=1 if families else 0,
+        )
+
+    def close(self) -> None:
+        with self._lock:  # not under a scrape still running
+            if self._store is not None:
+                store, self._store = self._store, None
+                store.close()
+
+
+def _families(store: Store, now: float) -> list[Metric]:
+    placements = store.placements()
+    by_status = Counter(p["status"] for p in placements)
+    statuses = GaugeMetricFamily(
+        "cloudbroker_placements", "Placements in the state store, by status", labels=["status"]
+    )
+    for status in dict.fromkeys([*STATUSES, *by_status]):
+        statuses.add_metric([status], by_status[status])
+    holders = {lease["placement_id"]: lease["holder"] for lease in store.leases() if lease["live"]}
+    per_placement = _PerPlacement()
+    for placement in placements:
+        per_placement.add(store, placement, holders.get(placement["id"]), now)
+    failovers = CounterMetricFamily(
+        "cloudbroker_failovers",
+        "Failovers started (failure-detected events), by the class of their reason",
+        labels=["reason"],
+    )
+    for name in dict.fromkeys([*REASON_CLASSES, *per_placement.reasons]):
+        failovers.add_metric([name], per_placement.reasons[name])
+    watchers = GaugeMetricFamily(
+        "cloudbroker_watchers", "Watchers (watch --all) alive on this state store"
+    )
+    watchers.add_metric([], len(store.live_watchers()))
+    return [statuses, failovers, watchers, *per_placement.families]
+
+
+class _PerPlacement:
+    """The per-placement families, filled one placement at a time."""
+
+    def __init__(self) -> None:
+        self.reasons: Counter[str] = Counter()
+        self.rto = GaugeMetricFamily(
+            "cloudbroker_last_rto_seconds",
+            "The last failover's RTO: from the failure detected to the standby running",
+            labels=["placement"],
+        )
+        self.rpo = GaugeMetricFamily(
+            "cloudbroker_last_rpo_seconds",
+            "The last failover's RPO: age of the newest checkpoint it kept (absent: unknown)",
+            labels=["placement"],
+        )
+        self.lag = GaugeMetricFamily(
+            "cloudbroker_replication_lag_seconds",
+            "Age of the standby's newest checkpoint, as listed after the last replication: "
+            "the RPO a failover now would report (placements up; absent: unknown)",
+            labels=["placement"],
+        )
+        self.lease_changes = CounterMetricFamily(
+            "cloudbroker_lease_changes",
+            "Changes of the watcher holding a placement's lease (lease-taken events)",
+            labels=["placement"],
+        )
+        self.holder = GaugeMetricFamily(
+            "cloudbroker_lease_holder",
+            "1 for the holder of a placement's live lease (judged by the database's clock)",
+            labels=["placement", "holder"],
+        )
+        self.spend = GaugeMetricFamily(
+            "cloudbroker_spend",
+            "Spend so far (compute of every instance and replication egress), in the plan's "
+            "currency; a lower bound where cloudbroker_spend_exact is 0",
+            labels=["placement", "currency"],
+        )
+        self.spend_exact = GaugeMetricFamily(
+            "cloudbroker_spend_exact",
+            "1 if every part of cloudbroker_spend could be priced, 0 if it is a lower bound",
+            labels=["placement"],
+        )
+        self.budget = GaugeMetricFamily(
+            "cloudbroker_budget",
+            "The placement's budget (place --budget), in its currency",
+            labels=["placement", "currency"],
+        )
+        self.budget_used = GaugeMetricFamily(
+            "cloudbroker_budget_used_ratio",
+            "The larger share used of the budget and of the max hours (the watcher warns at "
+            "0.8 and stops the placement at 1)",
+            labels=["placement"],
+        )
+        self.families: list[Metric] = [
+            self.rto,
+            self.rpo,
+            self.lag,
+            self.lease_changes,
+            self.holder,
+            self.spend,
+            self.spend_exact,
+            self.budget,
+            self.budget_used,
+        ]
+
+    def add(self, store: Store, placement: dict[str, Any], holder: str | None, now: float) -> None:
+        pid = placement["id"]
+        events = store.events(pid)
+        self.reasons.update(
+            reason_class(str(e.detail.get("reason", "")))
+            for e in events
+            if e.kind == "failure-detected"
+        )
+        if last := last_failover(events):
+            self.rto.add_metric([pid], last["rto_seconds"])
+            if last.get("rpo_seconds") is not None:
+                self.rpo.add_metric([pid], last["rpo_seconds"])
+        newest = standby_newest(events)
+        if placement["status"] == "up" and newest is not None:
+            self.lag.add_metric([pid], max(now - newest, 0.0))
+        self.lease_changes.add_metric([pid], sum(e.kind == "lease-taken" for e in events))
+        if holder is not None:
+            self.holder.add_metric([pid, holder], 1)
+        self._add_spend(_Records(store, events), placement, now)
+
+    def _add_spend(self, records: _Records, placement: dict[str, Any], now: float) -> None:
+        """The budget guard's figures; none (not 0) for a plan this version cannot price."""
+        pid = placement["id"]
+        try:
+            spent = spend(records, placement, now=now)
+        except (CloudBrokerError, LookupError, TypeError, ValueError, ArithmeticError) as exc:
+            log.debug("metrics: no spend for %s: %s", pid, exc)
+            return
+        self.spend.add_metric([pid, spent.total.currency], float(spent.total.amount))
+        self.spend_exact.add_metric([pid], 0 if spent.lower_bound else 1)
+        if spent.budget is not None:
+            self.budget.add_metric([pid, spent.budget.currency], float(spent.budget.amount))
+        if spent.fraction is not None:
+            self.budget_used.add_metric([pid], float(spent.fraction))
+
+
+class _Records:
+    """What the spend reads of a store, with the events this scrape already read."""
+
+    def __init__(self, store: Store, events: list[Event]) -> None:
+        self._store, self._events = store, events
+
+    def events(self, placement_id: str) -> list[Event]:
+        return self._events
+
+    def instances(self, placement_id: str | None = None) -> list[InstanceRow]:
+        return self._store.instances(placement_id)
+
+
+class CallsCollector(Collector):
+    """This process's hook calls on the clouds, and their errors (see :mod:`.calls`)."""
+
+    def describe(self) -> Iterable[Metric]:
+        return ()
+
+    def collect(self) -> Iterator[Metric]:
+        made, failed = calls.snapshot()
+        total = CounterMetricFamily(
+            "cloudbroker_cloud_calls",
+            "Hook calls this process made on a cloud (reads of a packaged catalog not counted)",
+            labels=["provider", "hook"],
+        )
+        for (provider, hook), count in sorted(made.items()):
+            total.add_metric([provider, hook], count)
+        errors = CounterMetricFamily(
+            "cloudbroker_cloud_call_errors",
+            "Hook calls on a cloud that failed, by the error's class",
+            labels=["provider", "hook", "error"],
+        )
+        for (provider, hook, error), count in sorted(failed.items()):
+            errors.add_metric([provider, hook, error], count)
+        yield total
+        yield errors
