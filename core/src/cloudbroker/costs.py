@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import ROUND_CEILING, Decimal
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from cloudbroker.models import BandwidthTier, BillingRule, EgressTerms, Rate, Route, Tier
-from cloudbroker.money import Money
+if TYPE_CHECKING:  # billed time is also read by the fast quote, which imports no pydantic
+    from cloudbroker.models import BandwidthTier, BillingRule, EgressTerms, Rate, Route, Tier
+    from cloudbroker.money import Money
 
 TransferKind = Literal["internet", "cross-region", "cross-zone", "same-zone"]
 
@@ -74,6 +75,8 @@ def describe_billing(rule: BillingRule) -> str:
 
 def _cumulative(steps: Iterable[tuple[Decimal | None, Money]], quantity: Decimal, start: Decimal):
     """Cost of ``quantity`` units after ``start`` on cumulative (up to, price) steps."""
+    from cloudbroker.money import Money
+
     steps = list(steps)
     total = Money.of(0, steps[0][1].currency)
     end = start + quantity
@@ -134,6 +137,8 @@ def egress_cost(terms: EgressTerms, gb: Decimal, kind: TransferKind) -> Money | 
     (``internet``) the source's cumulative tiers apply after its free quota.
     """
     if kind == "same-zone":
+        from cloudbroker.money import Money
+
         currency = _any_currency(terms)
         return None if currency is None else Money.of(0, currency)
     if kind == "cross-zone":

@@ -16,19 +16,22 @@ by ``cloudbroker catalog refresh`` when one exists.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
 
 from cloudbroker.catalog import Catalog, load_catalog, packaged
 from cloudbroker.context import HookContext
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import CredentialStatus, InstanceType, PriceSheet, ProviderInfo
+from cloudbroker.provider_paths import api_endpoint, credential_source, user_catalog_dir
+
+__all__ = [
+    "CatalogProvider",
+    "Description",
+    "api_endpoint",
+    "user_catalog_dir",
+]
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,9 @@ class Description:
 
     def credentials(self, ctx: HookContext) -> CredentialStatus:
         """Where credentials would come from, checked without reading or logging any value."""
-        if self.credential_env and all(ctx.env.get(name) for name in self.credential_env):
-            return CredentialStatus(configured=True, source=f"env {self.credential_env[0]}")
-        home = Path(ctx.env.get("HOME") or Path.home())
-        for name in self.credential_files:
-            path = Path(name.replace("~", str(home), 1))
-            if path.is_file():
-                return CredentialStatus(configured=True, source=f"file {name}")
+        source = credential_source(ctx.env, self.credential_env, self.credential_files)
+        if source is not None:
+            return CredentialStatus(configured=True, source=source)
         return CredentialStatus(configured=False, hint=self.credential_hint)
 
     def info(
@@ -68,36 +67,6 @@ class Description:
             catalog_as_of=as_of,
             homepage=self.homepage,
         )
-
-
-def user_catalog_dir(provider: str, endpoint: str | None = None) -> Path:
-    """Where ``catalog refresh`` writes a provider's live catalog (CLOUDBROKER_DATA_DIR).
-
-    A catalog refreshed through an ``endpoint`` override (see :func:`api_endpoint`) lives
-    in a folder of its own, ``<provider>@<endpoint>-<hash>``, read only while the same
-    override is set: an emulator's answers never replace the cloud's catalog.
-    """
-    from platformdirs import user_data_dir
-
-    base = os.environ.get("CLOUDBROKER_DATA_DIR") or user_data_dir("cloudbroker")
-    if endpoint:
-        readable = re.sub(r"[^A-Za-z0-9.-]+", "-", endpoint.split("://", 1)[-1]).strip("-.")
-        digest = hashlib.sha256(endpoint.encode()).hexdigest()[:8]
-        provider = f"{provider}@{readable[:48]}-{digest}"
-    return Path(base) / "catalogs" / provider
-
-
-def api_endpoint(
-    provider: str, names: tuple[str, ...] = (), env: Mapping[str, str] | None = None
-) -> str | None:
-    """The override of ``provider``'s API address in ``env``, if any (values of ``names``).
-
-    ``names`` defaults to ``CLOUDBROKER_<PROVIDER>_ENDPOINT``; several set are joined.
-    """
-    env = os.environ if env is None else env
-    names = names or (f"CLOUDBROKER_{provider.upper().replace('-', '_')}_ENDPOINT",)
-    values = dict.fromkeys(v.strip() for name in names if (v := env.get(name, "")).strip())
-    return ", ".join(values) or None
 
 
 class CatalogProvider:

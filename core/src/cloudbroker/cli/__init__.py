@@ -1,57 +1,27 @@
-"""The ``cloudbroker`` command: parses, calls the library, renders. Nothing else lives here."""
+"""The ``cloudbroker`` command: parses, calls the library, renders. Nothing else lives here.
+
+The typer application (:mod:`cloudbroker.cli.root`) is loaded on first use of ``app``
+(:pep:`562`): :func:`main` answers a plain quote through :mod:`cloudbroker.cli.fast` first,
+which imports neither typer nor pydantic.
+"""
 
 from __future__ import annotations
 
 import sys
-
-import typer
-from typer.exceptions import TyperException
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker.cli import logs
-from cloudbroker.errors import CloudBrokerError, UsageError
 
-app = typer.Typer(
-    name="cloudbroker",
-    help="Broker GPU capacity across clouds: honest quotes, placements and failover.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+if TYPE_CHECKING:
+    from cloudbroker.cli.root import app as app
 
 
-def _version(value: bool) -> None:
-    if value:
-        from cloudbroker import __version__
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from cloudbroker.cli.root import app
 
-        typer.echo(f"cloudbroker {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
-    ),
-    verbose: int = typer.Option(
-        0,
-        "--verbose",
-        "-v",
-        count=True,
-        help="More on stderr: -v the cloud calls made (action, region, time, request id), "
-        "-vv debugging detail.",
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only errors on stderr."),
-    log_format: logs.LogFormat = typer.Option(
-        logs.LogFormat.TEXT, "--log-format", help="json: one JSON object per line on stderr."
-    ),
-) -> None:
-    """Broker GPU capacity across clouds.
-
-    Options of the whole command come before the subcommand: cloudbroker -v up ID.
-    """
-    logs.configure(-1 if quiet else verbose, log_format)
-    if quiet and verbose:
-        raise UsageError("give --quiet or --verbose, not both")
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def option_name(field: str) -> str:
@@ -70,9 +40,39 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: map every expected error to one line on stderr and an exit code."""
+    """Entry point: map every expected error to one line on stderr and an exit code.
+
+    The command line of the process itself (``argv`` None) is first offered to the fast
+    paths (a plain quote from the compiled catalog index, a help page from the cache);
+    ``main(argv)`` of an embedder or a test always parses with typer.
+    """
+    if argv is None:
+        from cloudbroker.cli import fast
+
+        args = sys.argv[1:]
+        try:
+            if fast.serve(args):
+                return
+            from cloudbroker.cli import help_cache
+
+            if help_cache.replay(args):
+                return
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+        with help_cache.record(args):
+            _full(argv)
+        return
+    _full(argv)
+
+
+def _full(argv: list[str] | None) -> None:
+    import typer
+    from typer.exceptions import TyperException
+
     from cloudbroker.cli import commands  # noqa: F401  (registers the commands)
     from cloudbroker.cli.output import console, output_width
+    from cloudbroker.cli.root import app
+    from cloudbroker.errors import CloudBrokerError
 
     console.width = output_width()  # measured per run: an embedder's terminal may change
 

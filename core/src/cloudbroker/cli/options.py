@@ -19,14 +19,17 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker import limits
 from cloudbroker.config import read_text
+from cloudbroker.currency import CURRENCIES, PIVOT, parse_currency, parse_decimal
 from cloudbroker.errors import UsageError, quoted
-from cloudbroker.money import CURRENCIES, PIVOT, FxRate, parse_currency, parse_decimal
+
+if TYPE_CHECKING:  # the fast quote parses with these kinds and imports neither
+    import typer
+
+    from cloudbroker.money import FxRate, Money
 
 #: ASCII digits only: ``\d`` alone also matches ``٣`` or ``３``, which no one means as a time.
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)?", re.ASCII)
@@ -136,6 +139,8 @@ class Text(Kind):
 
 def parse_fx(text: str, today: date) -> FxRate:
     """Parse ``--fx CNY=7.10`` (units of CNY per USD) into a rate dated ``today``."""
+    from cloudbroker.money import FxRate
+
     currency, sep, value = text.partition("=")
     others = ", ".join(c for c in CURRENCIES if c != PIVOT)
     try:
@@ -164,6 +169,18 @@ class Fx(Kind):
 
 
 @dataclass(frozen=True)
+class Budget(Kind):
+    """An amount and a currency, ``5000CNY`` or ``5000 CNY``, bounded: a placement's budget."""
+
+    metavar = "AMOUNT"
+
+    def parse(self, text: str, option: str) -> Money:
+        from cloudbroker.broker.budget import budget_money
+
+        return budget_money(TEXT.parse(text, option), option)
+
+
+@dataclass(frozen=True)
 class TextFile(Kind):
     """A UTF-8 text file of at most ``limit`` bytes, read safely (no FIFO, no device): its text."""
 
@@ -176,6 +193,11 @@ class TextFile(Kind):
 
 def option(kind: Kind, default: Any, *names: str, **extra: Any) -> Any:
     """A ``typer.Option`` whose value (each value, when repeated) ``kind`` parses."""
+    import typer
+
+    # typer reads this annotation to pass the parameter; resolved here, so that parsing a
+    # value without typer (cloudbroker.cli.fast) does not import it
+    Kind.callback.__annotations__["param"] = typer.CallbackParam
     return typer.Option(
         default, *names, parser=str, callback=kind.callback, metavar=kind.metavar, **extra
     )
@@ -211,6 +233,7 @@ ONPREM = {key: Number(bound) for key, bound in limits.ONPREM.items()}
 FAILURES = Number(limits.FAILURES)
 DURATION = Duration()
 FX = Fx()
+BUDGET = Budget()
 #: No cloud accepts more than 32 KiB of user data: read at most twice that (each cloud's own
 #: limit is checked before any launch).
 SCRIPT = TextFile(64 * 1024)

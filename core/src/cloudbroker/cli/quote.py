@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cloudbroker import api, plugins
+from cloudbroker import api, catalog_index, plugins
 from cloudbroker.cli import app, economics, option_name, options
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.quote_render import _explain, _print_table
@@ -177,6 +177,7 @@ def quote_command(
     use = economics.commitment_settings(utilization, show_commitments)
     pm = plugins.load()
     catalogs = read_catalogs(pm, job)  # read once: the quote and its sections
+    catalog_index.save(pm, catalogs)  # the next plain quote reads these answers (cli.fast)
     live_read = live_options(live, max_age, available_only)
     result = quote(pm, job, table, live_read, catalogs, name=option_name)
     if result.smallest_sold:  # what was quoted instead of 1 GPU: the "rent how?" sections too

@@ -11,12 +11,11 @@ from rich.text import Text
 from cloudbroker.cli.output import console, field
 from cloudbroker.cli.table import Column, FitTable, amount, show
 from cloudbroker.gpus import describe as describe_gpus
-from cloudbroker.models import Market, cautions
-from cloudbroker.money import Money
-from cloudbroker.quote import LiveReport, Quote, QuoteResult, Ranking
+from cloudbroker.vocabulary import Market, Ranking, cautions
 
-if TYPE_CHECKING:
-    pass
+if TYPE_CHECKING:  # the fast quote renders its own light objects with this module
+    from cloudbroker.money import Money
+    from cloudbroker.quote import LiveReport, Quote, QuoteResult
 
 CAUTION = "*"  # the marker of a price whose source is old or second-hand, as in `gpus`
 

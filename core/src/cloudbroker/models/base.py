@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
-from enum import StrEnum
+from datetime import date
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from cloudbroker.vocabulary import STALE_AFTER, Market, cautions
+
+__all__ = ["STALE_AFTER", "Market", "Model", "Source", "cautions"]
 
 
 class Model(BaseModel):
@@ -28,26 +31,3 @@ class Source(Model):
         description="For a second-hand value: 'high', 'medium' or 'low', then why, e.g. "
         "'medium: copied from the buy page by a third party, 2023'; None = not stated",
     )
-
-
-#: A price older than this is shown with a caution (prices move; re-check before buying).
-STALE_AFTER = timedelta(days=365)
-
-
-def cautions(as_of: date, trust: str | None, today: date) -> tuple[str, ...]:
-    """Why a sourced value needs checking before use: its age, or trust below high."""
-    found = []
-    if today - as_of > STALE_AFTER:
-        found.append(f"as of {as_of.isoformat()}, older than 12 months")
-    if trust and not trust.startswith("high"):
-        found.append(f"trust {trust}")
-    return tuple(found)
-
-
-class Market(StrEnum):
-    """How capacity is bought. The minimum rental is a property of the market, not the cloud."""
-
-    ON_DEMAND = "on-demand"
-    SPOT = "spot"
-    CAPACITY_BLOCK = "capacity-block"
-    SUBSCRIPTION = "subscription"

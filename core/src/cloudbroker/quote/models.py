@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
-from enum import StrEnum
 
 from pydantic import Field
 
@@ -17,14 +16,7 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.money import DecimalStr, FxRate, Money
-
-
-class Ranking(StrEnum):
-    """How offers are ordered. Unknown is never treated as zero, so by default an offer whose
-    total is only a lower bound ranks after every complete offer."""
-
-    COMPLETE = "complete"  # complete totals first, then lower bounds by their known part
-    LOWER_BOUND = "lower-bound"  # every offer by its known part (a lower bound of its total)
+from cloudbroker.vocabulary import Ranking, line_sum
 
 
 @dataclass(frozen=True)
@@ -97,11 +89,7 @@ class Quote(Model):
 
     def line(self, *kinds: str) -> Money | None:
         """Sum of the converted lines of ``kinds`` (None if there is none or one is unknown)."""
-        amounts = [ln.converted for ln in self.lines if ln.kind in kinds]
-        known = [a for a in amounts if a is not None]
-        if not amounts or len(known) < len(amounts):
-            return None
-        return sum(known[1:], known[0])
+        return line_sum(self.lines, kinds)
 
 
 class QuoteResult(Model):

@@ -1,0 +1,189 @@
+"""The fast path of ``cloudbroker quote``: a plain quote served without typer or pydantic.
+
+(And of ``cloudbroker providers``, from the same indexes: see :func:`providers`.)
+
+:func:`serve` takes the process's command line. When it is a plain quote (the options in
+:data:`VALUES` and :data:`FLAGS` only, each given once in the ``--name value`` or
+``--name=value`` form) and every provider it asks has a current compiled index
+(:mod:`cloudbroker.catalog_index`), it prints the quote exactly as the full path would and
+returns True. Anything else returns False before printing a character, and the full path
+(typer) answers: other options, ``--help``, a value it would refuse, an error, a provider
+without an index. So the fast path never words an error of its own.
+
+The options keep one definition: each entry here names the same option kind
+(:mod:`cloudbroker.cli.options`) and default as the typer command in
+:mod:`cloudbroker.cli.quote`, which a test checks parameter by parameter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cloudbroker.cli import options
+
+#: Options with a value: option -> (parameter, kind (None: plain text), repeatable).
+VALUES: dict[str, tuple[str, options.Kind | None, bool]] = {
+    "--gpu": ("gpu", options.TEXT, False),
+    "--count": ("count", options.GPUS, False),
+    "--hours": ("hours", options.HOURS, False),
+    "--market": ("market", options.TEXT, False),
+    "--provider": ("provider", options.TEXT, True),
+    "--region": ("region", options.TEXT, True),
+    "--min-gpu-memory": ("min_gpu_memory", options.GPU_MEMORY_GB, False),
+    "--currency": ("currency", options.TEXT, False),
+    "--top": ("top", options.OFFERS, False),
+    "--rank": ("rank", None, False),
+    "--columns": ("columns", None, False),
+}
+#: Flags: option -> parameter.
+FLAGS = {"--wide": "wide"}
+#: The typer command's defaults of these parameters (parsed by their kinds, as typer does).
+DEFAULTS: dict[str, Any] = {
+    "gpu": None,
+    "count": None,
+    "hours": "1",
+    "market": "on-demand",
+    "provider": None,
+    "region": None,
+    "min_gpu_memory": None,
+    "currency": "USD",
+    "top": 10,
+    "rank": "complete",
+    "columns": None,
+    "wide": False,
+}
+
+
+def parse(argv: list[str]) -> dict[str, Any] | None:
+    """The parameters of a plain ``quote`` command line, parsed as typer would; None when
+    it is not one (or a value would be refused: the full path words the error)."""
+    if not argv or argv[0] != "quote":
+        return None
+    given: dict[str, Any] = {}
+    words = iter(argv[1:])
+    for word in words:
+        name, sep, value = word.partition("=")
+        if name in FLAGS and not sep and FLAGS[name] not in given:
+            given[FLAGS[name]] = True
+            continue
+        if name not in VALUES:
+            return None
+        field, kind, repeatable = VALUES[name]
+        if not sep:
+            value = next(words, "")
+            if not value or value.startswith("-"):
+                return None  # missing, or an option typer may read either way
+        if field in given and not repeatable:
+            return None
+        parsed = value if kind is None else kind.parse(value, name)
+        given[field] = [*given.get(field, []), parsed] if repeatable else parsed
+    values = {**DEFAULTS, **given}
+    for field in ("hours", "market", "currency", "top"):
+        if field not in given:
+            option = f"--{field}"
+            kind = VALUES[option][1]
+            assert kind is not None
+            values[field] = kind.parse(DEFAULTS[field], option)
+    return values
+
+
+def ask(values: dict[str, Any]) -> Any:
+    """The :class:`cloudbroker.fast_quote.Ask` of parsed values, checked as
+    :func:`cloudbroker.api.prepare_quote` checks them; Fallback when it is not plain."""
+    from cloudbroker import limits
+    from cloudbroker.currency import parse_currency
+    from cloudbroker.fast_quote import MARKETS, Ask, Fallback
+    from cloudbroker.vocabulary import Market, Ranking
+
+    if not values["gpu"]:
+        raise Fallback("no --gpu")
+    if values["market"] not in {m.value for m in MARKETS} or values["rank"] not in {
+        r.value for r in Ranking
+    }:
+        raise Fallback("another market or ranking")
+    count = values["count"]
+    floor = values["min_gpu_memory"]
+    return Ask(
+        gpu=values["gpu"],
+        count=1 if count is None else limits.GPUS.check(count, "--count"),
+        hours=limits.HOURS.check(values["hours"], "--hours"),
+        market=Market(values["market"]),
+        providers=tuple(values["provider"] or ()),
+        regions=tuple(values["region"] or ()),
+        min_gpu_memory_gb=None
+        if floor is None
+        else limits.GPU_MEMORY_GB.check(floor, "--min-gpu-memory"),
+        currency=parse_currency(values["currency"], "--currency"),
+        top=limits.OFFERS.check(values["top"], "--top"),
+        ranking=Ranking(values["rank"]),
+        count_is_default=count is None,
+    )
+
+
+def providers() -> list[dict[str, Any]]:
+    """The rows of ``cloudbroker providers`` from the indexes: every installed provider must
+    have a current one (it was loaded, so its status is ok). Fallback otherwise."""
+    import os
+
+    from cloudbroker import catalog_index
+    from cloudbroker.fast_quote import Fallback
+    from cloudbroker.provider_paths import credential_source
+
+    env = os.environ
+    installed = catalog_index.installed(env)
+    if not installed or env.get("CLOUDBROKER_PLUGINS") or env.get("CLOUDBROKER_DISABLE_PLUGINS"):
+        raise Fallback("switches: disabled providers are listed too")
+    rows = []
+    for name, (distribution, version) in sorted(installed.items()):
+        index = catalog_index.open_index(name, (distribution, version))
+        if index is None:
+            raise Fallback(f"{name}: no current index")
+        index.close()  # the header is all it reads
+        source = credential_source(env, *index.credentials)
+        rows.append(
+            {
+                "name": name,
+                "distribution": distribution,
+                "version": version,
+                "status": "ok",
+                "hooks": list(index.hooks),
+                "credentials": {"configured": source is not None, "source": source},
+                "catalog_as_of": index.as_of.isoformat(),
+            }
+        )
+    return rows
+
+
+def serve(argv: list[str]) -> bool:
+    """Print the answer to ``argv`` if it is a plain quote or ``providers`` the indexes
+    answer; False (nothing printed) if not."""
+    try:
+        values = parse(argv)
+        if values is None and argv != ["providers"]:
+            return False
+        from cloudbroker.config import load_config, provider_settings
+
+        provider_settings(load_config(None))  # a broken config file fails on the full path
+        if values is None:
+            rows = providers()
+            from cloudbroker.cli.output import console, output_width
+            from cloudbroker.cli.providers_table import print_table
+
+            console.width = output_width()
+            print_table(rows)
+            return True
+        from cloudbroker.fast_quote import run
+
+        result = run(ask(values))
+        keys = [k.strip() for k in values["columns"].split(",")] if values["columns"] else None
+        from cloudbroker.cli.quote_render import COLUMNS, _print_table
+
+        if keys and not set(keys) <= {c.key for c in COLUMNS if c.key != "availability"}:
+            return False  # the full path names the unknown column
+    except Exception:  # whatever it is, the full path answers (or words it)
+        return False
+    from cloudbroker.cli.output import console, output_width
+
+    console.width = output_width()
+    _print_table(result, wide=values["wide"], keys=keys)  # type: ignore[arg-type]
+    return True

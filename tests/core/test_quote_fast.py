@@ -1,0 +1,238 @@
+"""The fast path of a plain quote (cloudbroker.cli.fast): the same options, the same output.
+
+The fast path must print exactly what the full path prints, from the index the full path
+wrote (tests of the index itself: test_quote_fast_index.py), and decline (printing nothing)
+whatever it cannot answer exactly.
+"""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.cli import environment
+from support.fast_cli import indexed, same_as_full
+
+from cloudbroker import api, catalog_index, fast_quote, plugins
+from cloudbroker.cli import fast
+from cloudbroker.money import FxTable
+from cloudbroker.quote import quote
+
+README = Path(__file__).parents[2] / "README.md"
+
+
+@pytest.fixture
+def cache_env(clean_env, tmp_path):
+    """The clean environment with its own index folder, the index written by a full quote."""
+    return indexed(clean_env, str(tmp_path / "cache"))
+
+
+# -- one definition of each option ----------------------------------------------------------
+
+
+def test_fast_options_are_the_quote_commands_options():
+    from cloudbroker.cli.quote import quote_command
+
+    params = inspect.signature(quote_command).parameters
+    for option, (field, kind, repeatable) in fast.VALUES.items():
+        info = params[field].default
+        assert option in info.param_decls
+        assert (info.callback.__self__ if kind else info.callback) is kind, option
+        assert info.default == fast.DEFAULTS[field], option
+        assert params[field].annotation.startswith("list[") == repeatable, option
+    for option, field in fast.FLAGS.items():
+        info = params[field].default
+        assert option in info.param_decls and info.default is fast.DEFAULTS[field] is False
+
+
+def test_the_index_reads_the_plugin_registrys_entry_points():
+    assert catalog_index.ENTRY_POINT_GROUP == plugins.ENTRY_POINT_GROUP
+
+
+# -- byte-identical output ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        "quote --gpu A100 --count 8",
+        "quote --gpu A100 --count 8 --currency CNY --top 3",
+        "quote --gpu=H100 --count=8 --hours 36 --market capacity-block",
+        "quote --gpu T4 --provider aws --provider tencent --wide",
+        "quote --gpu A10 --region cn-beijing --region us-east-1 --columns rank,provider,total",
+        "quote --gpu L4 --hours 0.25 --min-gpu-memory 20 --rank lower-bound",
+        "quote --gpu V100 --count 8 --market subscription --hours 800 --currency rmb",
+    ],
+)
+def test_fast_output_is_the_full_paths(cache_env, argv, width):
+    assert same_as_full(shlex.split(argv), cache_env, width)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        "quote --gpu A100 --json",  # not plain: the full path answers
+        "quote --gpu A100 --market spot",  # spot risk section
+        "quote --gpu A100 --market any",
+        "quote --gpu A100 --count 8 --count 4",  # typer's rule for a repeated option
+        "quote --gpu A100 --count 65",  # a refused value: the full path words it
+        "quote --gpu A100 --region mars-1",  # unknown region
+        "quote --gpu Z9000",  # unknown GPU
+        "quote --gpu A800",  # no 1-GPU offer: the smallest sold, by the full path
+        "quote --gpu A100 --columns rank,nope",  # unknown column
+        "quote --gpu A100 --provider nope",
+        "quote --gpu A100 --currency EUR",  # no EUR rate
+        "quote --gpu H100 --market capacity-block --hours 5000",  # longer than any block
+        "quote --help",
+        "quote",
+        "-v quote --gpu A100",
+    ],
+)
+def test_the_fast_path_declines_what_it_cannot_answer_exactly(cache_env, argv):
+    assert not same_as_full(shlex.split(argv), cache_env)
+
+
+def readme_quotes() -> list[list[str]]:
+    """Every ``cloudbroker quote`` example of the README, continuation lines joined."""
+    text = README.read_text(encoding="utf-8").replace("\\\n", " ")
+    found = []
+    for line in text.splitlines():
+        if "cloudbroker quote" in line:
+            command = line.split("cloudbroker quote", 1)[1].split("#", 1)[0]
+            found.append(["quote", *shlex.split(command)])
+    return found
+
+
+def test_every_readme_quote_example_is_the_same_either_way(cache_env):
+    examples = readme_quotes()
+    assert len(examples) >= 5
+    served = [argv for argv in examples if same_as_full(argv, cache_env)]
+    assert ["quote", "--gpu", "A100", "--count", "8"] in served
+
+
+# -- the same quotes as the plugins' answers -------------------------------------------------
+
+GPUS = ["A100", "A100-80GB", "H100", "T4", "A10", "L4", "V100", "910B", "H800", "a100"]
+REGIONS = ["us-east-1", "us-west-2", "cn-beijing", "ap-guangzhou", "cn-north-4", "eu-west-1"]
+
+
+def quotes_equal(fast_result, full_result) -> None:
+    fields = [
+        *("rank", "provider", "region", "zone", "other_zones", "instance_type", "vcpus"),
+        *("memory_gib", "market", "billed_hours", "flags", "price_as_of", "price_trust"),
+        "complete",
+    ]
+    pairs = [
+        *zip(fast_result.quotes, full_result.quotes, strict=True),
+        *zip(fast_result.unpriced, full_result.unpriced, strict=True),
+    ]
+    for a, b in pairs:
+        for name in fields:
+            assert getattr(a, name) == getattr(b, name), name
+        assert (a.gpu.model, a.gpu.count, a.gpu.memory_gb) == (
+            b.gpu.model,
+            b.gpu.count,
+            b.gpu.memory_gb,
+        )
+        for money in ("hourly", "total", "per_gpu_hour"):
+            x, y = getattr(a, money), getattr(b, money)
+            assert (x is None) == (y is None)
+            if x is not None:
+                assert (x.amount, x.currency) == (y.amount, y.currency), money
+        assert [(ln.kind, ln.converted.amount) for ln in a.lines] == [
+            (ln.kind, ln.converted.amount) for ln in b.lines
+        ]
+    assert fast_result.matched == full_result.matched
+    assert fast_result.catalogs == full_result.catalogs
+    assert fast_result.siblings == full_result.siblings
+    assert [(r.quote, r.rate) for r in fast_result.fx] == [
+        (r.quote, r.rate) for r in full_result.fx
+    ]
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    gpu=st.sampled_from(GPUS),
+    count=st.sampled_from([None, 1, 2, 4, 8]),
+    hours=st.sampled_from(["1", "0.5", "36", "100", "730", "2000", "0.01"]),
+    market=st.sampled_from(["on-demand"] * 4 + ["capacity-block", "subscription"]),
+    regions=st.lists(st.sampled_from(REGIONS), max_size=2),
+    providers=st.lists(st.sampled_from(["aws", "aliyun", "tencent", "huawei"]), max_size=2),
+    currency=st.sampled_from(["USD", "CNY"]),
+    top=st.integers(1, 15),
+    floor=st.sampled_from([None, None, 16, 24, 40, 80]),
+)
+def test_fast_quotes_are_the_plugins_answers_ranked(
+    cache_env, gpu, count, hours, market, regions, providers, currency, top, floor
+):
+    request = api.prepare_quote(
+        gpu,
+        count=count,
+        hours=Decimal(hours),
+        market=market,
+        provider=providers,
+        region=regions,
+        min_gpu_memory=floor,
+        currency=currency,
+        top=top,
+    )
+    ask = fast_quote.Ask(
+        gpu=gpu,
+        count=request.job.count,
+        hours=request.job.hours,
+        market=request.job.markets[0],
+        providers=tuple(providers),
+        regions=tuple(regions),
+        min_gpu_memory_gb=request.job.min_gpu_memory_gb,
+        currency=currency,
+        top=top,
+        count_is_default=count is None,
+    )
+    with environment(cache_env):
+        try:
+            fast_result = fast_quote.run(ask)
+        except fast_quote.Fallback:
+            return  # the full path answers: nothing to compare
+        pm = plugins.load()
+        full_result = quote(pm, request.job, FxTable())
+    quotes_equal(fast_result, full_result)
+    assert not full_result.smallest_sold and not full_result.refused
+
+
+# -- a real process --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_plain_quote_imports_no_pydantic_typer_click_or_sdk(cache_env):
+    from cloudbroker.testing.contract import DEFAULT_SDK_MODULES
+
+    probe = (
+        "import sys\n"
+        "sys.argv = ['cloudbroker', 'quote', '--gpu', 'A100', '--count', '8']\n"
+        "from cloudbroker.cli import main; main()\n"
+        "print('MODULES=' + ','.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env=cache_env,
+        timeout=60,
+        check=True,
+    )
+    assert "p4d.24xlarge" in done.stdout
+    modules = done.stderr.rsplit("MODULES=", 1)[1].strip().split(",")
+    heavy = ("pydantic", "typer", "click", "pluggy", *DEFAULT_SDK_MODULES)
+    assert [m for m in modules if m.startswith(heavy)] == []
