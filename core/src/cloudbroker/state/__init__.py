@@ -24,8 +24,9 @@ Two rules keep a placement's writes honest when several processes touch it:
   is launched once ``down`` has been requested.
 
 Modules: ``schema`` (the migrations), ``backend`` (what a database provides), ``sqlite`` and
-``postgres`` (the two), ``store`` (:class:`Store`: placements, instances, events, leases,
-watchers, failover).
+``postgres`` (the two), ``connection`` (transactions, statements counted, fencing),
+``leases`` (leases and the watchers registry), ``store`` (:class:`Store`: placements,
+instances, events, failover).
 """
 
 from __future__ import annotations

@@ -1,21 +1,19 @@
-"""The store: placements, every instance launched, events, leases and failover steps."""
+"""The store: placements, every instance launched, events and failover steps (over leases)."""
 
 from __future__ import annotations
 
 import difflib
 import json
-import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cloudbroker.errors import Conflict, LeaseLost, UsageError, quoted
-from cloudbroker.state.backend import Backend, Result, Row
+from cloudbroker.errors import Conflict, UsageError, quoted
+from cloudbroker.state.backend import Row
+from cloudbroker.state.leases import Leases
 
 LAUNCHABLE = ("starting", "failing-over")  # a launch is recorded only in these
-LEASE_COLUMNS = "placement_id, holder, token, expires_at, expires_at > clock() AS live"
 
 
 @dataclass(frozen=True)
@@ -40,83 +38,13 @@ class Event:
     detail: dict[str, Any]
 
 
-class Transaction:
-    """What a store method writes through: its statements, counted, in one transaction."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> Result:
-        self._store.round_trips += 1
-        return self._store._db.execute(sql, args)
-
-    def one(self, sql: str, args: tuple[Any, ...] = ()) -> Row | None:
-        return self.execute(sql, args).one()
-
-    def all(self, sql: str, args: tuple[Any, ...] = ()) -> list[Row]:
-        return self.execute(sql, args).rows
-
-
-class Store:
+class Store(Leases):
     """The state store on a database (see :func:`cloudbroker.state.open_store`).
 
     Safe for several processes (each backend serialises the writers of a placement) and for
     the threads of one process (a lock around every transaction and every read). Every
     write of a placement whose lease this store holds is fenced by the lease's token.
     """
-
-    def __init__(self, backend: Backend) -> None:
-        self._db = backend
-        #: Where the state is, as users are shown it: a path, or a URL without its password.
-        self.location = backend.location
-        #: Statements sent to the database so far (a transaction's BEGIN and COMMIT too).
-        self.round_trips = 0
-        self._lock = threading.RLock()
-        self._fences: dict[str, tuple[str, int]] = {}  # placement -> (holder, token) we hold
-
-    def reopen(self) -> Store:
-        """A new store (a new connection) on the same database, holding no lease."""
-        return Store(self._db.reopen())
-
-    def check(self) -> None:
-        """StateError if the state file was deleted or replaced since it was opened (SQLite
-        keeps writing to the open, nameless file; a long-running ``watch`` must stop)."""
-        self._db.check()
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def transaction(self, placement_id: str | None = None) -> Iterator[Transaction]:
-        """One step = one transaction, excluding every other writer of the placement."""
-        with self._lock, self._db.transaction(placement_id):
-            self.round_trips += 2  # BEGIN (with the placement's lock) and COMMIT
-            yield Transaction(self)
-
-    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[Row]:
-        """One statement on its own (a write in it is its own transaction)."""
-        with self._lock:
-            self.round_trips += 1
-            return self._db.execute(sql, args).rows
-
-    def _guard(self, tx: Transaction, placement_id: str) -> None:
-        """LeaseLost if this store held the placement's lease and someone took it over."""
-        fence = self._fences.get(placement_id)
-        if fence is None:
-            return
-        row = tx.one("SELECT holder, token FROM leases WHERE placement_id = ?", (placement_id,))
-        if row is None or (row["holder"], row["token"]) != fence:
-            raise LeaseLost(
-                f"{placement_id}: another process took over the lease (fencing token "
-                f"{fence[1]} is stale); not acting on it"
-            )
-
-    def _status(self, tx: Transaction, placement_id: str) -> str:
-        row = tx.one("SELECT status FROM placements WHERE id = ?", (placement_id,))
-        if row is None:
-            raise Conflict(f"placement {placement_id} is not in {self.location}")
-        return str(row["status"])
 
     # -- placements ----------------------------------------------------------------------
 
@@ -305,13 +233,6 @@ class Store:
 
     # -- events --------------------------------------------------------------------------
 
-    @staticmethod
-    def _event(tx: Transaction, placement_id: str, kind: str, detail: dict[str, Any]) -> None:
-        tx.execute(
-            "INSERT INTO events (placement_id, at, kind, detail) VALUES (?, ?, ?, ?)",
-            (placement_id, time.time(), kind, json.dumps(detail, default=str)),
-        )
-
     def event(self, placement_id: str, kind: str, detail: dict[str, Any] | None = None) -> None:
         with self.transaction(placement_id) as tx:
             self._guard(tx, placement_id)
@@ -322,106 +243,6 @@ class Store:
             "SELECT * FROM events WHERE placement_id = ? ORDER BY id", (placement_id,)
         )
         return [Event(r["placement_id"], r["at"], r["kind"], json.loads(r["detail"])) for r in rows]
-
-    # -- leases --------------------------------------------------------------------------
-    # Expiry is judged by the database's clock() (PostgreSQL's: one clock for every host).
-
-    def acquire_lease(self, placement_id: str, holder: str, ttl: float) -> int | None:
-        """Take (or renew) the lease; its fencing token, or None while another holds it live.
-
-        Taking it over from another holder (live or expired) increments the token and writes
-        a ``lease-taken`` event; from then on every write of this placement through this store
-        checks the token.
-        """
-        with self.transaction(placement_id) as tx:
-            row = tx.one(
-                "SELECT holder, token, expires_at > clock() AS live FROM leases "
-                "WHERE placement_id = ?",
-                (placement_id,),
-            )
-            if row and row["holder"] != holder and row["live"]:
-                return None
-            taken = row is None or row["holder"] != holder
-            token = 1 if row is None else row["token"] + taken
-            tx.execute(
-                "INSERT INTO leases (placement_id, holder, expires_at, token) "
-                "VALUES (?, ?, clock() + ?, ?) "
-                "ON CONFLICT(placement_id) DO UPDATE SET holder = excluded.holder, "
-                "expires_at = excluded.expires_at, token = excluded.token",
-                (placement_id, holder, ttl, token),
-            )
-            if taken:
-                came_from = None if row is None else row["holder"]
-                detail = {"holder": holder, "from": came_from, "token": token}
-                self._event(tx, placement_id, "lease-taken", detail)
-        self._fences[placement_id] = (holder, token)
-        return token
-
-    def renew_lease(self, placement_id: str, holder: str, token: int, ttl: float) -> bool:
-        """Extend a lease still held with ``token``; False once another process took it."""
-        return not self.renew_leases(holder, {placement_id: token}, ttl)
-
-    def renew_leases(self, holder: str, tokens: Mapping[str, int], ttl: float) -> set[str]:
-        """Extend every lease ``holder`` holds with these tokens, in one statement; the
-        placements whose lease was lost (taken over: another holder or token)."""
-        if not tokens:
-            return set()
-        pairs = [value for pair in tokens.items() for value in pair]
-        values = ", ".join(["(?, ?)"] * len(tokens))
-        renewed = self._rows(
-            "UPDATE leases SET expires_at = clock() + ? WHERE holder = ? AND "
-            f"(placement_id, token) IN (VALUES {values}) RETURNING placement_id",
-            (ttl, holder, *pairs),
-        )
-        return set(tokens) - {r["placement_id"] for r in renewed}
-
-    def release_lease(self, placement_id: str, holder: str) -> None:
-        """Let the lease go now; the row (and its token) stays so tokens only ever grow."""
-        self._fences.pop(placement_id, None)
-        self._rows(
-            "UPDATE leases SET expires_at = 0 WHERE placement_id = ? AND holder = ?",
-            (placement_id, holder),
-        )
-
-    def lease(self, placement_id: str) -> dict[str, Any] | None:
-        """The lease row (``live``: not expired by the database's clock), or None."""
-        leases = self._leases("placement_id", placement_id)
-        return leases[0] if leases else None
-
-    def leases(self, holder: str | None = None) -> list[dict[str, Any]]:
-        """Every lease row (only ``holder``'s if given), expired and released ones too:
-        placement_id, holder, token, expires_at and ``live``."""
-        return self._leases("holder", holder)
-
-    def _leases(self, column: str, value: str | None) -> list[dict[str, Any]]:
-        query = f"SELECT {LEASE_COLUMNS} FROM leases"
-        args: tuple[Any, ...] = ()
-        if value is not None:
-            query, args = f"{query} WHERE {column} = ?", (value,)
-        rows = self._rows(query + " ORDER BY placement_id", args)
-        return [{**r, "live": bool(r["live"])} for r in rows]
-
-    # -- watchers (``watch --all``) -------------------------------------------------------
-
-    def register_watcher(self, holder: str, host: str, pid: int, ttl: float) -> None:
-        """Say that this watcher is alive for ``ttl`` seconds more (call it as a heartbeat)."""
-        self._rows(
-            "INSERT INTO watchers (holder, host, pid, seen_at, expires_at) "
-            "VALUES (?, ?, ?, clock(), clock() + ?) "
-            "ON CONFLICT(holder) DO UPDATE SET host = excluded.host, pid = excluded.pid, "
-            "seen_at = excluded.seen_at, expires_at = excluded.expires_at",
-            (holder, host, pid, ttl),
-        )
-
-    def live_watchers(self) -> list[dict[str, Any]]:
-        """The watchers whose last heartbeat has not expired: holder, host, pid, seen_at."""
-        return self._rows(
-            "SELECT holder, host, pid, seen_at FROM watchers WHERE expires_at > clock() "
-            "ORDER BY holder"
-        )
-
-    def remove_watcher(self, holder: str) -> None:
-        self._rows("DELETE FROM watchers WHERE holder = ?", (holder,))
 
     # -- failover progress ---------------------------------------------------------------
 
