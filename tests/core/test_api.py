@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 import subprocess
 import sys
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -239,3 +240,31 @@ def test_no_public_name_argument_or_field_disappears():
 
 if __name__ == "__main__":
     print("\n".join(surface()))
+
+
+def test_watch_all_fails_over_a_placement_whose_primary_is_reclaimed(tmp_path, monkeypatch):
+    """``Broker.watch_all`` is ``watch --all``: it finds the placement, and fails it over."""
+    monkeypatch.setenv("CLOUDBROKER_LEASE_TTL", "1")
+    pm, clouds = fake_world(aliyun="20", tencent="25")
+    broker = Broker(tmp_path / "state.db", plugins=pm, replicator=FakeReplicator(clouds))
+    placement = broker.place(
+        "A100",
+        count=8,
+        hours=72,
+        bucket="aliyun:ckpt-bj/run1",
+        standby_bucket="tencent:ckpt-gz/run1",
+    )
+    broker.up(placement.id)
+    [primary] = clouds["aliyun"].live()
+    clouds["aliyun"].instances[primary]["reclaim"] = "spot capacity reclaimed"
+    deadline = time.monotonic() + 30
+
+    def swapped() -> bool:
+        return broker.status(placement.id).primary == "tencent" or time.monotonic() > deadline
+
+    broker.watch_all(interval=0.2, until=swapped)
+    assert broker.status(placement.id).primary == "tencent"
+    assert len(clouds["tencent"].live()) == 1 and clouds["aliyun"].live() == []
+    with pytest.raises(UsageError, match="max_placements"):
+        broker.watch_all(max_placements=0)
+    broker.close()

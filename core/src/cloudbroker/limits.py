@@ -121,5 +121,7 @@ ONPREM: dict[str, Range[Decimal]] = {
     "colo": Range(0, 100_000, "per kW-month"),
 }
 FAILURES: Range[int] = Range(1, 1_000, "consecutive failed checks", whole=True)
+#: How many placements one ``watch --all`` process may take.
+PLACEMENTS: Range[int] = Range(1, 1_000_000, "placements", whole=True)
 #: A placement's budget, in the currency it is given in.
 BUDGET: Range[Decimal] = Range(0, 1_000_000_000_000, "", open_low=True)

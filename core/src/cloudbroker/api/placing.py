@@ -302,6 +302,34 @@ class Broker:
             until=stop,
         )
 
+    def watch_all(
+        self,
+        *,
+        interval: Number = 30,
+        failures: int = 3,
+        final_sync_timeout: Number = 60,
+        max_placements: int | None = None,
+        until: Callable[[], bool] | None = None,
+    ) -> None:
+        """Watch every placement of the state that is up, starting or failing over, sharing
+        them with the other watchers of the same state (``watch --all``); blocks until
+        ``until()`` returns True, then lets its leases go."""
+        from cloudbroker.broker.watch_all import WatchAll
+
+        engine = self._open()
+        seconds = _seconds(interval, "interval")
+        engine.final_sync_timeout = _seconds(final_sync_timeout, "final_sync_timeout")
+        engine.poll_interval = min(engine.poll_interval, seconds)
+        if max_placements is not None:
+            max_placements = limits.PLACEMENTS.check(max_placements, "max_placements")
+        watcher = WatchAll(
+            engine,
+            interval=seconds,
+            failures=limits.FAILURES.check(failures, "failures"),
+            max_placements=max_placements,
+        )
+        watcher.run(until or (lambda: False))
+
     def down(self, placement_id: str) -> PlacementStatus:
         """Terminate every instance the placement launched (and stop its watcher).
 

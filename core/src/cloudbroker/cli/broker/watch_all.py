@@ -14,7 +14,7 @@ from cloudbroker.broker.watch_all import WatchAll
 from cloudbroker.cli import options
 from cloudbroker.cli.progress import Lines
 
-MAX_PLACEMENTS = options.Number(limits.Range(1, 1_000_000, "placements", whole=True))
+MAX_PLACEMENTS = options.Number(limits.PLACEMENTS)
 
 
 def watch_all(
