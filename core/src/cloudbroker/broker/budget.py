@@ -345,10 +345,10 @@ class Budgeting(Lifecycle, Failover):
             return self._exhausted(placement, spent)
         if any(e.kind == "budget-warning" for e in events):
             return None
-        line = f"{pid}: {spent.text()}; the placement stops at 100 %"
+        said = f"{spent.text()}; the placement stops at 100 %"
         self.store.event(pid, "budget-warning", _detail(spent))
-        self._emit(pid, "warning", line, **_detail(spent))
-        return line
+        self._emit(pid, "warning", said, **_detail(spent))
+        return f"{pid}: {said}"
 
     def _exhausted(self, placement: dict[str, Any], spent: Spend) -> str:
         """A last checkpoint sync (primary bucket to standby, bounded), the event, ``down``."""
@@ -361,10 +361,12 @@ class Budgeting(Lifecycle, Failover):
         rpo = synced["rpo_seconds"]
         behind = "unknown" if rpo is None else span(max(rpo, 0))
         if "error" in synced:
-            said = (
-                f"last sync to {to} failed ({synced['error']}): checkpoints written in the "
-                f"last {behind} are not on {to} (RPO {behind})"
+            lost = (
+                f"checkpoints since the last replication may not be on {to}"
+                if rpo is None
+                else f"checkpoints written in the last {behind} are not on {to}"
             )
+            said = f"last sync to {to} failed ({synced['error']}): {lost} (RPO {behind})"
         else:
             said = f"last checkpoint synced to {to} (RPO {behind})"
         return self._stop(pid, f"{spent.text()}: {said}")
@@ -373,15 +375,15 @@ class Budgeting(Lifecycle, Failover):
         """``down``: every instance terminated, or the line names those left."""
         left = self.down(pid)
         if not left:
-            line = f"{pid} stopped at its budget: {why}; every instance terminated, down"
-            self._emit(pid, "note", line)
-            return line
+            said = f"stopped at its budget: {why}; every instance terminated, down"
+            self._emit(pid, "note", said)
+            return f"{pid} {said}"
         names = ", ".join(
             f"{r.provider} {r.instance_id or r.idempotency_key} ({w})" for r, w in left
         )
-        line = f"{pid} stopping at its budget: {why}; not terminated yet: {names} (tried again)"
-        self._emit(pid, "warning", line)
-        return line
+        said = f"stopping at its budget: {why}; not terminated yet: {names} (tried again)"
+        self._emit(pid, "warning", said)
+        return f"{pid} {said}"
 
 
 def _detail(spent: Spend) -> dict[str, Any]:

@@ -23,13 +23,19 @@ def watch_all(
     """Run one watcher of the store until SIGTERM or SIGINT (then exit 0, leases released).
 
     Placements' lines come from several threads: each is written whole, prefixed by the
-    placement's id (JSON lines carry it as ``placement``); no live step display.
+    placement's id (JSON lines carry it as ``placement``), wrapped under its text on a
+    terminal; no live step display (the steps of several placements interleave).
     """
-    lines.live = False
     lock = threading.Lock()
 
     def said(event: BrokerEvent) -> None:
-        if event.placement_id and not lines.json_lines:
+        if lines.json_lines:
+            with lock:
+                lines.broker(event)
+            return
+        if event.kind == "step-started":
+            return
+        if event.placement_id:
             event = replace(event, message=f"{event.placement_id}: {event.message}")
         with lock:
             lines.broker(event)
