@@ -139,6 +139,63 @@ def test_a_plugin_overriding_the_catalog_hooks_is_not_indexed():
     assert catalog_index._sources(object()) is None
 
 
+def _install(folder: Path, name: str, version: str = "1.0") -> Path:
+    """A distribution with a provider entry point, as an installer leaves it in ``folder``."""
+    info = folder / f"cloudbroker_{name}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: cloudbroker-{name}\nVersion: {version}\n"
+    )
+    (info / "entry_points.txt").write_text(f"[cloudbroker.providers]\n{name} = os:sep\n")
+    return info
+
+
+def test_the_kept_entry_points_follow_installs_and_removals(monkeypatch, tmp_path):
+    monkeypatch.setenv("CLOUDBROKER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CLOUDBROKER_PLUGINS", raising=False)
+    monkeypatch.delenv("CLOUDBROKER_DISABLE_PLUGINS", raising=False)
+    monkeypatch.setattr(catalog_index, "_DISCOVERED", {})  # nothing known in this process
+    monkeypatch.setattr(catalog_index, "_settled", lambda key: True)  # as if the folders were old
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    before = installed()
+    assert "extra" not in before and {"aws", "tencent"} <= before.keys()
+    kept = tmp_path / "cache" / "index" / "plugins"
+    assert kept.is_file()
+    assert installed() == before  # the same answer, from what was kept
+    info = _install(site, "extra")
+    assert installed()["extra"] == ("cloudbroker-extra", "1.0")  # installed: seen at once
+    shutil.rmtree(info)
+    _install(site, "extra", "2.0")
+    assert installed()["extra"] == ("cloudbroker-extra", "2.0")  # upgraded
+    shutil.rmtree(site / "cloudbroker_extra-2.0.dist-info")
+    assert installed() == before  # removed
+    monkeypatch.setattr(catalog_index, "_DISCOVERED", {})
+    assert installed() == before  # the kept file again, across processes
+
+
+def test_entry_points_are_not_kept_while_a_folder_may_still_change(monkeypatch, tmp_path):
+    monkeypatch.setenv("CLOUDBROKER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.syspath_prepend(str(tmp_path))  # changed just now
+    assert "aws" in installed()
+    assert not (tmp_path / "cache" / "index" / "plugins").exists()
+    key = catalog_index._path_key()
+    assert key is not None and not catalog_index._settled(key)
+    old = (key[0], tuple((path, 0 if mtime else None, size) for path, mtime, size in key[1]))
+    assert catalog_index._settled(old)
+
+
+def test_a_finder_reporting_distributions_turns_the_kept_entry_points_off(monkeypatch):
+    class Finder:
+        @staticmethod
+        def find_distributions(context=None):
+            return iter(())
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder])
+    assert catalog_index._path_key() is None
+
+
 def _header(provider: str) -> dict:
     import marshal
 

@@ -30,12 +30,12 @@ takes the full path, never an error. Files are written whole to a temporary name
 renamed, so concurrent writers and readers never see half a file.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: NamedTuple would compile each field's
+# annotation string (2 ms of a fast quote); the type-checking-only names are quoted instead.
 import marshal
 import os
 import sys
-import tempfile
+import time
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
@@ -117,10 +117,8 @@ def _stamp(path: str) -> Stamp:
 
 
 def _core_key() -> tuple[Any, ...]:
-    from cloudbroker import __version__
-
     stamps = tuple(_stamp(str(_PACKAGE / f)) for f in CORE_FILES)
-    return (FORMAT, tuple(sys.version_info[:2]), __version__, stamps)
+    return (FORMAT, tuple(sys.version_info[:2]), _discovered()[1], stamps)
 
 
 def _fresh(stamps: tuple[Stamp, ...]) -> bool:
@@ -129,21 +127,80 @@ def _fresh(stamps: tuple[Stamp, ...]) -> bool:
 
 def installed(env: Mapping[str, str]) -> dict[str, tuple[str | None, str | None]]:
     """Enabled providers -> (distribution, version), as the plugin registry finds them."""
-    from importlib.metadata import entry_points
-
     allowed = {n.strip() for n in env.get("CLOUDBROKER_PLUGINS", "").split(",") if n.strip()}
     blocked = {n.strip() for n in env.get("CLOUDBROKER_DISABLE_PLUGINS", "").split(",")}
     found: dict[str, tuple[str | None, str | None]] = {}
     seen = set()
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in seen:
+    for name, distribution, version in _discovered()[0]:
+        if name in seen:
             continue
-        seen.add(ep.name)
-        if (allowed and ep.name not in allowed) or ep.name in blocked:
+        seen.add(name)
+        if (allowed and name not in allowed) or name in blocked:
             continue
-        dist = getattr(ep, "dist", None)
-        found[ep.name] = (dist.name, dist.version) if dist else (None, None)
+        found[name] = (distribution, version)
     return found
+
+
+Discovered = tuple[tuple[tuple[str, str | None, str | None], ...], str]
+#: This process's answers by key (importlib.metadata keeps its folder listings by mtime too).
+_DISCOVERED: dict[tuple[Any, ...], Discovered] = {}
+
+
+def _discovered() -> Discovered:
+    """Every provider entry point as (name, distribution, version), and the core's version.
+
+    Importing :mod:`importlib.metadata` and scanning every distribution costs a fifth of a
+    fast quote, so the answer is kept in ``<cache>/index/plugins``, keyed on the stat of
+    every folder (or zip) on ``sys.path``: installing, upgrading or removing a distribution
+    adds or removes a ``*.dist-info`` folder in one, which changes its mtime, and a new
+    ``.pth`` or ``PYTHONPATH`` entry changes ``sys.path`` itself.
+    """
+    key = _path_key()
+    if key is not None and key in _DISCOVERED:
+        return _DISCOVERED[key]
+    path = cache_dir() / "plugins"
+    if key is not None:
+        try:
+            cached = marshal.loads(path.read_bytes())
+            if cached[0] == key:
+                _DISCOVERED[key] = cached[1], cached[2]
+                return _DISCOVERED[key]
+        except Exception:  # absent, corrupt or foreign: a miss
+            pass
+    from importlib.metadata import entry_points
+
+    from cloudbroker import __version__
+
+    points = tuple(
+        (ep.name, *((ep.dist.name, ep.dist.version) if ep.dist else (None, None)))
+        for ep in entry_points(group=ENTRY_POINT_GROUP)
+    )
+    if key is not None:
+        if _settled(key):
+            write_atomic(path, marshal.dumps((key, points, __version__)))
+        _DISCOVERED[key] = points, __version__
+    return points, __version__
+
+
+def _path_key() -> tuple[Any, ...] | None:
+    """What the entry points depend on: the stat of each ``sys.path`` entry (relative ones
+    resolved as importlib.metadata resolves them); None when a finder other than the path
+    finder can report distributions (its answers cannot be stamped)."""
+    from importlib.machinery import PathFinder
+
+    if any(
+        finder is not PathFinder and hasattr(finder, "find_distributions")
+        for finder in sys.meta_path
+    ):
+        return None
+    return (FORMAT, tuple(_stamp(os.path.abspath(entry or ".")) for entry in sys.path))
+
+
+def _settled(key: tuple[Any, ...]) -> bool:
+    """Whether every stamped mtime is old enough that a change now would show in it (a file
+    system with coarse mtimes would give a change within the same second the same one)."""
+    recent = time.time_ns() - 2_000_000_000
+    return all(mtime is None or mtime < recent for _, mtime, _ in key[1])
 
 
 class Index:
@@ -207,7 +264,7 @@ def _refreshed(provider: str, endpoint_env: tuple[str, ...]) -> str:
 # -- writing (the full path, which has the plugins' answers) -----------------------------
 
 
-def save(pm: PluginManager, catalogs: Catalogs) -> None:
+def save(pm: "PluginManager", catalogs: "Catalogs") -> None:
     """Index every answered provider that can be, unless its index is already current."""
     for provider in catalogs.types:
         record = pm.records.get(provider)
@@ -272,7 +329,7 @@ def _sources(plugin: object) -> tuple[tuple[str, ...], tuple[Stamp, ...]] | None
 
 
 def _compile(
-    provider: str, types: list[InstanceType], sheet: Any
+    provider: str, types: "list[InstanceType]", sheet: Any
 ) -> tuple[dict[str, Any], dict[str, list[tuple[Any, ...]]]]:
     """The header and per-model blocks of one provider's answers, joined as the engine joins
     them (a zone's own type, else any zone's for a regional price)."""
@@ -303,7 +360,7 @@ def _compile(
     return header, blocks
 
 
-def _rule(rule: BillingRule, seen: dict[int, int], rows: list[tuple[Any, ...]]) -> int:
+def _rule(rule: "BillingRule", seen: dict[int, int], rows: list[tuple[Any, ...]]) -> int:
     if id(rule) not in seen:
         seen[id(rule)] = len(rows)
         rows.append(
@@ -323,7 +380,7 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _row(seq: int, t: InstanceType, price: ComputePrice, rule: int) -> tuple[Any, ...]:
+def _row(seq: int, t: "InstanceType", price: "ComputePrice", rule: int) -> tuple[Any, ...]:
     money = price.price
     return tuple(
         Offer(
@@ -361,6 +418,8 @@ def _write(path: Path, header: dict[str, Any], blocks: dict[str, list[tuple[Any,
 def write_atomic(path: Path, data: bytes) -> None:
     """Write a cache file whole (a temporary file renamed over the old one), or not at all:
     an unwritable cache only means the next run takes the full path too."""
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")

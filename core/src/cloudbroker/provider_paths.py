@@ -7,7 +7,6 @@ compiled catalog index (:mod:`cloudbroker.catalog_index`) and the fast ``provide
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -25,6 +24,8 @@ def user_catalog_dir(provider: str, endpoint: str | None = None) -> Path:
 
     base = os.environ.get("CLOUDBROKER_DATA_DIR") or user_data_dir("cloudbroker")
     if endpoint:
+        import hashlib
+
         readable = re.sub(r"[^A-Za-z0-9.-]+", "-", endpoint.split("://", 1)[-1]).strip("-.")
         digest = hashlib.sha256(endpoint.encode()).hexdigest()[:8]
         provider = f"{provider}@{readable[:48]}-{digest}"

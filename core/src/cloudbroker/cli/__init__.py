@@ -10,8 +10,6 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cloudbroker.cli import logs
-
 if TYPE_CHECKING:
     from cloudbroker.cli.root import app as app
 
@@ -35,6 +33,8 @@ def fail(message: str, code: int = 2) -> None:
     Control characters (a newline in a path, an escape sequence in a cloud's answer) are
     shown escaped, so the line stays one line and cannot drive the terminal.
     """
+    from cloudbroker.cli import logs
+
     print(logs.error_line(message, code), file=sys.stderr)
     raise SystemExit(code)
 
@@ -69,7 +69,7 @@ def _full(argv: list[str] | None) -> None:
     import typer
     from typer.exceptions import TyperException
 
-    from cloudbroker.cli import commands  # noqa: F401  (registers the commands)
+    from cloudbroker.cli import commands, logs  # noqa: F401  (commands registers them)
     from cloudbroker.cli.output import console, output_width
     from cloudbroker.cli.root import app
     from cloudbroker.errors import CloudBrokerError

@@ -97,7 +97,6 @@ class Number(Kind):
         return self.range.value(number)
 
 
-@dataclass(frozen=True)
 class Duration(Kind):
     """``30s``, ``15m``, ``1h``, ``500ms`` or plain seconds, from 1 ms to 30 days: seconds."""
 
@@ -156,7 +155,6 @@ def parse_fx(text: str, today: date) -> FxRate:
     return FxRate(base=PIVOT, quote=currency, rate=amount, as_of=today, source="--fx (user)")
 
 
-@dataclass(frozen=True)
 class Fx(Kind):
     """``CURRENCY=RATE`` per US dollar, the rate bounded like any number."""
 
@@ -168,7 +166,6 @@ class Fx(Kind):
         return rate
 
 
-@dataclass(frozen=True)
 class Budget(Kind):
     """An amount and a currency, ``5000CNY`` or ``5000 CNY``, bounded: a placement's budget."""
 

@@ -16,10 +16,11 @@ Modules: ``published`` (the list), ``matching`` (what a user types), ``labels`` 
 labels), ``offerings`` (what the catalogs sell).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from cloudbroker.gpus.labels import normalise_gpu
 from cloudbroker.gpus.matching import _key as _key  # tests read these two
 from cloudbroker.gpus.matching import lookup, match, resolve, sibling_notes
-from cloudbroker.gpus.offerings import Listing, Offering, Price, cheapest, listing
 from cloudbroker.gpus.published import _SIBLINGS as _SIBLINGS
 from cloudbroker.gpus.published import (
     BY_NAME,
@@ -30,6 +31,21 @@ from cloudbroker.gpus.published import (
     display,
     siblings,
 )
+
+if TYPE_CHECKING:
+    from cloudbroker.gpus.offerings import Listing, Offering, Price, cheapest, listing
+
+#: Loaded on first use (:pep:`562`): a quote reads no catalog summary.
+_OFFERINGS = frozenset({"Listing", "Offering", "Price", "cheapest", "listing"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _OFFERINGS:
+        from cloudbroker.gpus import offerings
+
+        return getattr(offerings, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BY_NAME",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import cache
 
 _VENDOR_WORDS = re.compile(r"^(?:NVIDIA[\s_-]+)?(?:TESLA[\s_-]+)?")
 
@@ -49,8 +50,14 @@ def _token(text: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Z0-9]){body}(?![A-Z0-9])")
 
 
-_SINGLE_PATTERNS = tuple((_token(token), model) for token, model in _SINGLE)
-_SIZED_PATTERNS = tuple((_token(stem), stem) for stem in _SIZED)
+@cache
+def _patterns() -> tuple[tuple[tuple[re.Pattern[str], str], ...], ...]:
+    """(sized stems, single models) as token patterns: compiled on first use, as a quote
+    naming a model or family (most of them) never needs them."""
+    sized = tuple((_token(stem), stem) for stem in _SIZED)
+    return sized, tuple((_token(token), model) for token, model in _SINGLE)
+
+
 _MEMORY_IN_LABEL = re.compile(r"(?<![A-Z0-9.])(\d+(?:\.\d+)?)\s*G(?:B|IB)?(?![A-Z0-9])")
 
 
@@ -89,13 +96,14 @@ def normalise_gpu(label: str, memory_gb: Decimal | float | int | str | None = No
     if not text:
         raise ValueError("empty GPU label")
     upper = text.upper()
-    for pattern, stem in _SIZED_PATTERNS:
+    sized, single = _patterns()
+    for pattern, stem in sized:
         if pattern.search(upper):
             default, sizes = _SIZED[stem]
             memory = _memory(upper, memory_gb)
             size = default if memory is None else _nearest(sizes, memory)
             return f"{stem}-{size}GB"
-    for pattern, model in _SINGLE_PATTERNS:
+    for pattern, model in single:
         if pattern.search(upper):
             return model
     known = _cloud_label(upper, _memory(upper, memory_gb))

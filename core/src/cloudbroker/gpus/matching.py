@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -66,6 +65,8 @@ def _did_you_mean(query: str, offered: set[str]) -> str:
         if len(_FAMILIES[_key(m.family_name)]) > 1
     }
     aliases = {_key(a): a for m in MODELS for a in m.aliases}
+    import difflib
+
     for shown in (names, aliases):
         close = difflib.get_close_matches(_key(query), list(shown), n=3, cutoff=0.5)
         if close:

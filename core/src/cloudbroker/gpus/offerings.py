@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -80,6 +79,8 @@ def listing(
     known = {t.region for ts in types.values() for t in ts}
     for region in regions:
         if region not in known:
+            import difflib
+
             close = difflib.get_close_matches(region, sorted(known), n=3)
             hint = f" (did you mean {' or '.join(close)}?)" if close else ""
             raise UsageError(f"unknown region {region!r}{hint}; no installed catalog lists it")
