@@ -51,18 +51,19 @@ class Costing:
         self.job = job
         self.sheets = sheets
         self.fx = fx
-        self.types = {
-            (t.provider, t.name, t.region, t.zone): t for ts in types.values() for t in ts
-        }
+        self.type_lists = types
         self._region_costs: dict[tuple[str, str], _RegionCosts] = {}
         self._billed: dict[int, tuple[Decimal, Decimal, Decimal] | None] = {}
         self._rates: dict[str, Decimal] = {}
         self._currencies: set[str] = set()
 
     @cached_property
-    def regional(self) -> dict[tuple[str, str, str], InstanceType]:
-        """Regional prices (capacity blocks) have no zone: any zone's specs describe the type."""
-        return {(p, n, r): t for (p, n, r, _), t in reversed(self.types.items())}
+    def types(self) -> dict[tuple[str, str, str, str | None], InstanceType]:
+        """Every type by (provider, name, region, zone); built only when asked for, as a quote
+        indexes only the types that fit its job (``QuoteEngine._offer_types``)."""
+        return {
+            (t.provider, t.name, t.region, t.zone): t for ts in self.type_lists.values() for t in ts
+        }
 
     # conversions and caches
 
@@ -234,8 +235,6 @@ class Costing:
             way.source,
             why,
         )
-
-    # matching and ranking
 
 
 def _note(note: str) -> str:
