@@ -7,7 +7,7 @@ import time
 from decimal import Decimal
 
 import pytest
-from support.broker_fakes import FakeReplicator, fake_world
+from support.broker_fakes import Clock, FakeReplicator, fake_world
 
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.errors import ProviderUnavailable, ThrottledError, UsageError
@@ -15,19 +15,6 @@ from cloudbroker.models import parse_bucket
 from cloudbroker.state import Conflict, LeaseLost, open_store
 
 REQUEST = dict(gpu="A100", count=8, hours=Decimal(72), checkpoint_gb=Decimal(50))
-
-
-class Clock:
-    """Epoch seconds that move only when slept: waits cost nothing, deadlines still pass."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def setup(tmp_path, prices=None, **options):

@@ -6,36 +6,16 @@ import time
 
 import pytest
 from support.broker_fakes import FakeReplicator, fake_world
-from support.cli import run_cli
+from support.cli import PLACE, one_line, run_cli
 
 from cloudbroker.broker import Broker
 from cloudbroker.launching import launch_request
 from cloudbroker.state import open_store
 
-PLACE = (
-    "place",
-    "--gpu",
-    "A10",
-    "--hours",
-    "72",
-    "--bucket",
-    "aliyun:ckpt-bj/r",
-    "--standby-bucket",
-    "tencent:ckpt-gz/r",
-)
-
 
 @pytest.fixture
 def env(clean_env, tmp_path):
     return {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
-
-
-def one_line(result, code: int = 2) -> str:
-    assert result.returncode == code, result.stderr
-    assert "Traceback" not in result.stderr
-    [line] = result.stderr.strip().splitlines()
-    assert line.startswith("error: ")
-    return line
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal
 
 import pytest
-from support.broker_fakes import FakeReplicator, fake_world
+from support.broker_fakes import Clock, FakeReplicator, fake_world
 
 from cloudbroker.broker import Broker, PlaceRequest, spend
 from cloudbroker.broker.budget import budget_money
@@ -17,19 +16,6 @@ from cloudbroker.state import Event, InstanceRow, open_store
 
 GB = 2**30
 HOUR = Decimal(3600)
-
-
-class Clock:
-    """Epoch seconds that move only when slept or set: hours pass in no time."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def world(tmp_path, **options):

@@ -7,37 +7,17 @@ from decimal import Decimal
 
 import pytest
 from support.broker_fakes import FakeReplicator, fake_world
-from support.cli import run_cli
+from support.cli import PLACE, one_line, run_cli
 
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.models import parse_bucket
 from cloudbroker.money import Money
 from cloudbroker.state import open_store
 
-PLACE = (
-    "place",
-    "--gpu",
-    "A10",
-    "--hours",
-    "72",
-    "--bucket",
-    "aliyun:ckpt-bj/r",
-    "--standby-bucket",
-    "tencent:ckpt-gz/r",
-)
-
 
 @pytest.fixture
 def env(clean_env, tmp_path):
     return {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
-
-
-def one_line(result) -> str:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    [line] = result.stderr.strip().splitlines()
-    assert line.startswith("error: ")
-    return line
 
 
 def fits(text: str, width: int = 80) -> None:

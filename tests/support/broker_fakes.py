@@ -228,3 +228,16 @@ def fake_world(**prices: str) -> tuple[PluginManager, dict[str, FakeCloud]]:
     for name, cloud in clouds.items():
         pm.register(cloud, name)
     return pm, clouds
+
+
+class Clock:
+    """Epoch seconds that move only when slept: waits cost nothing, deadlines still pass."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds

@@ -69,3 +69,26 @@ def run_process(
         timeout=timeout,
     )
     return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+#: ``place`` of an A10 placement from Aliyun's bucket to Tencent's (the offline catalogs).
+PLACE = (
+    "place",
+    "--gpu",
+    "A10",
+    "--hours",
+    "72",
+    "--bucket",
+    "aliyun:ckpt-bj/r",
+    "--standby-bucket",
+    "tencent:ckpt-gz/r",
+)
+
+
+def one_line(result: CliResult, code: int = 2) -> str:
+    """The one ``error:`` line of a refused command (no traceback), after its exit code."""
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ")
+    return line
