@@ -170,7 +170,7 @@ def test_the_fencing_token_grows_on_every_take_over_and_never_on_a_renewal(store
     assert b.acquire_lease("pl-1", "B", 0.2) is None  # A is live
     time.sleep(0.25)
     assert b.acquire_lease("pl-1", "B", 0.2) == 2  # A expired: taken over
-    assert not a.renew_lease("pl-1", "A", 1, 0.2)  # A's heartbeat learns it lost
+    assert a.renew_leases("A", {"pl-1": 1}, 0.2) == {"pl-1"}  # A's heartbeat learns it lost
     b.release_lease("pl-1", "B")
     assert a.acquire_lease("pl-1", "A", 0.2) == 3  # a release keeps the token
 

@@ -41,6 +41,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
+from cloudbroker import plugin_switches
 from cloudbroker.provider_paths import api_endpoint, user_catalog_dir
 
 if TYPE_CHECKING:
@@ -127,15 +128,13 @@ def _fresh(stamps: tuple[Stamp, ...]) -> bool:
 
 def installed(env: Mapping[str, str]) -> dict[str, tuple[str | None, str | None]]:
     """Enabled providers -> (distribution, version), as the plugin registry finds them."""
-    allowed = {n.strip() for n in env.get("CLOUDBROKER_PLUGINS", "").split(",") if n.strip()}
-    blocked = {n.strip() for n in env.get("CLOUDBROKER_DISABLE_PLUGINS", "").split(",")}
     found: dict[str, tuple[str | None, str | None]] = {}
     seen = set()
     for name, distribution, version in _discovered()[0]:
         if name in seen:
             continue
         seen.add(name)
-        if (allowed and name not in allowed) or name in blocked:
+        if not plugin_switches.enabled(name, env):
             continue
         found[name] = (distribution, version)
     return found

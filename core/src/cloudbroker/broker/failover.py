@@ -8,7 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 from cloudbroker.broker.core import BrokerCore
-from cloudbroker.broker.records import FAILOVER_DOING, FAILOVER_STEPS, described, span
+from cloudbroker.broker.records import (
+    FAILOVER_DOING,
+    FAILOVER_STEPS,
+    described,
+    last_failover,
+    span,
+)
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost
 from cloudbroker.lease import Lease
 from cloudbroker.models import BucketRef
@@ -66,8 +72,9 @@ class Failover(BrokerCore):
         status = self._placement(placement_id)["status"]
         if status != "up":
             raise Conflict(f"{placement_id} is {status}: the failover was abandoned")
-        swaps = [e for e in self.store.events(placement_id) if e.kind == "roles-swapped"]
-        return swaps[-1].detail
+        swapped = last_failover(self.store.events(placement_id))
+        assert swapped is not None  # up after a failover step: the swap was recorded
+        return swapped
 
     def _fence(self, placement: dict[str, Any], primary: str) -> str:
         """Stop treating the primary as the source of truth: no more replication from it."""

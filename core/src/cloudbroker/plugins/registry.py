@@ -13,7 +13,7 @@ from typing import Any
 
 import pluggy
 
-from cloudbroker import hookspecs
+from cloudbroker import hookspecs, plugin_switches
 from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     ConfigError,
@@ -79,10 +79,6 @@ def _unmarked_override(plugin: object, attr: str) -> bool:
     return any(getattr(vars(c)[attr], _MARKER, None) is not None for c in owners[1:])
 
 
-def _names(value: str | None) -> set[str]:
-    return {part.strip() for part in (value or "").split(",") if part.strip()}
-
-
 def _describe(exc: BaseException) -> str:
     message = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
@@ -112,8 +108,7 @@ class Registry:
 
     def load_entrypoints(self) -> None:
         """Discover and register every provider plugin allowed by the env switches."""
-        allowed = _names(self.env.get("CLOUDBROKER_PLUGINS"))
-        blocked = _names(self.env.get("CLOUDBROKER_DISABLE_PLUGINS"))
+        allowed = plugin_switches.names(self.env.get("CLOUDBROKER_PLUGINS"))
         found = set()
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             if ep.name in found:  # the same distribution seen twice on sys.path
@@ -126,7 +121,7 @@ class Registry:
                 version=dist.version if dist else None,
             )
             self.records[ep.name] = record
-            if (allowed and ep.name not in allowed) or ep.name in blocked:
+            if not plugin_switches.enabled(ep.name, self.env):
                 record.disabled = True
                 continue
             try:

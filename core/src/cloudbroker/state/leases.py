@@ -47,10 +47,6 @@ class Leases(Connection):
         self._fences[placement_id] = (holder, token)
         return token
 
-    def renew_lease(self, placement_id: str, holder: str, token: int, ttl: float) -> bool:
-        """Extend a lease still held with ``token``; False once another process took it."""
-        return not self.renew_leases(holder, {placement_id: token}, ttl)
-
     def renew_leases(self, holder: str, tokens: Mapping[str, int], ttl: float) -> set[str]:
         """Extend every lease ``holder`` holds with these tokens, in one statement; the
         placements whose lease was lost (taken over: another holder or token)."""
