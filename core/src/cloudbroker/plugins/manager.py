@@ -132,12 +132,17 @@ class PluginManager(Registry):
         that fails is reported the same way everywhere.
         """
         names = list(self.providers() if providers is None else providers)
+        broken = self.load_failures()
+        if providers is not None:
+            broken = {n: why for n, why in broken.items() if n in names}
+        names = [n for n in names if n not in broken]
         types_run = self._start("list_instance_types", {"regions": None}, names, offline)
         sheets_run = self._start("price", {"regions": None}, names, offline)
         deadline = time.monotonic() + self.timeout
         types_out = self._collect(types_run, deadline)
         sheets_out = self._collect(sheets_run, deadline)
-        failures = {f.provider: f.reason for f in types_out.failures + sheets_out.failures}
+        failures = dict(broken)
+        failures.update({f.provider: f.reason for f in types_out.failures + sheets_out.failures})
         types = {p: ts for p, ts in types_out.results.items() if p not in failures}
         sheets = {p: s for p, s in sheets_out.results.items() if p not in failures}
         return Catalogs(types, sheets, failures)
@@ -160,7 +165,7 @@ class PluginManager(Registry):
         try:
             results = self._caller(provider, hook)(ctx=ctx, **kwargs)
             answer = validated(hook, provider, results[0] if results else None)  # one plugin each
-        except Exception as exc:
+        except BaseException as exc:
             if counted:
                 calls.record(provider, hook, exc)
             raise
@@ -180,7 +185,9 @@ class PluginManager(Registry):
         except CloudBrokerError as exc:
             exc.provider = exc.provider or provider
             raise
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise  # in this (the main) thread: the user's Ctrl-C, not the plugin's
+        except BaseException as exc:  # SystemExit too: the plugin's failure, not an exit
             raise PluginError(f"{hook} failed: {_describe(exc)}", provider=provider) from exc
 
     def _fan_out(
@@ -252,7 +259,7 @@ class PluginManager(Registry):
             box["reason"] = str(exc)
             exc.provider = named or provider
             box["error"] = exc
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: in its own thread
             box["reason"] = f"plugin error: {_describe(exc)}"
             error = PluginError(f"{hook} failed: {_describe(exc)}", provider=provider)
             error.__cause__ = exc

@@ -126,7 +126,9 @@ class Registry:
                 continue
             try:
                 plugin = ep.load()
-            except Exception as exc:  # a broken plugin must not take the others down
+            # a broken plugin must not take the others down, nor end the process: SystemExit
+            # or KeyboardInterrupt raised by its import is its failure too
+            except BaseException as exc:
                 record.error = f"failed to import {ep.value}: {_describe(exc)}"
                 continue
             self._register(plugin, record)
@@ -209,7 +211,7 @@ class Registry:
         try:
             self._pm.register(plugin, name=record.name)
             self._pm.check_pending()  # earlier plugins passed, so a failure here is this one's
-        except Exception as exc:  # what problems() did not foresee, in pluggy's words
+        except BaseException as exc:  # what problems() did not foresee, in pluggy's words
             if self._pm.is_registered(plugin):
                 self._pm.unregister(plugin)
             record.error = f"rejected: {type(exc).__name__}: {' '.join(str(exc).split())}"
@@ -222,6 +224,14 @@ class Registry:
     def providers(self) -> list[str]:
         """Names of the providers that loaded, in a stable order."""
         return sorted(name for name, record in self.records.items() if record.loaded)
+
+    def load_failures(self) -> dict[str, str]:
+        """Installed, enabled plugins that did not load: name -> why (as ``providers`` says)."""
+        return {
+            name: record.error
+            for name, record in sorted(self.records.items())
+            if record.error and record.installed and not record.disabled
+        }
 
     def plugin(self, provider: str) -> object | None:
         """The registered plugin object of ``provider`` (None when it is not loaded)."""

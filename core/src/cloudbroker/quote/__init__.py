@@ -101,6 +101,8 @@ def read_catalogs(pm: PluginManager, job: Job) -> Catalogs:
         pm.require(job.data_from.provider)
         if job.data_from.provider not in wanted:
             wanted.append(job.data_from.provider)
+    if not job.providers:  # every provider: those that failed to load are named too
+        wanted += list(pm.load_failures())
     return pm.catalogs(wanted)
 
 

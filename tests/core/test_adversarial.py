@@ -1,0 +1,110 @@
+"""The adversarial checks of issue 29, kept in-process: hostile plugins, clock steps, object
+names, redaction by value shape, a read-only state directory.
+
+Each case is what a fuzzing run found broken; the test fails on the code before the fix.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+from support.cli import run_cli
+
+from cloudbroker import plugins
+from cloudbroker.errors import PluginError
+from cloudbroker.hookspecs import hookimpl
+from cloudbroker.models import (
+    CredentialStatus,
+    InstanceRef,
+    ProviderInfo,
+)
+
+# -- hostile plugins -------------------------------------------------------------------------
+
+
+class Polite:
+    """A plugin that answers."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @hookimpl
+    def provider_info(self, ctx):
+        return ProviderInfo(
+            name=self.name,
+            title=self.name.title(),
+            currency="USD",
+            credentials=CredentialStatus(configured=False),
+            catalog_as_of=date(2026, 11, 29),
+        )
+
+
+class Exits:
+    """A hook that ends the process (``sys.exit()`` in a plugin), or acts like Ctrl-C."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    @hookimpl
+    def provider_info(self, ctx):
+        raise self.error
+
+    @hookimpl
+    def instance_status(self, ctx, instance):
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [SystemExit(0), SystemExit(3), KeyboardInterrupt()])
+def test_a_hook_raising_systemexit_or_keyboardinterrupt_is_its_plugins_failure(error):
+    pm = plugins.PluginManager(env={})
+    pm.register(Polite("good"), "good")
+    pm.register(Exits(error), "hostile")
+    answered = pm.provider_info(timeout=10)
+    assert set(answered.results) == {"good"}  # the other's answer is kept
+    [failure] = answered.failures
+    assert failure.provider == "hostile"
+    assert type(error).__name__ in failure.reason
+
+
+def test_a_routed_hook_raising_systemexit_is_a_plugin_error_naming_it():
+    pm = plugins.PluginManager(env={})
+    pm.register(Exits(SystemExit(0)), "hostile")
+    ref = InstanceRef(provider="hostile", region="r", instance_id="i-1")
+    with pytest.raises(PluginError, match="SystemExit") as caught:
+        pm.instance_status("hostile", ref)
+    assert caught.value.provider == "hostile"
+
+
+@pytest.fixture
+def hostile_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An installed-looking distribution whose plugin module calls ``sys.exit(0)`` at import."""
+    (tmp_path / "exiting_cloud_plugin.py").write_text("import sys\nsys.exit(0)\n")
+    info = tmp_path / "cloudbroker_exiting-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: cloudbroker-exiting\nVersion: 0.1\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[cloudbroker.providers]\nexiting = exiting_cloud_plugin:plugin\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_a_plugin_exiting_at_import_is_reported_and_the_others_load(clean_env, hostile_site):
+    pm = plugins.load(env=clean_env)
+    assert "aliyun" in pm.providers() and "exiting" not in pm.providers()
+    assert pm.records["exiting"].error == (
+        "failed to import exiting_cloud_plugin:plugin: SystemExit: 0"
+    )
+
+
+def test_quote_names_a_plugin_that_failed_to_import_as_providers_does(clean_env, hostile_site):
+    done = run_cli("quote", "--gpu", "A10", env=clean_env, width=200)
+    assert done.returncode == 0, done.stderr
+    assert "failed: exiting: failed to import exiting_cloud_plugin:plugin: SystemExit" in (
+        done.stdout
+    )
+    assert "aliyun" in done.stdout  # the others' answers are there
