@@ -287,7 +287,6 @@ SOURCE_5 = entries(
     ("/step-200.pt", 10, "bb"),
     ("ckpt//step-300.pt", 10, "cc"),
     ("．/step-400.pt", 10, "dd"),
-    ("a/．．/step-500.pt", 10, "ee"),
 )
 SKIPPED = json.dumps(  # what rclone 1.75.2 logs for runX/ckpt//step-300.pt, and exits 0
     {"level": "error", "msg": 'Entry doesn\'t belong in directory "ckpt/" (too short) - ignoring',
@@ -296,7 +295,7 @@ SKIPPED = json.dumps(  # what rclone 1.75.2 logs for runX/ckpt//step-300.pt, and
 
 
 def test_objects_rclone_skipped_are_named_and_nothing_is_verified(make_pm):
-    """Issue 23, case 4: rclone copies 2 of 5 objects, exits 0; ``rclone check`` saw 2 match."""
+    """Issue 23, case 4: rclone copies 2 of 4 objects, exits 0; ``rclone check`` saw 2 match."""
     pm = make_pm(
         FAKE_SOURCE=SOURCE_5,
         FAKE_AFTER=entries(("step-100.pt", 10, "aa"), ("/step-200.pt", 10, "bb")),
@@ -306,18 +305,35 @@ def test_objects_rclone_skipped_are_named_and_nothing_is_verified(make_pm):
         sync(pm, SRC, DST)
     message = str(raised.value)
     assert message.startswith(
-        "sync aliyun:ckpt-bj/run1 -> tencent:ckpt-gz/run1 not verified: 3 missing on the "
-        "destination (a/../step-500.pt, ckpt//step-300.pt, ./step-400.pt); rclone logged 1 "
+        "sync aliyun:ckpt-bj/run1 -> tencent:ckpt-gz/run1 not verified: 2 missing on the "
+        "destination (ckpt//step-300.pt, ./step-400.pt); rclone logged 1 "
         'error(s) (first: ckpt/: Entry doesn\'t belong in directory "ckpt/"'
     )
     assert "\n" not in message
     result = raised.value.result
     assert (result.verified, result.matched) == (False, 2)
     assert result.differences == (
-        "missing on destination: a/../step-500.pt",
         "missing on destination: ckpt//step-300.pt",
         "missing on destination: ./step-400.pt",
     )
+
+
+@pytest.mark.parametrize(
+    "name", ["a/．．/step-500.pt", "．．/esc.pt", "a/．/b.pt", "run/．", "run/．．"]
+)
+def test_names_with_dot_segments_are_refused_by_name_before_anything_is_copied(
+    make_pm, fake_rclone, name
+):
+    """Issue 29, case 6: rclone fails these with "object not found", naming none."""
+    source = entries(("step-100.pt", 10, "aa"), (name, 10, "ee"))
+    with pytest.raises(UsageError) as raised:
+        sync(make_pm(FAKE_SOURCE=source), SRC, DST)
+    assert str(raised.value) == (
+        "sync aliyun:ckpt-bj/run1 -> tencent:ckpt-gz/run1: rclone cannot copy 1 object(s) "
+        f"whose names have '.' or '..' segments: {shown(name)}; rename them in the source "
+        "(nothing was copied)"
+    )
+    assert "copy" not in commands(fake_rclone())
 
 
 def test_an_error_rclone_logged_fails_the_sync_even_when_the_listings_agree(make_pm):

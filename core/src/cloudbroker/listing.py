@@ -56,6 +56,19 @@ def shown(path: str) -> str:
     return "/".join(_DOTS.get(part, part) for part in path.split("/"))
 
 
+def uncopyable(listing: Listing) -> list[str]:
+    """Names (as the cloud stores them) rclone cannot copy: a ``..`` segment anywhere, or a
+    ``.`` segment after the first (``a/../b``, ``a/./b``, ``a/..``). rclone fails the whole
+    copy on them with "object not found", naming none; a leading ``./`` and ``//`` are
+    copied or skipped object by object, and the verification names those."""
+    found = []
+    for path in listing:
+        parts = shown(path).split("/")
+        if ".." in parts or "." in parts[1:]:
+            found.append(shown(path))
+    return sorted(found)
+
+
 def named(names: Iterable[str], limit: int = NAMED) -> str:
     """``a, b, c`` for at most ``limit`` names, then ``and N more``."""
     items = list(names)

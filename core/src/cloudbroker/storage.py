@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict
 from cloudbroker import rclone
 from cloudbroker.costs import TransferKind, egress_cost, route
 from cloudbroker.errors import DeleteRefused, UsageError, VerificationError
-from cloudbroker.listing import Comparison, Listing, compare, named, shown
+from cloudbroker.listing import Comparison, Listing, compare, named, shown, uncopyable
 from cloudbroker.models import BucketRef, PriceSheet, RegionTerms, Route
 from cloudbroker.money import DecimalStr, Money
 from cloudbroker.plugins import PluginManager
@@ -297,6 +297,12 @@ def sync(
     with session(pm, sides, deadline_seconds) as run, ThreadPoolExecutor(1) as pool:
         pricing = pool.submit(price_sheet, pm, source)
         listed, before = run.survey(*sides)
+        if bad := uncopyable(listed):
+            raise UsageError(
+                f"sync {bucket_label(src)} -> {bucket_label(dst)}: rclone cannot copy "
+                f"{len(bad)} object(s) whose names have '.' or '..' segments: {named(bad)}; "
+                "rename them in the source (nothing was copied)"
+            )
         pending = compare(listed, before, mirror=delete)
         plan = delete_plan(destination, listed, before, pending) if delete else None
         if plan is not None and not dry_run:
