@@ -6,6 +6,7 @@ Each case is what a fuzzing run found broken; the test fails on the code before 
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 
@@ -108,3 +109,40 @@ def test_quote_names_a_plugin_that_failed_to_import_as_providers_does(clean_env,
         done.stdout
     )
     assert "aliyun" in done.stdout  # the others' answers are there
+
+
+# -- config show: redaction by key and by value shape ------------------------------------------
+
+HIDDEN_BY_SHAPE = """
+[providers.example]
+passphrase = "S1"
+pass = "S2"
+bearer = "S3"
+jwt = "S4"
+cookie = "S5"
+session_cookie = "S6"
+endpoint = "https://admin:S7@minio.example:9000/bucket"
+proxy = "socks5://u:S8@10.0.0.1:1080"
+header = "Authorization: Bearer S9"
+note = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.S10"
+[providers.example.shown]
+region = "cn-beijing"
+url = "https://oss-cn-beijing.aliyuncs.com/path"
+user_only = "https://admin@minio.example"
+"""
+
+
+def test_config_show_redacts_secret_names_and_secret_shaped_values(clean_env, tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(HIDDEN_BY_SHAPE)
+    done = run_cli("config", "show", env={**clean_env, "CLOUDBROKER_CONFIG": str(path)})
+    assert done.returncode == 0, done.stderr
+    assert not any(f"S{i}" in done.stdout for i in range(1, 11)), done.stdout
+    example = json.loads(done.stdout.split("\n", 1)[1])["providers"]["example"]
+    assert example["endpoint"] == "https://admin:***@minio.example:9000/bucket"  # still says where
+    assert example["proxy"] == "socks5://u:***@10.0.0.1:1080"
+    assert example["shown"] == {
+        "region": "cn-beijing",
+        "url": "https://oss-cn-beijing.aliyuncs.com/path",
+        "user_only": "https://admin@minio.example",
+    }

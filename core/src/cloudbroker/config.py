@@ -31,8 +31,15 @@ from cloudbroker.errors import CloudBrokerError, ConfigError, UsageError, quoted
 #: A setting whose name contains one of these words is shown as ``***`` by ``config show``,
 #: with everything under it. Broad on purpose: hiding a harmless value costs nothing.
 SECRET_NAME = re.compile(
-    r"secret|pass(word|wd)|pwd|token|credential|auth|private|key|(^|[_-])(ak|sk)($|[_-])", re.I
+    r"secret|pass|pwd|token|credential|auth|private|key|bearer|jwt|cookie"
+    r"|(^|[_-])(ak|sk)($|[_-])",
+    re.I,
 )
+#: Values that are secrets whatever their key: a password in a URL (``https://u:PW@host``,
+#: the password replaced), a bearer token, a JSON Web Token (three base64url parts, the
+#: first ``eyJ``: a JSON object), a PEM block.
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^/\s@]*(?=@)")
+_SECRET_VALUE = re.compile(r"-----BEGIN|\bbearer\s+\S|\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.", re.I)
 #: Names the rule above would hide that are no secret: the name of the SSH key pair that
 #: launches use (the private key stays with the user; the cloud only knows the public one),
 #: and rclone's ``env_auth`` switch (true: read credentials from the environment).
@@ -186,7 +193,8 @@ def redacted(value: Any, key: str = "") -> Any:
     """A copy of ``value`` with every secret-looking entry (and all under it) as ``***``.
 
     Secret-looking: a key that :data:`SECRET_NAME` matches (except :data:`SHOWN_NAMES`), or
-    a text that holds a PEM block (``-----BEGIN ...``) whatever its key.
+    a text shaped like a secret whatever its key (a PEM block, a bearer token, a JWT); a
+    password inside a URL is replaced alone, so the URL still says where it points.
     """
     if secret_name(key):
         return REDACTED
@@ -194,8 +202,10 @@ def redacted(value: Any, key: str = "") -> Any:
         return {k: redacted(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
         return [redacted(v) for v in value]
-    if isinstance(value, str) and "-----BEGIN" in value:
-        return REDACTED
+    if isinstance(value, str):
+        if _SECRET_VALUE.search(value):
+            return REDACTED
+        return _URL_PASSWORD.sub(lambda m: m.group("head") + REDACTED, value)
     return value
 
 
