@@ -365,3 +365,38 @@ def test_watch_stops_a_placement_at_its_budget_and_says_why(tmp_path):
     assert broker.store.require_placement(pid)["status"] == "down"
     order = kinds(broker, pid)
     assert order.index("budget-warning") < order.index("budget-exhausted") < order.index("down")
+
+
+def unpriced(broker, cloud: str, index: int) -> None:
+    """The planner's ``cloud`` offers with offer ``index`` unpriced (a plugin's price sheet
+    that names a row without a price, yet ranks it)."""
+    candidates = broker._candidates
+
+    def with_unpriced(*args, **kwargs):
+        found, report = candidates(*args, **kwargs)
+        quotes = list(found[cloud])
+        quotes[index] = quotes[index].model_copy(update={"hourly": None})
+        return {**found, cloud: quotes}, report
+
+    broker._candidates = with_unpriced
+
+
+def test_a_budget_on_an_unpriced_offer_is_refused_in_one_line(tmp_path):
+    """Issue 29, case 3: the guard counted its spend as 0 and could never fire."""
+    broker, *_ = world(tmp_path)
+    unpriced(broker, "ten", 0)
+    with pytest.raises(UsageError) as caught:
+        broker.plan(request(budget=Money.of(100, "USD")))
+    assert str(caught.value) == (
+        "budget: ten gpu8 in z1 has no published hourly price, so its spend cannot be counted "
+        "against a budget; accepted: max_hours alone, or another cloud or region"
+    )
+    assert broker.plan(request(max_hours=Decimal(5)))["max_hours"] == "5"  # hours alone: fine
+
+
+def test_with_a_budget_an_unpriced_fallback_offer_is_left_out_of_the_plan(tmp_path):
+    broker, *_ = world(tmp_path)
+    unpriced(broker, "ten", 1)
+    spec = broker.plan(request(budget=Money.of(100, "USD")))
+    assert [o["zone"] for o in spec["sides"]["b"]["offers"]] == ["z1"]
+    assert all(o["hourly"] for side in spec["sides"].values() for o in side["offers"])

@@ -86,6 +86,23 @@ def _billing(q: Quote, sheet: PriceSheet) -> BillingRule | None:
     return next(found, None)
 
 
+def _priced(candidates: dict[str, list[Quote]], name: Spelling) -> dict[str, list[Quote]]:
+    """With a budget, each cloud's offers without a published hourly price left out (spend
+    on them could not be counted, so the guard would never fire); UsageError when a cloud's
+    best offer is one (no fallback is preferred silently to what the plan would launch)."""
+    priced = {}
+    for cloud, quotes in candidates.items():
+        if quotes and quotes[0].hourly is None:
+            q = quotes[0]
+            raise UsageError(
+                f"{name('budget')}: {cloud} {q.instance_type} in {q.zone or q.region} has no "
+                "published hourly price, so its spend cannot be counted against a budget; "
+                f"accepted: {name('max_hours')} alone, or another cloud or region"
+            )
+        priced[cloud] = [q for q in quotes if q.hourly is not None]
+    return priced
+
+
 class PlannedJob(BaseModel):
     gpu: str
     count: int
@@ -226,6 +243,8 @@ class Planning(BrokerCore):
         candidates, report = self._candidates(
             request, sorted({*primaries, *standbys}), sheets, types, live
         )
+        if request.budget is not None:  # the guard counts spend at known prices only
+            candidates = _priced(candidates, name)
         candidates = {p: qs for p, qs in candidates.items() if qs}
         best = None
         for a in primaries:
