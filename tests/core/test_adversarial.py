@@ -146,3 +146,99 @@ def test_config_show_redacts_secret_names_and_secret_shaped_values(clean_env, tm
         "url": "https://oss-cn-beijing.aliyuncs.com/path",
         "user_only": "https://admin@minio.example",
     }
+
+
+# -- the budget guard and a host clock that steps ----------------------------------------------
+
+HOUR = 3600.0
+
+
+def guarded(tmp_path: Path, budget: int = 100):
+    """A placement of ali (20 USD/h) with a budget, up, on a broker whose clock can step."""
+    from decimal import Decimal
+
+    from support.broker_fakes import Clock, FakeReplicator, fake_world
+
+    from cloudbroker.broker import Broker, PlaceRequest
+    from cloudbroker.models import parse_bucket
+    from cloudbroker.money import Money
+    from cloudbroker.state import open_store
+
+    pm, clouds = fake_world(ali="20", ten="30")
+    clock = Clock()
+    broker = Broker(
+        pm,
+        open_store(tmp_path / "state.db"),
+        FakeReplicator(clouds),
+        clock=clock,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+        poll_interval=0,
+    )
+    pid, _ = broker.place(
+        PlaceRequest(
+            gpu="A100",
+            count=8,
+            hours=Decimal(10),
+            primary="ali",
+            standby="ten",
+            bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
+            standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
+            budget=Money.of(budget, "USD"),
+        )
+    )
+    broker.up(pid)
+    return broker, clouds, clock, pid
+
+
+def kinds(broker, pid) -> list[str]:
+    return [e.kind for e in broker.store.events(pid)]
+
+
+def test_a_clock_stepped_12_h_forward_is_not_spend(tmp_path):
+    """Issue 29, case 2: the guard said 105 % after a minute and stopped the job."""
+    broker, clouds, clock, pid = guarded(tmp_path)
+    placement = broker.store.require_placement(pid)
+    assert broker.enforce_budget(placement, interval=30) is None
+    clock.sleep(60)
+    clock.step(12 * HOUR)
+    assert broker.enforce_budget(placement, interval=30) is None  # not 105 %: not stopped
+    [step] = [e for e in broker.store.events(pid) if e.kind == "clock-step"]
+    assert step.detail["step_seconds"] == 12 * HOUR
+    assert len(clouds["ali"].live()) == 1
+    clock.sleep(4.1 * HOUR)  # real running: 82 USD, counted
+    line = broker.enforce_budget(placement, interval=30)
+    assert line is not None and "(82 %)" in line
+
+
+def test_a_clock_stepped_a_day_back_still_stops_at_the_budget(tmp_path):
+    """Issue 29, case 2: stepped back, the guard never fired (306 % of the budget)."""
+    broker, clouds, clock, pid = guarded(tmp_path)
+    placement = broker.store.require_placement(pid)
+    broker.enforce_budget(placement, interval=30)
+    clock.sleep(HOUR)
+    clock.step(-24 * HOUR)
+    broker.enforce_budget(placement, interval=30)
+    assert kinds(broker, pid).count("clock-step") == 1
+    clock.sleep(4.1 * HOUR)  # 5.1 h in all: 102 USD
+    line = broker.enforce_budget(placement, interval=30)
+    assert line is not None and "stopped at its budget" in line
+    assert clouds["ali"].live() == []
+
+
+def test_the_watch_refuses_a_step_larger_than_its_interval_as_spend(tmp_path):
+    broker, clouds, clock, pid = guarded(tmp_path)
+    heard = []
+
+    def on_event(event):
+        heard.append(event)
+        if event.kind == "check" and len([h for h in heard if h.kind == "check"]) == 1:
+            clock.step(12 * HOUR)  # between the first check and the second
+
+    broker.on_event = on_event
+    broker.watch(pid, interval=30, until=lambda: sum(h.kind == "check" for h in heard) >= 3)
+    assert "budget-exhausted" not in kinds(broker, pid)
+    assert kinds(broker, pid).count("clock-step") == 1
+    [warning] = [h for h in heard if h.kind == "warning"]
+    assert warning.message.startswith("this host's clock stepped forward 12.0 h between two")
+    assert len(clouds["ali"].live()) == 1

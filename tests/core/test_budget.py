@@ -28,6 +28,7 @@ def world(tmp_path, **options):
         replicator,
         clock=clock,
         sleep=clock.sleep,
+        monotonic=clock.monotonic,
         poll_interval=0,
         **options,
     )

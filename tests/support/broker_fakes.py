@@ -231,13 +231,24 @@ def fake_world(**prices: str) -> tuple[PluginManager, dict[str, FakeCloud]]:
 
 
 class Clock:
-    """Epoch seconds that move only when slept: waits cost nothing, deadlines still pass."""
+    """Epoch seconds that move only when slept: waits cost nothing, deadlines still pass.
+
+    :meth:`monotonic` moves with it, except by :meth:`step`: a host's clock set forward or
+    back (NTP, a hand), which the monotonic clock does not see.
+    """
 
     def __init__(self) -> None:
         self.now = time.time()
+        self.stepped = 0.0
 
     def __call__(self) -> float:
-        return self.now
+        return self.now + self.stepped
 
     def sleep(self, seconds: float) -> None:
         self.now += seconds
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def step(self, seconds: float) -> None:
+        self.stepped += seconds

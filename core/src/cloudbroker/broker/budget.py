@@ -13,12 +13,17 @@ silent 0.
 The watcher calls :meth:`Budgeting.enforce_budget` at each check: a ``budget-warning`` event
 once at :data:`WARN_AT` of the budget or of the hours, and at 100 %, a last checkpoint sync
 (bounded, as a failover's) and ``down``, after a ``budget-exhausted`` event saying why.
+
+A host's clock can step (NTP, a VM resumed, a hand): between two checks of one watcher, the
+guard compares the clock's advance with the monotonic clock's; a difference larger than the
+check interval is refused as spend (a ``clock-step`` event says by how much) and the guard
+goes on judging by the monotonic clock.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -312,20 +317,63 @@ def spend(
     )
 
 
+@dataclass
+class _Judged:
+    """The guard's last look at the clocks for one placement, and the steps it refused."""
+
+    wall: float
+    mono: float
+    offset: float = 0.0  # seconds added to the wall clock: minus the steps refused so far
+
+
+@dataclass
+class _Clocks:
+    by_placement: dict[str, _Judged] = field(default_factory=dict)
+
+
 class Budgeting(Lifecycle, Failover):
     """The watcher's budget guard: warn at :data:`WARN_AT`, stop a placement at its limit."""
+
+    def judged_now(self, placement_id: str, interval: float | None) -> float:
+        """The time spend is judged at: the clock, less every step of it larger than
+        ``interval`` between two calls (measured against the monotonic clock), each recorded
+        as a ``clock-step`` event. ``interval`` None: the clock as it is (one look)."""
+        wall, mono = self.clock(), self.monotonic()
+        clocks = self.__dict__.setdefault("_guard_clocks", _Clocks()).by_placement
+        last = clocks.get(placement_id)
+        offset = last.offset if last else 0.0
+        if last is not None and interval is not None:
+            step = (wall - last.wall) - (mono - last.mono)
+            if abs(step) > interval:
+                offset -= step
+                way = "forward" if step > 0 else "back"
+                detail = {"step_seconds": round(step, 3), "interval": interval}
+                self.store.event(placement_id, "clock-step", detail)
+                self._emit(
+                    placement_id,
+                    "warning",
+                    f"this host's clock stepped {way} {span(abs(step))} between two checks "
+                    f"(more than the {interval:g} s interval): not counted as spend; the "
+                    "budget is judged by the monotonic clock",
+                    **detail,
+                )
+        clocks[placement_id] = _Judged(wall, mono, offset)
+        return wall + offset
 
     def spend(self, placement_id: str) -> Spend:
         """The placement's spend so far, at the broker's clock."""
         return spend(self.store, self._placement(placement_id), self.fx, self.clock())
 
-    def enforce_budget(self, placement: dict[str, Any]) -> str | None:
+    def enforce_budget(
+        self, placement: dict[str, Any], interval: float | None = None
+    ) -> str | None:
         """Warn once at :data:`WARN_AT` of the budget or the hours; at 100 %, sync a last
         checkpoint and terminate the placement as ``down`` does. A line saying what
         happened, None when nothing did (no limit, not running, under :data:`WARN_AT`).
 
         A placement stopped for its budget whose ``down`` left instances (a cloud did not
-        answer) gets ``down`` again at each call, until none is left.
+        answer) gets ``down`` again at each call, until none is left. ``interval``: the
+        watcher's check interval, the largest clock step accepted (see :meth:`judged_now`).
         """
         spec, pid = placement["spec"], placement["id"]
         if spec.get("budget") is None and spec.get("max_hours") is None:
@@ -337,7 +385,7 @@ class Budgeting(Lifecycle, Failover):
             if not any(e.kind == "budget-exhausted" for e in events):
                 return None  # the user's `down`: theirs to finish
             return self._stop(pid, "budget exhausted earlier")
-        spent = spend(self.store, placement, self.fx, self.clock())
+        spent = spend(self.store, placement, self.fx, self.judged_now(pid, interval))
         used = spent.fraction
         if used is None or used < WARN_AT:
             return None

@@ -154,7 +154,7 @@ class Watching(Budgeting):
         placement_id = watched.placement_id
         placement = placement or self._placement(placement_id)
         try:
-            if budget := self.enforce_budget(placement):
+            if budget := self.enforce_budget(placement, interval):
                 placement = self._placement(placement_id)
                 if placement["status"] == "down":
                     return Checked(stopped=budget)
