@@ -145,6 +145,35 @@ def test_primary_api_unreachable_uses_last_replica_and_shows_the_orphan(tmp_path
     assert clouds["ali"].live() == [] and clouds["ten"].live() == []
 
 
+def test_a_former_primary_not_terminated_is_labelled_so_and_the_watch_ends_it(tmp_path):
+    """Issue 29, case 1: it showed as ``standby ... running`` and kept billing until ``down``."""
+    broker, clouds, _ = setup(tmp_path)
+    pid, _ = place(broker)
+    broker.up(pid)
+    [old] = clouds["ali"].live()
+    clouds["ali"].down = True  # its API (and storage) down through the failover
+    broker.failover(pid, "outage")
+    roles = {(i["provider"], i["role"]) for i in broker.status(pid, refresh=False)["instances"]}
+    assert roles == {("ali", "former primary"), ("ten", "primary")}  # never "standby"
+    heard = []
+    broker.on_event = heard.append
+    broker.watch(pid, interval=1, until=lambda: sum(e.kind == "check" for e in heard) >= 1)
+    said = [e.message for e in heard if e.kind == "warning"]
+    assert said and said[0].startswith(f"former primary ali {old} not terminated yet")
+    assert clouds["ali"].live() == [old]  # the outage goes on: tried again at each check
+    clouds["ali"].down = False  # the outage ends: the next check terminates it
+    heard.clear()
+    broker.watch(pid, interval=1, until=lambda: sum(e.kind == "check" for e in heard) >= 1)
+    assert clouds["ali"].live() == []
+    assert f"former primary ali {old} terminated" in [e.message for e in heard]
+    status = broker.status(pid)
+    assert {(i["provider"], i["role"], i["state"]) for i in status["instances"]} == {
+        ("ali", "former primary", "terminated"),
+        ("ten", "primary", "running"),
+    }
+    assert status["status"] == "up"
+
+
 def test_killed_mid_failover_then_resumed_leaves_one_standby(tmp_path):
     broker, clouds, _ = setup(tmp_path)
     pid, _ = place(broker)

@@ -119,12 +119,14 @@ class Lifecycle(BrokerCore):
                 entry["error"] = open_rows[row.idempotency_key]
             if refresh and row.state in ASKED and row.instance_id:
                 entry.update(self._cloud_state(row))
+            key = row.idempotency_key
             if entry["state"] not in LIVE:  # an ended instance, or a launch that made none
-                key = row.idempotency_key
                 if row.instance_id is None:
                     entry["role"] = launched_as.get(key, entry["role"])
                 else:
                     entry["role"] = f"former {'primary' if key in was_primary else 'standby'}"
+            elif row.side != primary and key in was_primary:  # not terminated yet: still billing
+                entry["role"] = "former primary"
             instances.append(entry)
         spec = placement["spec"]
         return {

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cloudbroker.broker.budget import Budgeting
+from cloudbroker.broker.fencing import Fencing
 from cloudbroker.broker.records import FAILED_STATES, bucket_text, span
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost, StateError
 from cloudbroker.lease import Lease
@@ -67,7 +68,7 @@ class Checked:
     stopped: str | None = None  # why this placement is no longer watched (`down` requested)
 
 
-class Watching(Budgeting):
+class Watching(Fencing, Budgeting):
     """Watches a placement that is up and fails it over when its primary fails."""
 
     #: How often ``watch`` asks whether the standby's offer is still in stock (seconds).
@@ -181,6 +182,8 @@ class Watching(Budgeting):
                 message = f"{status}, not up: waiting for `cloudbroker up`"
                 self._emit(placement_id, "check", message, status=status)
                 return Checked()
+            for line in self.retire_former_primaries(placement):  # billing: until confirmed
+                self._emit(placement_id, "warning", line)
             primary, standby = self._roles(placement)
             health = self._health(placement_id, primary)
             watched.consecutive = watched.consecutive + 1 if health.reason else 0
