@@ -6,12 +6,18 @@ Each case is what a fuzzing run found broken; the test fails on the code before 
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import shutil
+import subprocess
+from contextlib import contextmanager
 from datetime import date
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli
+from support.cli import PLACE, one_line, run_cli
 
 from cloudbroker import plugins
 from cloudbroker.errors import PluginError
@@ -155,8 +161,6 @@ HOUR = 3600.0
 
 def guarded(tmp_path: Path, budget: int = 100):
     """A placement of ali (20 USD/h) with a budget, up, on a broker whose clock can step."""
-    from decimal import Decimal
-
     from support.broker_fakes import Clock, FakeReplicator, fake_world
 
     from cloudbroker.broker import Broker, PlaceRequest
@@ -242,3 +246,101 @@ def test_the_watch_refuses_a_step_larger_than_its_interval_as_spend(tmp_path):
     [warning] = [h for h in heard if h.kind == "warning"]
     assert warning.message.startswith("this host's clock stepped forward 12.0 h between two")
     assert len(clouds["ali"].live()) == 1
+
+
+# -- a read-only state directory, bad plugin folders, two `up` at once --------------------------
+
+
+@contextmanager
+def read_only_dir(path: Path):
+    """A folder nobody may create files in: chmod for a user, the immutable flag for root."""
+    if os.geteuid() != 0:
+        path.chmod(0o555)
+        try:
+            yield
+        finally:
+            path.chmod(0o755)
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", path]).returncode:
+        pytest.skip("running as root without chattr: no way to make a folder read-only")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", path], check=True)
+
+
+def test_list_and_status_read_a_state_file_in_a_read_only_folder(clean_env, tmp_path):
+    """Issue 29, case 8: both said "cannot be opened" though reading is all they need."""
+    env = {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
+    folder = tmp_path / "state"
+    folder.mkdir()
+    state = str(folder / "s.db")
+    placed = run_cli(*PLACE, "--json", "--state", state, env=env)
+    assert placed.returncode == 0, placed.stderr
+    pid = json.loads(placed.stdout)["id"]
+    gc.collect()  # the in-process `place` closes its connection: SQLite removes its WAL files
+    assert sorted(p.name for p in folder.iterdir()) == ["s.db"]
+    with read_only_dir(folder):
+        listed = run_cli("list", "--json", "--state", state, env=env)
+        assert listed.returncode == 0, listed.stderr
+        assert [p["id"] for p in json.loads(listed.stdout)] == [pid]
+        shown = run_cli("status", pid, "--json", "--state", state, env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["status"] == "planned"
+        said = " ".join(shown.stderr.split())
+        assert said.endswith(
+            "cannot be written: instance states as last recorded (the clouds were not asked)"
+        )
+        line = one_line(run_cli("up", pid, "--state", state, env=env), 1)  # writers say why
+        assert "cannot be opened" in line or "read-only" in line
+
+
+@pytest.mark.parametrize(
+    "directory", ["/dev/zero", "/dev/null", "/proc/version", "/tmp/" + "d" * 400]
+)
+def test_plugin_new_into_a_place_it_cannot_write_is_one_line(clean_env, directory):
+    line = one_line(run_cli("plugin", "new", "neocloud", "--dir", directory, env=clean_env))
+    assert "--dir" in line
+
+
+def test_plugin_new_with_a_400_character_name_is_one_line(clean_env, tmp_path):
+    line = one_line(run_cli("plugin", "new", "n" * 400, "--dir", str(tmp_path), env=clean_env))
+    assert "invalid plugin name" in line
+
+
+def test_the_second_of_two_ups_at_once_does_not_claim_down_was_requested(tmp_path):
+    """Both ``up`` began (starting) and launched with the same keys; the first finished."""
+    from support.broker_fakes import FakeReplicator, fake_world
+
+    from cloudbroker.broker import Broker, PlaceRequest
+    from cloudbroker.models import parse_bucket
+    from cloudbroker.state import open_store
+
+    pm, clouds = fake_world(ali="20", ten="30")
+    broker = Broker(pm, open_store(tmp_path / "s.db"), FakeReplicator(clouds), poll_interval=0)
+    pid, _ = broker.place(
+        PlaceRequest(
+            gpu="A100",
+            count=8,
+            hours=Decimal(1),
+            primary="ali",
+            standby="ten",
+            bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
+            standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
+        )
+    )
+    finish = broker.store.finish_up
+    others: list = []
+
+    def the_other_up_finishes_first(placement_id, detail):
+        if not others:
+            others.append(None)
+            others[0] = broker.up(placement_id)  # the other `up`, all the way
+        finish(placement_id, detail)
+
+    broker.store.finish_up = the_other_up_finishes_first  # type: ignore[method-assign]
+    rows = broker.up(pid)
+    assert [r.instance_id for r in rows] == [r.instance_id for r in others[0]]
+    assert len(clouds["ali"].live()) == 1  # one instance: the same launch key
+    assert broker.store.require_placement(pid)["status"] == "up"
+    assert [e.kind for e in broker.store.events(pid)].count("up") == 1

@@ -19,7 +19,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from string import Template
 
-from cloudbroker.errors import UsageError
+from cloudbroker.errors import UsageError, quoted
 
 #: A provider name: the entry point's name, and part of the package and variable names.
 NAME = re.compile(r"[a-z][a-z0-9]{1,30}")
@@ -57,9 +57,23 @@ def new_plugin(name: str, parent: Path, *, today: date | None = None) -> Path:
     """
     check_name(name)
     target = parent / f"cloudbroker-{name}"
-    if target.exists():
-        raise UsageError(f"{target} already exists; remove it or choose another directory")
-    values = {
+    try:
+        if target.exists():
+            raise UsageError(f"{target} already exists; remove it or choose another directory")
+        if parent.exists() and not parent.is_dir():
+            raise UsageError(f"--dir {quoted(str(parent))} is not a directory")
+        _write(target, values_of(name, today))
+    except OSError as exc:  # too long a name, no space, read-only: one line, not a traceback
+        raise UsageError(
+            f"cannot write {quoted(str(target))}: {exc.strerror or exc}; accepted: --dir "
+            "a writable directory"
+        ) from None
+    return target
+
+
+def values_of(name: str, today: date | None) -> dict[str, str]:
+    """What the template's placeholders become."""
+    return {
         "name": name,
         "package": f"cloudbroker_{name}",
         "distribution": f"cloudbroker-{name}",
@@ -67,9 +81,12 @@ def new_plugin(name: str, parent: Path, *, today: date | None = None) -> Path:
         "env": name.upper(),
         "today": (today or date.today()).isoformat(),
     }
+
+
+def _write(target: Path, values: dict[str, str]) -> None:
+    """Every template file under ``target``, its placeholders filled in."""
     for relative, source in sorted(_files(files(__package__) / "template")):
         path = target / relative.replace("/package/", f"/{values['package']}/")
         path = path.with_name(path.name.removesuffix(".tmpl"))
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(Template(source.read_text("utf-8")).substitute(values), "utf-8")
-    return target

@@ -59,6 +59,18 @@ class SQLite(Backend):
         self._check_file(create and not read_only)
         mode = "ro" if read_only else "rwc" if create else "rw"
         try:
+            self._open(mode)
+        except StateError:
+            if not (read_only and self._no_log()):
+                raise
+            # A WAL file read in a folder it may not write to: SQLite cannot make the shared
+            # memory file beside it. With no write-ahead log left (nothing written since the
+            # last checkpoint, or no writer), the file alone is the whole state: read it so.
+            self._open("ro&immutable=1")
+        self._identity = self._stat()
+
+    def _open(self, mode: str) -> None:
+        try:
             self._db = sqlite3.connect(
                 f"file:{quote(str(self.path.absolute()))}?mode={mode}",
                 uri=True,
@@ -72,12 +84,20 @@ class SQLite(Backend):
         self._db.create_function("clock", 0, time.time)  # a lease's clock: this host's
         with self._translated():
             self._db.execute("PRAGMA busy_timeout=30000")
-            if read_only:
+            if mode.startswith("ro"):
                 self._check_version()
             else:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._migrate()
-        self._identity = self._stat()
+
+    def _no_log(self) -> bool:
+        """No write-ahead log with content beside the file (all is in the file itself)."""
+        try:
+            return Path(f"{self.path}-wal").stat().st_size == 0
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
 
     def reopen(self) -> SQLite:
         return SQLite(str(self.path), create=False, read_only=self._read_only)

@@ -119,8 +119,13 @@ class Store(Leases):
 
     def finish_up(self, placement_id: str, detail: dict[str, Any]) -> None:
         with self.transaction(placement_id) as tx:
-            if self._status(tx, placement_id) != "starting":
+            status = self._status(tx, placement_id)
+            if status == "up":  # another `up` of it finished first, with the same launch keys
+                return
+            if status in ("stopping", "down"):
                 raise Conflict(f"{placement_id}: `down` was requested while it was starting")
+            if status != "starting":
+                raise Conflict(f"{placement_id} became {status} while it was starting")
             tx.execute("UPDATE placements SET status = 'up' WHERE id = ?", (placement_id,))
             self._event(tx, placement_id, "up", detail)
 

@@ -12,6 +12,7 @@ from cloudbroker.cli import options
 from cloudbroker.cli.output import console, err_console
 from cloudbroker.cli.progress import Lines
 from cloudbroker.cli.table import FitTable, show
+from cloudbroker.errors import StateError
 from cloudbroker.lease import lease_ttl
 from cloudbroker.state import Store, open_store
 
@@ -41,6 +42,18 @@ def _show(table: FitTable) -> None:
 def _state(location: str | None) -> Store:
     """The existing state store: only ``place`` creates a file, so a mistyped path is an error."""
     return open_store(location, create=False)
+
+
+def _state_to_read(location: str | None) -> tuple[Store, bool]:
+    """The existing state store, and whether it could be opened for writing: read-only when
+    it cannot (a read-only file or folder), for commands that can do with reading."""
+    try:
+        return _state(location), True
+    except StateError as exc:
+        try:
+            return open_store(location, create=False, read_only=True), False
+        except StateError:
+            raise exc from None
 
 
 STATE = typer.Option(

@@ -10,8 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from cloudbroker.cli import app
-from cloudbroker.cli.broker.common import STATE, _broker, _show, _state
-from cloudbroker.cli.output import console, print_json
+from cloudbroker.cli.broker.common import STATE, _broker, _show, _state_to_read
+from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import clock, when
 from cloudbroker.cli.table import Column, FitTable
 
@@ -36,8 +36,16 @@ def status(
 ) -> None:
     """Roles, every instance launched (its state on the cloud now), the spend so far against
     the budget, the last failover's RTO and RPO, and the latest events with their time."""
-    broker = _broker(_state(state))
-    report = broker.status(placement_id)
+    store, writable = _state_to_read(state)
+    broker = _broker(store)
+    report = broker.status(placement_id, refresh=writable)  # what a cloud says is recorded
+    if not writable:
+        err_console.print(
+            f"note: {store.location} cannot be written: instance states as last recorded "
+            "(the clouds were not asked)",
+            markup=False,
+            highlight=False,
+        )
     spent = broker.spend(placement_id)
     report["spend"] = spent.model_dump(mode="json")
     if json_output:
