@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from contextlib import contextmanager
 from datetime import date
 from decimal import Decimal
@@ -344,3 +345,42 @@ def test_the_second_of_two_ups_at_once_does_not_claim_down_was_requested(tmp_pat
     assert len(clouds["ali"].live()) == 1  # one instance: the same launch key
     assert broker.store.require_placement(pid)["status"] == "up"
     assert [e.kind for e in broker.store.events(pid)].count("up") == 1
+
+
+def test_catalog_refresh_refuses_an_empty_region_before_asking_the_cloud(clean_env):
+    asked = []
+    real = plugins.PluginManager.list_instance_types
+
+    def spy(self, *args, **kwargs):
+        asked.append(args)
+        return real(self, *args, **kwargs)
+
+    plugins.PluginManager.list_instance_types = spy  # type: ignore[method-assign]
+    try:
+        for region in ("", " ", " cn-beijing"):
+            argv = ("catalog", "refresh", "--provider", "aliyun", "--region", region)
+            line = one_line(run_cli(*argv, env=clean_env))
+            assert line.startswith(f"error: --region {region!r}: not a region name")
+    finally:
+        plugins.PluginManager.list_instance_types = real  # type: ignore[method-assign]
+    assert asked == []
+
+
+WHILE_LOADING = """
+import os, signal, sys, time
+from cloudbroker import cli
+def loading(argv):  # SIGTERM arrives while the command still loads
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+cli._full = loading
+sys.argv = ["cloudbroker", "watch", "--all"]
+cli.main()
+"""
+
+
+@pytest.mark.slow
+def test_watch_all_sigterm_while_it_starts_exits_0_not_143(clean_env):
+    done = subprocess.run(
+        [sys.executable, "-c", WHILE_LOADING], env=clean_env, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cloudbroker.catalog import COLUMNS
-from cloudbroker.errors import CloudBrokerError, UsageError
+from cloudbroker.errors import CloudBrokerError, UsageError, quoted
 from cloudbroker.models import ComputePrice, InstanceType, Market, PriceSheet, Source
 from cloudbroker.plugins import FanOut, PluginManager
 from cloudbroker.provider import CatalogProvider, api_endpoint, user_catalog_dir
@@ -220,6 +220,12 @@ def refresh(
     if manager.offline:
         raise UsageError("a catalog refresh asks the cloud: load plugins with offline=False")
     manager.require(provider)
+    for region in regions or ():
+        if not region.strip() or region != region.strip():  # never sent to the cloud
+            raise UsageError(
+                f"--region {quoted(region)}: not a region name; accepted: a region such as "
+                "cn-beijing (repeat for more), or no --region for every region"
+            )
     if terms_source_dir is None:
         terms_source_dir = packaged_data_dir(manager, provider)
     say = progress or (lambda message, done: None)

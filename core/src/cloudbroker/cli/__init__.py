@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> None:
         from cloudbroker.cli import fast
 
         args = sys.argv[1:]
+        if args[:1] == ["watch"] and "--all" in args:
+            _stop_cleanly_while_starting()
         try:
             if fast.serve(args):
                 return
@@ -63,6 +65,18 @@ def main(argv: list[str] | None = None) -> None:
             _full(argv)
         return
     _full(argv)
+
+
+def _stop_cleanly_while_starting() -> None:
+    """``watch --all`` runs as a service: SIGTERM while it loads (a second or more, before its
+    watcher handles signals) ends it with 0, as SIGTERM to the running watcher does; nothing
+    is held yet (the watcher's own handler replaces this one before it takes a lease)."""
+    import signal
+
+    def stop(number: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _full(argv: list[str] | None) -> None:
