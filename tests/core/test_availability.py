@@ -560,6 +560,8 @@ def test_place_live_cli_says_each_offers_availability_and_read_time(
     clouds["ali"].sold_out = {"z1"}
     clouds["ten"].stock_down = True
     monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: broker.pm)
+    # place checks the buckets: on these fake clouds, in memory (rclone would ask the network)
+    monkeypatch.setattr("cloudbroker.storage.RcloneReplicator", lambda pm: broker.replicator)
     env = {**clean_env, "CLOUDBROKER_DATA_DIR": str(tmp_path / "data")}
     args = ("place", "--gpu", "A100", "--count", "8", "--hours", "72", "--primary", "ali",
             "--standby", "ten", "--bucket", "ali:ckpt-a/run1", "--standby-bucket",

@@ -174,6 +174,56 @@ def test_a_former_primary_not_terminated_is_labelled_so_and_the_watch_ends_it(tm
     assert status["status"] == "up"
 
 
+def test_place_refuses_a_bucket_that_does_not_exist_and_records_nothing(tmp_path):
+    """Issue 29, case 4: replication then failed quietly, and a failover said RPO None."""
+    broker, _, replicator = setup(tmp_path)
+    replicator.missing.add("ckpt-b")
+    with pytest.raises(UsageError) as caught:
+        place(broker)
+    assert str(caught.value).startswith(
+        "standby_bucket ten:ckpt-b/run1 (in r1, the region of the ten offer) cannot be used: "
+        "bucket 'ckpt-b' not found"
+    )
+    assert broker.store.placement_ids() == []
+
+
+def test_a_replication_that_keeps_failing_is_an_alert_and_a_status_line(tmp_path):
+    broker, _, replicator = setup(tmp_path)
+    pid, _ = place(broker, sync_every=1.0)
+    broker.up(pid)
+    heard = []
+    broker.on_event = heard.append
+    clock = Clock()
+    broker.clock, broker.sleep = clock, clock.sleep
+    replicator.missing.add("ckpt-b")
+    real = replicator.replicate
+
+    def failing(src, dst, *, deadline_seconds=None):
+        replicator.check(dst)
+        return real(src, dst, deadline_seconds=deadline_seconds)
+
+    replicator.replicate = failing
+    checks = 0
+
+    def until() -> bool:
+        nonlocal checks
+        checks += 1
+        return checks > 4
+
+    broker.watch(pid, interval=2, until=until)
+    alerts = [e for e in heard if e.kind == "alert"]
+    assert len(alerts) == 1  # once per run of failures, at the third
+    assert alerts[0].message.startswith("replication has failed 3 times in a row")
+    kinds = [e.kind for e in broker.store.events(pid)]
+    assert kinds.count("replication-alert") == 1 and kinds.count("replication-failed") == 4
+    failing_now = broker.status(pid, refresh=False)["replication_failing"]
+    assert failing_now["failures"] == 4 and "not found" in failing_now["error"]
+    replicator.missing.clear()  # it works again: no alert left
+    checks = 3
+    broker.watch(pid, interval=2, until=until)
+    assert broker.status(pid, refresh=False)["replication_failing"] is None
+
+
 def test_killed_mid_failover_then_resumed_leaves_one_standby(tmp_path):
     broker, clouds, _ = setup(tmp_path)
     pid, _ = place(broker)

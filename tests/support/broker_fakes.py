@@ -195,6 +195,7 @@ class FakeReplicator:
         self.clouds = clouds
         self.buckets: dict[tuple[str, str], dict[str, float]] = {}
         self.calls = 0
+        self.missing: set[str] = set()  # bucket names that do not exist (check refuses them)
         self.seconds = 0.0
         self.deadlines: list[float | None] = []
 
@@ -216,6 +217,12 @@ class FakeReplicator:
             raise ProviderUnavailable(f"copy stopped at its {deadline_seconds:g} s deadline")
         time.sleep(self.seconds)
         self._bucket(dst).update(self._bucket(src))
+
+    def check(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> None:
+        """Like the real one: the bucket exists (not in ``missing``), and takes a write."""
+        if bucket.bucket in self.missing:
+            raise NotFoundError(f"bucket {bucket.bucket!r} not found (NoSuchBucket)")
+        self._bucket(bucket)
 
     def newest(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> float | None:
         objects = self._bucket(bucket)

@@ -119,3 +119,5 @@ class PlacementStatus(_Report):
     failover: dict[str, Any] | None
     last_failover: FailoverResult | None
     events: tuple[dict[str, Any], ...]
+    # replication failed REPLICATION_ALERT_AFTER times or more in a row: failures, since, error
+    replication_failing: dict[str, Any] | None = None

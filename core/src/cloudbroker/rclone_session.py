@@ -207,6 +207,21 @@ class Session:
             return exc
         return self._redacted(side_error(side, log.last_error() or "rclone lsjson failed"))
 
+    def writable(self, side: Side) -> None:
+        """Write an empty object into the side's probe folder, then delete it; the typed
+        error of the first that fails (a bucket that lists but refuses writes fails here)."""
+        target = f"{side.probe_target}writable"
+        for args in (["touch", target], ["deletefile", target]):
+            log = TransferLog()
+            bound = self.bound(PROBE_SECONDS, cap=True)
+            late = f"{side.label}: no answer to {args[0]} within {bound}"
+            code = self.run(
+                [*args, "--low-level-retries", PROBE_RETRIES], log, bound=bound, late=late
+            )
+            if code != 0:
+                failed = log.last_error() or f"rclone {args[0]} failed"
+                raise self._redacted(side_error(side, f"cannot write: {failed}"))
+
     def preflight(self, *sides: Side) -> None:
         """Probe the sides at once; raise the first failing side's error, if any."""
         with ThreadPoolExecutor(len(sides)) as pool:

@@ -378,6 +378,15 @@ class RcloneReplicator:
         read from the source (the budget guard prices them as egress)."""
         return sync(self.pm, src, dst, deadline_seconds=deadline_seconds).bytes
 
+    def check(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> None:
+        """The bucket exists, answers at its region's endpoint with these credentials, and
+        takes a write (an empty probe object, deleted again); else the typed error."""
+        check_deadline(deadline_seconds)
+        side = resolve_side(self.pm, "bucket", bucket, "cbbucket")
+        with session(self.pm, (side,), deadline_seconds) as run:
+            run.preflight(side)
+            run.writable(side)
+
     def newest(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> float | None:
         """Modification time (epoch seconds) of the newest object in ``bucket``, or None."""
         check_deadline(deadline_seconds)

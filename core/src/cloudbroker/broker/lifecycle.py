@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from cloudbroker.broker.core import BrokerCore
-from cloudbroker.broker.records import ASKED, LIVE, bucket_text, described, last_failover
+from cloudbroker.broker.records import (
+    ASKED,
+    LIVE,
+    bucket_text,
+    described,
+    last_failover,
+    replication_failing,
+)
 from cloudbroker.errors import CloudBrokerError, NotFoundError
 from cloudbroker.models import InstanceState
 from cloudbroker.state import Event, InstanceRow
@@ -141,6 +148,7 @@ class Lifecycle(BrokerCore):
             "instances": instances,
             "failover": self.store.failover(placement_id),
             "last_failover": last_failover(events),
+            "replication_failing": replication_failing(events),
             "events": [{"at": e.at, "kind": e.kind, **e.detail} for e in events],
         }
 

@@ -14,8 +14,17 @@ from pydantic import BaseModel, Field
 from cloudbroker import limits
 from cloudbroker.broker.budget import budget_money
 from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.records import bucket_text
 from cloudbroker.costs import egress_cost
-from cloudbroker.errors import CloudBrokerError, Spelling, UsageError, keyword, quoted
+from cloudbroker.errors import (
+    AuthError,
+    CloudBrokerError,
+    NotFoundError,
+    Spelling,
+    UsageError,
+    keyword,
+    quoted,
+)
 from cloudbroker.models import BillingRule, BucketRef, EgressTerms, Market, PriceSheet
 from cloudbroker.money import Money
 from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
@@ -84,6 +93,10 @@ def _billing(q: Quote, sheet: PriceSheet) -> BillingRule | None:
     row = (q.instance_type, q.region, q.zone, q.market)
     found = (p.rule for p in sheet.compute if (p.instance_type, p.region, p.zone, p.market) == row)
     return next(found, None)
+
+
+#: How long checking one bucket at plan time may take (a listing, a write, a delete).
+BUCKET_CHECK_SECONDS = 60.0
 
 
 def _priced(candidates: dict[str, list[Quote]], name: Spelling) -> dict[str, list[Quote]]:
@@ -349,11 +362,43 @@ class Planning(BrokerCore):
             complete=len(known) == len(lines) and primary.complete,
         )
 
+    def _check_buckets(self, request: PlaceRequest, spec: dict[str, Any], name: Spelling) -> None:
+        """Each side's bucket exists, answers in the region of its offer and takes a write,
+        or the plan is refused naming it: a bucket that does not would make every
+        replication fail, and a failover's RPO unknown. A cloud without credentials here
+        cannot be asked: a note says so (its first replication will)."""
+        check = getattr(self.replicator, "check", None)
+        if check is None:
+            return
+        for key in ("a", "b"):
+            bucket = BucketRef(**spec["sides"][key]["bucket"])
+            flag = name(
+                "bucket" if bucket.provider == request.bucket.provider else "standby_bucket"
+            )
+            where = f"{flag} {bucket_text(spec['sides'][key]['bucket'])}"
+            infos = self.pm.provider_info(providers=[bucket.provider], timeout=10)
+            info = infos.results.get(bucket.provider)
+            if info is None or not info.credentials.configured:
+                self._emit(
+                    "", "note", f"{where} not checked: no {bucket.provider} credentials here"
+                )
+                continue
+            try:
+                check(bucket, deadline_seconds=BUCKET_CHECK_SECONDS)
+            except CloudBrokerError as exc:
+                kind = UsageError if isinstance(exc, NotFoundError | AuthError) else type(exc)
+                raise kind(
+                    f"{where} (in {bucket.region}, the region of the {bucket.provider} offer) "
+                    f"cannot be used: {exc}; accepted: an existing bucket there that these "
+                    "credentials may write"
+                ) from None
+
     def place(
         self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
     ) -> tuple[str, dict[str, Any]]:
         """Plan, then record the plan as a new placement (the store is touched only then)."""
         spec = self.plan(request, name, live)
+        self._check_buckets(request, spec, name)
         placement_id = f"pl-{uuid.uuid4().hex[:10]}"
         self.store.add_placement(placement_id, spec)
         return placement_id, spec

@@ -143,6 +143,30 @@ def bucket_text(bucket: dict[str, Any]) -> str:
     return f"{bucket['provider']}:{bucket['bucket']}/{bucket['path']}".rstrip("/")
 
 
+#: Replications failed in a row (since the last that worked, or the last swap) that make an
+#: alert: a ``replication-alert`` event and a line in ``status``.
+REPLICATION_ALERT_AFTER = 3
+
+
+def replication_failing(events: list[Event]) -> dict[str, Any] | None:
+    """The replications failed in a row at the end of the log (``failures``, ``since``: the
+    first one's time, ``error``: the last one's), once there are
+    :data:`REPLICATION_ALERT_AFTER`; None while replication works (or failed less)."""
+    failed: list[Event] = []
+    for event in events:
+        if event.kind == "replication-failed":
+            failed.append(event)
+        elif event.kind in ("replicated", "roles-swapped"):
+            failed = []
+    if len(failed) < REPLICATION_ALERT_AFTER:
+        return None
+    return {
+        "failures": len(failed),
+        "since": failed[0].at,
+        "error": failed[-1].detail.get("error"),
+    }
+
+
 def last_failover(events: list[Event]) -> dict[str, Any] | None:
     """The last completed failover as ``status`` shows it (``from``, ``to``, ``reason``,
     ``rto_seconds``, ``rpo_seconds``: None when unknown), or None if there was none."""

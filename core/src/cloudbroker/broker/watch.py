@@ -11,7 +11,13 @@ from typing import Any
 
 from cloudbroker.broker.budget import Budgeting
 from cloudbroker.broker.fencing import Fencing
-from cloudbroker.broker.records import FAILED_STATES, bucket_text, span
+from cloudbroker.broker.records import (
+    FAILED_STATES,
+    REPLICATION_ALERT_AFTER,
+    bucket_text,
+    replication_failing,
+    span,
+)
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost, StateError
 from cloudbroker.lease import Lease
 from cloudbroker.models import BucketRef
@@ -198,6 +204,7 @@ class Watching(Fencing, Budgeting):
             if now - watched.last_sync >= placement["spec"]["sync_every"]:
                 watched.replica = self._replicate(placement, primary, standby, watched.replica)
                 watched.last_sync = now
+                self._alert_replication(placement_id)
             self._check(placement, primary, health, watched.consecutive, failures, watched.replica)
             watched.stock = self._standby_stock(placement, standby, watched.stock)
         except (LeaseLost, StateError):
@@ -322,6 +329,22 @@ class Watching(Fencing, Budgeting):
         if "standby_newest" not in detail:
             return _Replica(self.clock(), replica.newest, replica.listed)
         return _Replica(self.clock(), detail["standby_newest"], True)
+
+    def _alert_replication(self, placement_id: str) -> None:
+        """Replication failing :data:`REPLICATION_ALERT_AFTER` times in a row: an
+        ``replication-alert`` event and an ``alert`` line, once per run of failures (a
+        failover now would lose every checkpoint since the last copy that worked)."""
+        failing = replication_failing(self.store.events(placement_id))
+        if failing is None or failing["failures"] != REPLICATION_ALERT_AFTER:
+            return
+        self.store.event(placement_id, "replication-alert", failing)
+        self._emit(
+            placement_id,
+            "alert",
+            f"replication has failed {failing['failures']} times in a row "
+            f"(last: {failing['error']}); checkpoints since are only on the primary",
+            **failing,
+        )
 
     def _standby_stock(self, placement: dict[str, Any], standby: str, last: _Stock) -> _Stock:
         """Every ``standby_check_every`` seconds, ask whether the standby's planned offer can

@@ -89,6 +89,14 @@ def status(
             f"{'unknown' if rpo is None else f'{rpo:.1f} s'}",
             markup=False,
         )
+    if failing := report["replication_failing"]:
+        console.print(
+            f"alert: replication has failed {failing['failures']} times in a row since "
+            f"{when(failing['since'])} (last: {failing['error']}); checkpoints since then "
+            "are only on the primary",
+            style="red",
+            markup=False,
+        )
     if report["failover"]:
         console.print(
             f"failover in progress at step {report['failover']['step']}; "
