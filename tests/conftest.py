@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +34,41 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if contract and getattr(item, "originalname", item.name) in CONTRACT_PROCESS_TESTS:
             item.add_marker(pytest.mark.slow)
 
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the tests while N busy loops compete for the CPU (scripts/busy.py)",
+    )
+    parser.addoption(
+        "--busy-seconds",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="the busy loops stop by themselves after S seconds (default 3600)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--busy N``: the run (not each xdist worker) starts the bounded busy loops."""
+    workers = config.getoption("--busy")
+    if workers and not os.environ.get("PYTEST_XDIST_WORKER"):
+        script = Path(__file__).parent.parent / "scripts" / "busy.py"
+        seconds = str(config.getoption("--busy-seconds"))
+        config.stash[BUSY] = subprocess.Popen([sys.executable, str(script), str(workers), seconds])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    busy = config.stash.get(BUSY, None)
+    if busy is not None:
+        busy.terminate()
+        busy.wait(30)
+
+
+BUSY = pytest.StashKey[subprocess.Popen]()
 
 #: What the test tools themselves keep in the working directory (both in .gitignore).
 TOOL_CACHES = {".hypothesis", ".pytest_cache"}

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 from support.broker_fakes import Clock, FakeReplicator, fake_world
+from support.machine import factor, within
 
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.errors import ProviderUnavailable, ThrottledError, UsageError
@@ -535,7 +536,7 @@ def test_final_sync_past_its_deadline_goes_on_with_the_newest_replica(tmp_path):
     replicator.seconds = 30
     started = time.monotonic()
     result = broker.failover(pid, "outage")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < within(5)
     assert replicator.deadlines[-1] == 0.2
     assert result["to"] == "ten" and result["rpo_seconds"] >= 300
     skipped = [e for e in broker.store.events(pid) if e.kind == "final-sync-skipped"]
@@ -543,17 +544,18 @@ def test_final_sync_past_its_deadline_goes_on_with_the_newest_replica(tmp_path):
 
 
 def test_a_live_holder_keeps_its_lease_through_a_long_final_sync(tmp_path):
-    broker, clouds, replicator = setup(tmp_path, lease_ttl=0.3)
+    ttl = 0.3 * factor()  # the heartbeat thread renews it in time on a busy machine too
+    broker, clouds, replicator = setup(tmp_path, lease_ttl=ttl)
     pid, _ = place(broker)
     broker.up(pid)
-    replicator.seconds = 1.5  # five lease lifetimes
+    replicator.seconds = 5 * ttl  # five lease lifetimes
     done = threading.Event()
     thread = threading.Thread(target=lambda: (broker.failover(pid), done.set()))
     thread.start()
     other = open_store(tmp_path / "state.db")
     takeovers = []
     while not done.wait(0.05):
-        if broker.store.failover(pid) and other.acquire_lease(pid, "second-watcher", 0.3):
+        if broker.store.failover(pid) and other.acquire_lease(pid, "second-watcher", ttl):
             takeovers.append(time.monotonic())
             other.release_lease(pid, "second-watcher")
     thread.join(5)
@@ -580,7 +582,7 @@ def test_a_dead_holders_lease_expires_and_a_new_watcher_finishes_its_failover(tm
 
     broker.sleep = lambda s: time.sleep(0.02)
     broker.watch(pid, interval=0.02, until=until)
-    assert swapped.is_set() and time.monotonic() - started < 3
+    assert swapped.is_set() and time.monotonic() - started < within(3)
     assert len(clouds["ten"].live()) == 1 and clouds["ali"].live() == []
     with pytest.raises(LeaseLost):  # and the dead holder, were it only paused, cannot act
         dead.advance_failover(pid, "launch", "final-sync-done", from_step="final-sync")
@@ -598,7 +600,7 @@ def test_manual_failover_waits_out_a_dead_holder_but_leaves_a_live_watcher_alone
         started = time.monotonic()
         with pytest.raises(Conflict, match="watch-live holds the lease"):
             broker.failover(pid)
-        assert time.monotonic() - started < 3 and clouds["ten"].launch_calls == 0
+        assert time.monotonic() - started < within(3) and clouds["ten"].launch_calls == 0
     finally:
         watcher.release()
     open_store(tmp_path / "state.db").acquire_lease(pid, "failover-killed", 0.3)  # never renewed

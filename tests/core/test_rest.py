@@ -10,6 +10,7 @@ import time
 from typing import ClassVar
 
 import pytest
+from support.machine import within
 
 from cloudbroker.context import HookContext
 from cloudbroker.errors import (
@@ -146,7 +147,7 @@ def test_a_silent_endpoint_is_unavailable_with_the_cloud_named(cloud):
     started = time.monotonic()
     with pytest.raises(ProviderUnavailable, match=r"^Tiny Cloud did not answer: "):
         run(cloud)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < within(5)
 
 
 def test_the_endpoint_is_the_env_then_the_setting_then_the_default():

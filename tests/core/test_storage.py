@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from support.machine import within
 
 from cloudbroker import rclone, rclone_session
 from cloudbroker.errors import (
@@ -427,7 +428,7 @@ def test_a_hanging_rclone_is_killed_with_its_children_at_the_deadline(make_pm, f
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded) as raised:
         sync(make_pm(FAKE_HANG="copy"), SRC, DST, deadline_seconds=1.5)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < within(10)
     assert str(raised.value) == (
         "copy aliyun:ckpt-bj/run1 -> tencent:ckpt-gz/run1 not finished within the 1.5 s "
         "deadline; the objects copied so far are kept and the next sync copies the rest"
@@ -443,7 +444,7 @@ def test_a_silent_side_is_named_with_its_bound(make_pm, monkeypatch):
         DeadlineExceeded, match=r"^source aliyun:ckpt-bj/run1: no answer within 0.5 s$"
     ):
         sync(make_pm(FAKE_HANG="lsjson", FAKE_HANG_REMOTE="cbsrc:"), SRC, DST)
-    assert time.monotonic() - started < 5  # the source's listing was stopped with its probe
+    assert time.monotonic() - started < within(5)  # the source's listing was stopped with its probe
 
 
 def test_the_copy_bound_grows_with_the_bytes_to_copy(make_pm, monkeypatch):
@@ -459,7 +460,7 @@ def test_the_copy_bound_grows_with_the_bytes_to_copy(make_pm, monkeypatch):
         DeadlineExceeded, match=r"not finished within 3 s \(1 s \+ 2\.0 MiB at 1\.0 MiB/s\)"
     ):
         sync(pm, SRC, DST)
-    assert 3 <= time.monotonic() - started < 10
+    assert 3 <= time.monotonic() - started < within(10)
 
 
 @pytest.mark.parametrize("seconds", [0, -1, float("nan"), float("inf"), 1e308])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import typing
 from decimal import Decimal
 
 import pytest
 from support.broker_fakes import FakeCloud, FakeReplicator, fake_world
+from support.machine import within
 
 from cloudbroker import answers, hookspecs, models, plugins, tco
 from cloudbroker.broker import Broker, PlacementSpec, PlaceRequest
@@ -76,13 +78,31 @@ def test_one_provider_asked_through_a_fan_out_hook_raises_its_typed_error():
         availability.one()
 
 
+class Meeting(FakeCloud):
+    """Each hook waits until all four calls (two hooks of two providers) are under way: asked
+    one after another, the first would wait alone and fail."""
+
+    def __init__(self, name: str, price: str, meeting: threading.Barrier) -> None:
+        super().__init__(name, price)
+        self.meeting = meeting
+
+    @hookimpl
+    def list_instance_types(self, ctx, regions):
+        self.meeting.wait()
+        return super().list_instance_types(ctx, regions)
+
+    @hookimpl
+    def price(self, ctx, regions):
+        self.meeting.wait()
+        return super().price(ctx, regions)
+
+
 def test_the_catalog_fan_out_asks_both_hooks_of_every_provider_at_once():
-    pm = PluginManager(env={})
+    meeting = threading.Barrier(4, timeout=within(5))
+    pm = PluginManager(env={}, timeout=within(10))
     for name in ("a", "b"):
-        pm.register(Slow(name, "20"), name)
-    started = time.monotonic()
+        pm.register(Meeting(name, "20", meeting), name)
     types, sheets, failures = pm.catalogs()
-    assert time.monotonic() - started < 0.75  # 4 x 0.4 s in turn would be 1.6 s
     assert (sorted(types), sorted(sheets), failures) == (["a", "b"], ["a", "b"], {})
 
 

@@ -17,6 +17,7 @@ from decimal import Decimal
 
 import pytest
 from support.broker_fakes import FakeReplicator, fake_world
+from support.machine import within
 
 from cloudbroker.broker import Broker
 from cloudbroker.broker.watch_all import WatchAll
@@ -153,7 +154,7 @@ def test_three_watchers_share_the_placements_evenly_each_owned_once(world):
     for running in watchers:
         for pid in running.watcher.owned:
             assert any(e.kind == "check" for e in running.said if e.placement_id == pid)
-        assert running.watcher.stats.worst_late < INTERVAL  # every check within its interval
+        assert running.watcher.stats.worst_late < within(INTERVAL)  # checks kept their interval
 
 
 def test_a_placement_added_later_is_picked_up_without_a_restart(world):
@@ -178,7 +179,7 @@ def test_a_dead_watchers_placements_are_taken_within_the_ttl(world):
         lambda: set(world.owners()) == set(ids) and "dead" not in world.owners().values(),
         what="the dead watcher's placements taken",
     )
-    assert time.monotonic() - died < TTL + 1.0
+    assert time.monotonic() - died < within(TTL + 1.0)
     assert sorted(len(r.watcher.owned) for r in live) == [3, 3]
     taken = [e for e in world.broker.store.events(ids[0]) if e.kind == "lease-taken"]
     assert taken[-1].detail["from"] == "dead" and taken[-1].detail["holder"] in ("w1", "w2")
