@@ -38,8 +38,7 @@ def main(argv: list[str]) -> int:
         return 2
     deadline = time.monotonic() + seconds
     children = [
-        multiprocessing.Process(target=spin, args=(deadline,), daemon=True)
-        for _ in range(workers)
+        multiprocessing.Process(target=spin, args=(deadline,), daemon=True) for _ in range(workers)
     ]
     for child in children:
         child.start()
