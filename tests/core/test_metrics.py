@@ -20,6 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support.broker_fakes import FakeReplicator, fake_world
 from support.cli import run_cli
+from support.machine import within
 
 from cloudbroker import metrics
 from cloudbroker.errors import ConfigError, NotFoundError, ProviderUnavailable, UsageError
@@ -173,7 +174,7 @@ def test_replication_lag_is_the_age_of_the_standbys_newest_checkpoint(store, ser
     store.request_down("down")
     samples = served(reopen(store))()
     lag = value(samples, "cloudbroker_replication_lag_seconds", placement="listed")
-    assert lag is not None and 300 <= lag < 330
+    assert lag is not None and 300 <= lag < 300 + within(10)
     for unknown in ("not-listed", "empty", "swapped", "down"):
         assert value(samples, "cloudbroker_replication_lag_seconds", placement=unknown) is None
 
@@ -373,7 +374,7 @@ def test_watch_serves_metrics_while_it_watches_and_they_agree_with_status(world,
     assert seen is not None, "the watch never replicated twice"
     assert value(seen, "cloudbroker_placements", status="up") == 1
     lag = value(seen, "cloudbroker_replication_lag_seconds", placement=world.pid)
-    assert lag is not None and 300 <= lag < 360
+    assert lag is not None and 300 <= lag < 300 + within(20)
     assert (value(seen, "cloudbroker_cloud_calls_total", provider="ali", hook="launch") or 0) >= 1
     with pytest.raises(urllib.error.URLError):  # the watch ended: its server too
         scrape(world.replicator.url)
@@ -433,19 +434,19 @@ def test_a_watch_all_process_serves_metrics_until_sigterm(clean_env, tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + within(30)
         while True:
             try:
                 samples = scrape(f"http://127.0.0.1:{port}/metrics")
                 break
             except urllib.error.URLError:
                 assert watcher.poll() is None, watcher.communicate()
-                assert time.monotonic() < deadline, "no metrics after 30 s"
+                assert time.monotonic() < deadline, "no metrics in time"
                 time.sleep(0.2)
         assert value(samples, "cloudbroker_state_up") == 1
         assert value(samples, "cloudbroker_placements", status="planned") == 1
         assert value(samples, "process_cpu_seconds_total") is not None
     finally:
         watcher.send_signal(signal.SIGTERM)
-        _, err = watcher.communicate(timeout=30)
+        _, err = watcher.communicate(timeout=within(30))
     assert watcher.returncode == 0, err

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 from support.broker_fakes import FakeReplicator, fake_world
 from support.cli import run_cli
+from support.machine import within
 
 from cloudbroker.state import open_store
 
@@ -61,7 +62,7 @@ def terminate_once_watched(world, checks: int = 2) -> threading.Thread:
             if len(live) == len(world.ids):
                 break
             time.sleep(0.05)
-        time.sleep(checks * 0.1 + 0.3)
+        time.sleep(within(checks * 0.1 + 0.3))  # each placement checked `checks` times
         os.kill(os.getpid(), signal.SIGTERM)
 
     thread = threading.Thread(target=run, daemon=True)
