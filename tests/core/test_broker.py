@@ -175,6 +175,53 @@ def test_a_former_primary_not_terminated_is_labelled_so_and_the_watch_ends_it(tm
     assert status["status"] == "up"
 
 
+class FolderReplicator(FakeReplicator):
+    """Buckets by folder too: each generation of checkpoints is a folder of its own."""
+
+    def _bucket(self, ref):
+        super()._bucket(ref)  # storage down: raises
+        return self.buckets.setdefault((ref.provider, ref.bucket, ref.path), {})
+
+
+def test_the_new_primary_writes_a_new_generation_the_former_one_cannot_reach(tmp_path):
+    """Issue 29, case 1: the old primary trained on to step 1000 while the new one resumed
+    from 625; nothing of the old one's later checkpoints may reach the new generation."""
+    pm, clouds = fake_world(ali="20", ten="25")
+    replicator = FolderReplicator(clouds)
+    broker = Broker(pm, open_store(tmp_path / "s.db"), replicator, sleep=lambda s: None)
+    pid, _ = place(broker, sync_every=0.001)
+    broker.up(pid)
+    gen0_a, gen0_b = parse_bucket("ali:ckpt-a/run1", "x"), parse_bucket("ten:ckpt-b/run1", "x")
+    replicator.write(gen0_a, "step-625.pt", time.time() - 60)
+    broker.watch(pid, interval=0, until=lambda: replicator.calls >= 1)  # replicated once
+    clouds["ali"].down = True  # API and storage: the old primary cannot be stopped
+    result = broker.failover(pid, "outage")
+    assert result["generation"] == 1
+    gen1_a, gen1_b = (
+        parse_bucket("ali:ckpt-a/run1.gen1", "x"),
+        parse_bucket("ten:ckpt-b/run1.gen1", "x"),
+    )
+    [new] = clouds["ten"].live()
+    assert (
+        "CLOUDBROKER_CHECKPOINT_URI=ckpt:ckpt-b/run1.gen1"
+        in (clouds["ten"].instances[new]["user_data"])
+    )
+    assert "step-625.pt" in replicator._bucket(gen1_b)  # it resumes from the replica
+    clouds["ali"].down = False
+    replicator.write(gen0_a, "step-1000.pt")  # the former primary trains on, writes on
+    replicator.write(gen1_b, "step-650.pt")  # the new primary's first checkpoint
+    calls = replicator.calls
+    broker.watch(pid, interval=0, until=lambda: replicator.calls > calls)
+    assert set(replicator._bucket(gen1_a)) == {"step-625.pt", "step-650.pt"}  # no step-1000
+    assert "step-1000.pt" not in replicator._bucket(gen1_b)
+    assert "step-1000.pt" not in replicator._bucket(gen0_b)  # nor the old generation's copy
+    assert broker.status(pid, refresh=False)["buckets"] == {
+        "primary": "ten:ckpt-b/run1.gen1",
+        "standby": "ali:ckpt-a/run1.gen1",
+    }
+    assert clouds["ali"].live() == []  # and the watch terminated the former primary
+
+
 def test_place_refuses_a_bucket_that_does_not_exist_and_records_nothing(tmp_path):
     """Issue 29, case 4: replication then failed quietly, and a failover said RPO None."""
     broker, _, replicator = setup(tmp_path)
@@ -562,7 +609,7 @@ def test_a_live_holder_keeps_its_lease_through_a_long_final_sync(tmp_path):
     assert takeovers == []
     events = broker.store.events(pid)
     assert sum(e.kind == "failure-detected" for e in events) == 1
-    assert replicator.calls == 1 and len(clouds["ten"].live()) == 1
+    assert replicator.calls == 2 and len(clouds["ten"].live()) == 1  # final sync, generation 1
 
 
 def test_a_dead_holders_lease_expires_and_a_new_watcher_finishes_its_failover(tmp_path):

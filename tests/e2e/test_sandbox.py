@@ -92,7 +92,8 @@ def test_the_readme_sandbox_block_fails_over_and_the_job_resumes(clean_env, tmp_
     # a failure to get them is a "cloudbroker rclone:" line in the logs shown)
     assert "cloudbroker rclone:" not in out
 
-    resumed = int(re.search(r"^resumed from step (\d+) \(ckpt:ckpt/train\)$", out, re.M)[1])
+    # the new primary reads and writes generation 1 of the checkpoints (the fence)
+    resumed = int(re.search(r"^resumed from step (\d+) \(ckpt:ckpt/train\.gen1\)$", out, re.M)[1])
     stopped = int(re.search(r"^SIGTERM after step (\d+); stopping$", out, re.M)[1])
     every = 25
     # the newest checkpoint Aliyun finished writing (one may have been cut short by SIGKILL)

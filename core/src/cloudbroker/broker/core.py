@@ -19,6 +19,8 @@ from cloudbroker.broker.records import (
     LaunchState,
     Replicator,
     Unresolved,
+    generation,
+    generation_bucket,
     instance_ref,
     span,
 )
@@ -108,8 +110,21 @@ class BrokerCore:
             for r in self.store.instances(placement_id)
         )
 
-    def _launch(self, placement: dict[str, Any], side: str, key_parts: tuple) -> InstanceRow:
-        """Launch on ``side``, trying its offers in order on capacity errors.
+    def _bucket(self, placement: dict[str, Any], side: str, number: int | None = None) -> BucketRef:
+        """The side's checkpoint folder of generation ``number`` (default: the current one)."""
+        if number is None:
+            number = generation(self.store.events(placement["id"]))
+        return generation_bucket(placement["spec"]["sides"][side]["bucket"], number)
+
+    def _launch(
+        self,
+        placement: dict[str, Any],
+        side: str,
+        key_parts: tuple,
+        number: int | None = None,
+    ) -> InstanceRow:
+        """Launch on ``side``, trying its offers in order on capacity errors; its job writes
+        checkpoints of generation ``number`` (default: the current one).
 
         An interrupted run of the same ``key_parts`` resumes at the offer it was trying, with
         the same key, so the cloud answers with the instance it may already have made.
@@ -122,8 +137,7 @@ class BrokerCore:
         tried = {k for k, r in rows.items() if r.state != LaunchState.NO_CAPACITY}
         started = [i for i, key in enumerate(keys) if key in tried]
         settings = self.pm.settings.get(provider, {})
-        bucket = spec["sides"][side]["bucket"]
-        remote = self.pm.sync_storage(provider, BucketRef(**bucket))
+        remote = self.pm.sync_storage(provider, self._bucket(placement, side, number))
         script = user_data(pid, side, remote, spec.get("startup_script"), settings)
         no_capacity = []
         if started:  # resuming: from the offer it was trying, in the planned order

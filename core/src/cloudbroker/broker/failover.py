@@ -12,12 +12,12 @@ from cloudbroker.broker.records import (
     FAILOVER_DOING,
     FAILOVER_STEPS,
     described,
+    generation,
     last_failover,
     span,
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost
 from cloudbroker.lease import Lease
-from cloudbroker.models import BucketRef
 
 
 class Failover(BrokerCore):
@@ -105,9 +105,7 @@ class Failover(BrokerCore):
         failover's final sync, the budget guard's last one). Its record: ``error`` when not
         all was copied, ``bytes`` copied when counted, ``seconds``, and ``rpo_seconds``: the
         age at ``at`` of the newest object in the target bucket (None: not known)."""
-        spec = placement["spec"]
-        src = BucketRef(**spec["sides"][source]["bucket"])
-        dst = BucketRef(**spec["sides"][target]["bucket"])
+        src, dst = self._bucket(placement, source), self._bucket(placement, target)
         detail: dict[str, Any] = {}
         started = time.monotonic()
         try:
@@ -128,19 +126,40 @@ class Failover(BrokerCore):
     def _launch_standby(self, placement, standby: str, fo: dict[str, Any]) -> str:
         pid = placement["id"]
         running = [r for r in self._live(pid, standby) if r.instance_id]
+        now = generation(self.store.events(pid))
+        promoted = ""
         if running and placement["spec"]["standby_mode"] == "hot":
-            row, did = running[0], "hot standby"
+            row, did, number = running[0], "hot standby", now  # it writes where it was told
         else:
-            row = self._launch(placement, standby, ("failover", fo["attempt"]))
+            number = now + 1  # the fence: the old primary's later checkpoints stay behind
+            promoted = self._promote(placement, standby, now, number)
+            row = self._launch(placement, standby, ("failover", fo["attempt"]), number)
             did = "launched"
         self.store.advance_failover(
             pid,
             "wait",
             "standby-launched",
-            {"standby_key": row.idempotency_key},
+            {"standby_key": row.idempotency_key, "generation": number},
             from_step="launch",
         )
-        return f"{did} {described(row)}"
+        return f"{did} {described(row)}{promoted}"
+
+    def _promote(self, placement, side: str, old: int, new: int) -> str:
+        """Copy the side's newest replica (generation ``old``) into generation ``new``, in
+        its own bucket, for the primary about to be launched there to resume from. A copy
+        that fails is said (the new primary then starts from what reached ``new``)."""
+        src, dst = self._bucket(placement, side, old), self._bucket(placement, side, new)
+        if src == dst:  # a bucket root: one generation
+            return ""
+        where = f"{dst.provider}:{dst.bucket}/{dst.path}"
+        try:
+            self.replicator.replicate(src, dst, deadline_seconds=self.final_sync_timeout)
+        except CloudBrokerError as exc:
+            self.store.event(
+                placement["id"], "promote-failed", {"generation": new, "error": str(exc)}
+            )
+            return f"; checkpoints not copied to generation {new} ({where}): {exc}"
+        return f"; it resumes from generation {new} ({where})"
 
     def _wait_standby(self, placement, fo: dict[str, Any]) -> str:
         row = next(
@@ -182,6 +201,7 @@ class Failover(BrokerCore):
             "from": spec["sides"][primary]["provider"],
             "to": spec["sides"][standby]["provider"],
             "reason": fo["reason"],
+            "generation": fo.get("generation", generation(self.store.events(placement["id"]))),
         }
         self.store.swap_primary(placement["id"], swapped)
         rpo_text = "unknown" if rpo is None else span(max(rpo, 0))

@@ -141,9 +141,9 @@ class Lifecycle(BrokerCore):
             "status": placement["status"],
             "primary": spec["sides"][primary]["provider"],
             "standby": spec["sides"][standby]["provider"],
-            "buckets": {
-                "primary": bucket_text(spec["sides"][primary]["bucket"]),
-                "standby": bucket_text(spec["sides"][standby]["bucket"]),
+            "buckets": {  # the folders of the generation written now
+                "primary": bucket_text(self._bucket(placement, primary).model_dump()),
+                "standby": bucket_text(self._bucket(placement, standby).model_dump()),
             },
             "instances": instances,
             "failover": self.store.failover(placement_id),

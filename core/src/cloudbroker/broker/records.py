@@ -143,6 +143,29 @@ def bucket_text(bucket: dict[str, Any]) -> str:
     return f"{bucket['provider']}:{bucket['bucket']}/{bucket['path']}".rstrip("/")
 
 
+def generation(events: list[Event]) -> int:
+    """The generation of the checkpoints the primary writes now: 0 at first, one more after
+    each failover that launched its primary (a hot standby taken over keeps its own)."""
+    swaps = [e for e in events if e.kind == "roles-swapped"]
+    return int(swaps[-1].detail.get("generation", 0)) if swaps else 0
+
+
+def generation_bucket(bucket: dict[str, Any], number: int) -> BucketRef:
+    """Where generation ``number`` of a side's checkpoints lives: the planned folder for the
+    first, then a sibling folder ``PATH.genN`` for the primary each failover launched.
+
+    The fence of a former primary its cloud could not stop: it goes on writing the old
+    generation's folder, which nothing reads or copies from any more; the new primary reads
+    and writes its own, and replication copies only the current generation. A bucket planned
+    without a folder (its root) has one generation: there is no sibling to write beside it.
+    """
+    ref = BucketRef(**bucket)
+    path = ref.path.strip("/")
+    if number == 0 or not path:
+        return ref
+    return ref.model_copy(update={"path": f"{path}.gen{number}"})
+
+
 #: Replications failed in a row (since the last that worked, or the last swap) that make an
 #: alert: a ``replication-alert`` event and a line in ``status``.
 REPLICATION_ALERT_AFTER = 3

@@ -20,7 +20,6 @@ from cloudbroker.broker.records import (
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost, StateError
 from cloudbroker.lease import Lease
-from cloudbroker.models import BucketRef
 
 STOPPED = ("stopping", "down")  # `down` was requested: nothing more to watch
 
@@ -300,12 +299,8 @@ class Watching(Fencing, Budgeting):
 
     def _replicate(self, placement, primary: str, standby: str, replica: _Replica) -> _Replica:
         """Copy the primary bucket into the standby's, then read the standby's newest object."""
-        spec = placement["spec"]
-        src = BucketRef(**spec["sides"][primary]["bucket"])
-        dst = BucketRef(**spec["sides"][standby]["bucket"])
-        route = f"{bucket_text(spec['sides'][primary]['bucket'])} -> " + bucket_text(
-            spec["sides"][standby]["bucket"]
-        )
+        src, dst = self._bucket(placement, primary), self._bucket(placement, standby)
+        route = f"{bucket_text(src.model_dump())} -> {bucket_text(dst.model_dump())}"
         started = time.monotonic()
         try:
             copied = self.replicator.replicate(src, dst)
