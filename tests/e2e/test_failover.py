@@ -164,7 +164,7 @@ class World:
 
 
 def wait_for(condition, timeout: float = 60, what: str = "condition"):
-    deadline = time.time() + timeout
+    deadline = time.time() + within(timeout)  # seconds on an idle machine
     while time.time() < deadline:
         value = condition()
         if value:

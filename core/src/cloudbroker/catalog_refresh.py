@@ -223,8 +223,8 @@ def refresh(
     for region in regions or ():
         if not region.strip() or region != region.strip():  # never sent to the cloud
             raise UsageError(
-                f"--region {quoted(region)}: not a region name; accepted: a region such as "
-                "cn-beijing (repeat for more), or no --region for every region"
+                f"region {quoted(region)} is not a region name; accepted: a region such as "
+                "cn-beijing, or none for every region"
             )
     if terms_source_dir is None:
         terms_source_dir = packaged_data_dir(manager, provider)

@@ -61,12 +61,12 @@ def new_plugin(name: str, parent: Path, *, today: date | None = None) -> Path:
         if target.exists():
             raise UsageError(f"{target} already exists; remove it or choose another directory")
         if parent.exists() and not parent.is_dir():
-            raise UsageError(f"--dir {quoted(str(parent))} is not a directory")
+            raise UsageError(f"{quoted(str(parent))} is not a directory; accepted: a directory")
         _write(target, values_of(name, today))
     except OSError as exc:  # too long a name, no space, read-only: one line, not a traceback
         raise UsageError(
-            f"cannot write {quoted(str(target))}: {exc.strerror or exc}; accepted: --dir "
-            "a writable directory"
+            f"cannot write {quoted(str(target))}: {exc.strerror or exc}; accepted: a "
+            "writable directory"
         ) from None
     return target
 
