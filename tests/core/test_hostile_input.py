@@ -339,6 +339,7 @@ def test_the_fuzz_covers_every_command():
     assert "sandbox up" not in COMMANDS
 
 
+@pytest.mark.slow  # fuzz: 50 examples of every command (the adversarial cases: test_adversarial)
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 @settings(
     max_examples=50,

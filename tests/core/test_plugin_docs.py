@@ -111,6 +111,7 @@ def guide_plugin(tmp_path: Path, clean_env: dict[str, str], entry_name: str | No
     return name, project, {**clean_env, "PYTHONPATH": str(tmp_path), "CLOUDBROKER_PLUGINS": name}
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_the_guide_steps_followed_literally_make_a_working_plugin(clean_env, tmp_path):
     name, project, env = guide_plugin(tmp_path, clean_env)
     rows = {row["name"]: row for row in cloudbroker(env, "providers")}
@@ -124,6 +125,7 @@ def test_the_guide_steps_followed_literally_make_a_working_plugin(clean_env, tmp
     assert [q["market"] for q in result["unpriced"]] == ["spot"]  # the empty price: unknown
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_an_entry_point_name_other_than_the_hooks_is_reported_not_dropped(clean_env, tmp_path):
     name, _, env = guide_plugin(tmp_path, clean_env, entry_name="mycloud")
     [row] = [r for r in cloudbroker(env, "providers") if r["name"] == name]

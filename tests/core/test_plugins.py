@@ -271,6 +271,7 @@ def test_routed_call_keeps_typed_errors_and_names_the_provider():
 SDK_MODULES = DEFAULT_SDK_MODULES
 
 
+@pytest.mark.slow  # a fresh interpreter each
 @pytest.mark.parametrize(
     "argv",
     [["providers", "--json"], ["quote", "--gpu", "A100", "--count", "8", "--json"]],

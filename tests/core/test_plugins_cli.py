@@ -69,6 +69,7 @@ def providers(clean_env: dict[str, str], site: Path, *argv: str) -> subprocess.C
     )
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_third_party_and_broken_plugins_are_listed_beside_the_built_in_ones(clean_env, site):
     done = providers(clean_env, site, "--json")
     assert done.returncode == 0, done.stderr
@@ -91,6 +92,7 @@ def test_third_party_and_broken_plugins_are_listed_beside_the_built_in_ones(clea
     )
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_the_table_shows_the_reason_a_plugin_failed_to_load(clean_env, site):
     done = providers(clean_env, site)
     assert done.returncode == 0, done.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cli import run_cli
@@ -38,6 +39,7 @@ HOURS = st.sampled_from(["1", "0.01", "36", "360", "4400", "0", "-1", "abc"])
 OUTPUT = st.sampled_from([[], ["--json"], ["--explain", "1"], ["--top", "3"]])
 
 
+@pytest.mark.slow  # fuzz
 @settings(
     max_examples=80,
     deadline=None,

@@ -198,6 +198,7 @@ def test_a_bad_bucket_is_one_line_exit_2(clean_env, fake_sync, args, message):
     assert r.stderr.startswith(message) and r.stderr.count("\n") == 1
 
 
+@pytest.mark.slow  # fuzz
 @settings(max_examples=60, deadline=None)
 @given(value=st.text(max_size=40) | st.floats(allow_nan=True).map(str))
 def test_any_deadline_text_is_accepted_or_refused_in_one_line(value):
