@@ -47,6 +47,10 @@ A provider ships two files inside its distribution (``cloudbroker_<cloud>/data/`
       { to = "mainland", price = "0.072 USD", source = "vpc-billing" },
       { to = "asia-pacific", price = "0.80 USD", source = "vpc-billing", note = "cross-border" },
     ]   # a link sold as bandwidth: bandwidth_mbps_month = [["100", "140 CNY"], ["", "35 CNY"]]
+        # a private line (CEN, CCN) adds private = true: used only with --route private
+    object_store = "OSS"                  # the region's object store as a route (optional):
+    object_store_internet = "0.50 CNY"    # its own rates, each with _source and _note;
+    object_store_internet_source = "oss"  # _same_region and _cross_region likewise
     cross_zone = "0 CNY"
     cross_zone_source = "vpc-billing"
     cross_zone_sides = 1                  # 2 when both zones pay (AWS: out and in)
@@ -85,6 +89,7 @@ from cloudbroker.models import (
     Gpu,
     InstanceType,
     Market,
+    ObjectStoreTerms,
     PriceSheet,
     Rate,
     RegionTerms,
@@ -220,7 +225,24 @@ def _route(raw: dict[str, Any], sources: dict[str, Source], where: str) -> Route
         ),
         source=source_ref(sources, raw.get("source"), f"{where}.source"),
         note=raw.get("note", ""),
+        private=bool(raw.get("private", False)),
     )
+
+
+def _object_store(
+    region: dict[str, Any], sources: dict[str, Source], where: str
+) -> ObjectStoreTerms | None:
+    """``object_store = "OSS"`` and its ``object_store_{same_region,internet,cross_region}``
+    rates (each with ``_source`` and ``_note``); a rate left out is a route not offered."""
+    name = region.get("object_store")
+    if not name:
+        return None
+    rates = {
+        kind: _rate(region, f"object_store_{kind}", sources, where)
+        for kind in ("same_region", "internet", "cross_region")
+        if f"object_store_{kind}" in region
+    }
+    return ObjectStoreTerms(name=name, **rates)
 
 
 def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str) -> RegionTerms:
@@ -251,6 +273,7 @@ def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str
             cross_region_to=routes,
             cross_zone=_rate(region, "cross_zone", sources, where),
             cross_zone_sides=region.get("cross_zone_sides", 1),
+            object_store=_object_store(region, sources, where),
         ),
         storage=StorageTerms(
             object_storage_gb_month=_rate(region, "object_storage_gb_month", sources, where),

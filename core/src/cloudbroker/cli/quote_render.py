@@ -192,6 +192,13 @@ def _footer(result: QuoteResult) -> list[str | Text]:
     if result.unpriced:
         notes.append("price unknown: the catalog has specs but no published price; never ranked")
     notes.extend(f"sibling also sold: {sibling}" for sibling in result.siblings)
+    crossing = [q for q in result.quotes if _crosses_border(q)]
+    if crossing:
+        notes.append(
+            f"border: the data of {len(crossing)} shown offers crosses the Chinese mainland "
+            "border: expect higher, variable latency over the public internet, and check the "
+            "rules on moving data out of (or into) the mainland before you do"
+        )
     if result.smallest_sold:
         notes.append(_smallest_note(result.smallest_sold))
     if result.live:
@@ -200,6 +207,11 @@ def _footer(result: QuoteResult) -> list[str | Text]:
         notes.append(Text(f"failed: {provider}: {reason}", style="red"))
     notes.append(f"{result.matched} matching offers; showing {len(result.quotes)} ranked")
     return notes
+
+
+def _crosses_border(q: Quote) -> bool:
+    """Whether the offer's dataset crosses the mainland border (a plain quote moves none)."""
+    return any(ln.kind == "egress" and getattr(ln, "crosses_border", False) for ln in q.lines)
 
 
 def age(read_at: datetime) -> str:
@@ -281,6 +293,12 @@ def _ranking_notes(result: QuoteResult) -> list[str]:
             f"(a price is unknown, never counted as 0), {order}; unknown: {why}{more} "
             "(see --explain N)"
         )
+    for why, n in getattr(result, "spot_last", {}).items():
+        notes.append(
+            f"spot last: {n} spot offers ranked after every offer on another market: {why} "
+            "(spot ranks by its expected total at the interruption band's high end; "
+            "--checkpoint-minutes or --interruptions-per-day change it)"
+        )
     notes.extend(f"refused: {reason}" for reason in result.refused)
     return notes
 
@@ -294,6 +312,8 @@ def _explain(q: Quote) -> None:
     for ln in q.lines:
         field(ln.kind, ln.label)
         field("", f"= {_cash(ln.amount)} -> {_cash(ln.converted)}")
+        if getattr(ln, "route", ""):
+            field("", f"route: {ln.route}")
         field("", f"rule: {ln.rule}")
         if ln.source:
             url = f" {ln.source.url}" if ln.source.url else ""

@@ -105,6 +105,26 @@ class Route(Model):
     bandwidth_tiers: tuple[BandwidthTier, ...] | None = None
     source: Source
     note: str = ""
+    private: bool = Field(
+        default=False,
+        description="A private line (Aliyun CEN, Tencent CCN): used only on request (--route "
+        "private), as a buyer moving a dataset does not buy one for it",
+    )
+
+
+class ObjectStoreTerms(Model):
+    """The region's object store (OSS, COS, S3) as a route for a dataset kept in it.
+
+    Its own rates, by the terms of the region the bytes leave: into compute in the same
+    region, out to the internet, and replicated to another region of the same cloud (per GB).
+    A rate left out (None) is a route this store does not offer here, or one priced as the
+    region's VM traffic (AWS S3 out to the internet or another region).
+    """
+
+    name: str = Field(description="The service, e.g. 'OSS'")
+    same_region: Rate | None = None
+    internet: Rate | None = None
+    cross_region: Rate | None = None
 
 
 class EgressTerms(Model):
@@ -125,6 +145,7 @@ class EgressTerms(Model):
         le=2,
         description="2 when both the sending and the receiving zone pay the rate (AWS)",
     )
+    object_store: ObjectStoreTerms | None = None
 
 
 class StorageTerms(Model):

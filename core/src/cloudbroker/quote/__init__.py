@@ -135,7 +135,8 @@ def quote(
         except UsageError as exc:
             raise UsageError(f"{exc}{failed}") from None
         siblings = gpus.sibling_notes(job.gpu_models, (t for ts in types.values() for t in ts))
-    engine = QuoteEngine(job, sheets, types, fx)
+    spot = _spot_ranker(pm, job)
+    engine = QuoteEngine(job, sheets, types, fx, spot)
     _check_known(job, types, name)
     ranked = engine.rank()
     smallest: dict[str, int] = {}
@@ -143,7 +144,7 @@ def quote(
         smallest = engine.smallest_sold()  # e.g. A800: sold 8 to an instance only
         if smallest:
             job = replace(job, configs=frozenset(smallest.items()))
-            engine = QuoteEngine(job, sheets, types, fx)
+            engine = QuoteEngine(job, sheets, types, fx, spot)
             ranked = engine.rank()
     if not matched_any(ranked):
         markets = "/".join(m.value for m in job.markets)
@@ -188,8 +189,31 @@ def quote(
         failures=failures,
         siblings=siblings,
         smallest_sold=smallest,
+        spot_last=ranked.spot_last,
         live=report,
     )
+
+
+def _spot_ranker(pm: PluginManager, job: Job):
+    """Spot against other markets: each offer's outlook from its published interruption band
+    (or the user's rate); None when the job compares no spot offer with another market."""
+    from cloudbroker.models import Market
+
+    if Market.SPOT not in job.markets or len(set(job.markets)) < 2:
+        return None
+    from cloudbroker import spot_rank, spot_risk
+
+    given = job.spot_interruptions_per_day
+    tables: dict[str, spot_risk.InterruptionTable] = {}
+
+    def rate(provider: str, region: str, instance_type: str) -> spot_risk.InterruptionRate:
+        if given is not None:
+            return spot_risk.override(given)
+        if provider not in tables:
+            tables[provider] = spot_risk.load_table(pm, provider)
+        return tables[provider].rate(region, instance_type)
+
+    return spot_rank.ranker(rate, job.hours, job.spot_restart_minutes, job.spot_checkpoint_minutes)
 
 
 def matched_any(ranked: Ranked) -> bool:

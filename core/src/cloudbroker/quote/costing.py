@@ -6,22 +6,17 @@ from __future__ import annotations
 from decimal import Decimal
 from functools import cached_property
 
+from cloudbroker import transfer
 from cloudbroker.costs import (
     SECONDS_PER_HOUR,
-    bandwidth_cost,
-    bandwidth_needed,
     billed_seconds,
-    egress_cost,
-    route,
     storage_cost,
 )
 from cloudbroker.models import (
     ComputePrice,
-    EgressTerms,
     InstanceType,
     PriceSheet,
     RegionTerms,
-    Route,
     Source,
 )
 from cloudbroker.money import FxTable, Money
@@ -153,7 +148,8 @@ class Costing:
         return lines
 
     def _data_egress(self, provider: str, region: str) -> CostLine:
-        """The dataset's move into ``region``, priced by the terms of the region it leaves."""
+        """The dataset's move into ``region``: every route priced from the region it leaves,
+        the cheapest a buyer can use (:mod:`cloudbroker.transfer`)."""
         job = self.job
         origin = job.data_from
         assert origin is not None
@@ -168,73 +164,26 @@ class Costing:
                 None,
                 f"no {origin.provider} transfer terms for {origin.region}",
             )
-        egress = terms.egress
-        if origin.provider != provider:
-            free = egress.internet_free_gb
-            return self._line(
-                "egress",
-                label + " (cross-cloud, internet rates)",
-                egress_cost(egress, job.data_gb, "internet"),
-                f"source's internet egress tiers, cumulative, after {free} GB free quota: the "
-                "rate for traffic leaving a VM or elastic IP in the source region, as the data "
-                "source names a region, not a service (data served straight from object storage,"
-                " such as Aliyun OSS, Tencent COS or Huawei OBS, is billed at that service's own "
-                f"internet rate, which these terms do not hold) {_note(egress.internet_note)}",
-                egress.internet_source,
-                f"{origin.provider} internet egress price from {origin.region} not found",
-            )
-        if origin.region != region:
-            here = self.sheets[provider].terms_for(region)
-            return self._cross_region(label, egress, region, here.area if here else None)
-        rate = egress.cross_zone
-        sides = egress.cross_zone_sides
-        return self._line(
-            "egress",
-            label + " (same region; priced as cross-zone, the worst case)",
-            egress_cost(egress, job.data_gb, "cross-zone"),
-            "GB x cross-zone rate"
-            + (" x 2 (charged out of one zone and into the other)" if sides == 2 else "")
-            + f" {_note(rate.note)}",
-            rate.source,
-            f"{provider} cross-zone price not found",
+        here = self.sheets[provider].terms_for(region)
+        area = here.area if here else None
+        move = transfer.Move(
+            job.data_gb, job.hours, origin.provider, origin.region, terms, provider, region, area
         )
-
-    def _cross_region(
-        self, label: str, egress: EgressTerms, region: str, area: str | None
-    ) -> CostLine:
-        """Cross-region: the source's route to this region (or its area), else its default."""
-        job = self.job
-        origin = job.data_from
-        assert origin is not None
-        way = route(egress, region, area)
-        to = way.to if isinstance(way, Route) else "any other region"
-        why = f"{origin.provider} cross-region price from {origin.region} to this region not found"
-        if isinstance(way, Route) and way.bandwidth_tiers:
-            mbps = bandwidth_needed(job.data_gb, job.hours)
-            ladder = ", ".join(
-                f"{t.price_per_mbps_month.amount} {t.price_per_mbps_month.currency}"
-                + (f" to {t.up_to_mbps} Mbps" if t.up_to_mbps is not None else " beyond")
-                for t in way.bandwidth_tiers
-            )
-            return self._line(
-                "egress",
-                f"{label} (cross-region private link: {mbps} Mbps for a month)",
-                bandwidth_cost(way.bandwidth_tiers, mbps),
-                f"sold as bandwidth, not per GB: the Mbps that move {job.data_gb} GB within the "
-                f"job's {job.hours} h (1 GB = 8,000 Mb), rounded up to whole Mbps, bought for "
-                f"one month on the cumulative ladder per Mbps-month ({ladder}); a longer "
-                f"window needs less bandwidth {_note(way.note)}",
-                way.source,
-                why,
-            )
-        return self._line(
+        way, others = transfer.choose(
+            transfer.ways(move),
+            "private" if job.route == "private" else "public",
+            lambda money: money.amount * self._rate(money.currency),
+        )
+        line = self._line(
             "egress",
-            label + " (cross-region)",
-            None if way.price is None else way.price * job.data_gb,
-            f"GB x source's cross-region rate to {to} {_note(way.note)}",
+            f"{label} via {way.name}",
+            way.cost,
+            way.rule + transfer.describe(others),
             way.source,
-            why,
+            way.why_unknown,
         )
+        border = transfer.crosses_border(terms.area, area)
+        return line.model_copy(update={"route": way.name, "crosses_border": border})
 
 
 def _note(note: str) -> str:

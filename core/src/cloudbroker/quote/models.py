@@ -52,6 +52,13 @@ class Job:
     # ``count`` was not asked for: when no instance with that many GPUs matches, each model
     # is quoted at the fewest GPUs it is sold with (QuoteResult.smallest_sold says so).
     count_is_default: bool = False
+    # how a dataset may move: "public" (internet, the object store's own egress or
+    # replication) or "private" (a private line such as CEN / CCN, where one exists)
+    route: str = "public"
+    # spot against other markets (cloudbroker.spot_rank): the spot-risk inputs
+    spot_restart_minutes: Decimal = Decimal(10)
+    spot_checkpoint_minutes: Decimal | None = None  # None: no checkpoints planned
+    spot_interruptions_per_day: Decimal | None = None  # the user's rate, else published bands
 
 
 class CostLine(Model):
@@ -62,6 +69,8 @@ class CostLine(Model):
     rule: str
     source: Source | None = None
     why_unknown: str = ""  # when amount is None: what is not known, e.g. a price not published
+    route: str = ""  # egress: the route the data takes, e.g. "OSS internet egress, 0.50 CNY/GB"
+    crosses_border: bool = False  # egress: the data crosses the Chinese mainland border
 
 
 class Quote(Model):
@@ -108,6 +117,8 @@ class QuoteResult(Model):
     siblings: tuple[str, ...] = ()  # siblings of the GPU asked for that are sold, and where
     # GPU model -> the count quoted instead of the job's default count, which none is sold with
     smallest_sold: dict[str, int] = Field(default_factory=dict)
+    # why -> spot offers ranked after every offer on another market (cloudbroker.spot_rank)
+    spot_last: dict[str, int] = Field(default_factory=dict)
     live: LiveReport | None = None  # quote --live: how old each provider's availability is
 
 
