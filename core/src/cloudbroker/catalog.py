@@ -242,7 +242,9 @@ def _object_store(
         for kind in ("same_region", "internet", "cross_region")
         if f"object_store_{kind}" in region
     }
-    return ObjectStoreTerms(name=name, **rates)
+    return ObjectStoreTerms(
+        name=name, cross_region_area=region.get("object_store_cross_region_area"), **rates
+    )
 
 
 def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str) -> RegionTerms:

@@ -7,8 +7,8 @@ interruption band (:mod:`cloudbroker.spot_risk`, Daly's model). Without checkpoi
 mean time between interruptions (MTBI), or one whose rate has no upper bound, is never ranked
 first: it ranks after every offer on another market.
 
-:data:`UNKNOWN_RATE` is the conservative default for a rate that is not published, or an
-open band (">20%"): no upper bound, so the expected total of a job without checkpoints is
+:data:`UNKNOWN_RATE` is the conservative default for a rate that is not published, an open
+band (">20%") or a fleet-wide average standing in for the type: no upper bound, so the expected total of a job without checkpoints is
 unbounded. With checkpoints and an unknown rate the quoted total ranks (the checkpoint
 interval bounds the loss, but no figure does).
 """
@@ -48,10 +48,11 @@ def outlook(
     """The ranking of one spot offer for a job of ``hours`` with this interruption rate."""
     restart = float(restart_minutes / spot_risk.MINUTES_PER_HOUR)
     work = float(hours)
-    if rate.high is None:  # unknown, or an open band
+    if rate.high is None or not rate.specific:  # unknown, an open band, a fleet average
         if checkpoint_minutes is not None:
             return Outlook()
-        return Outlook(last=True, why=f"interruption rate {UNKNOWN_RATE}; no checkpoints")
+        what = "interruption rate" if rate.specific else "no band for this type, rate"
+        return Outlook(last=True, why=f"{what} {UNKNOWN_RATE}; no checkpoints")
     mtbi = spot_risk.mtbf_hours(rate.high)
     if checkpoint_minutes is None:
         if work > mtbi:

@@ -164,7 +164,8 @@ def ways(move: Move) -> list[Way]:
     if same_cloud:
         way = route(egress, move.region, move.area)
         found.append(_line(move, way, way.to if isinstance(way, Route) else "any other region"))
-        if store and store.cross_region:
+        area = store.cross_region_area if store else None
+        if store and store.cross_region and (area is None or area == move.area):
             found.append(_store_way(move, "cross-region replication", store.cross_region,
                                     store.name))  # fmt: skip
     found.append(_internet(move, egress))

@@ -293,6 +293,14 @@ def _ranking_notes(result: QuoteResult) -> list[str]:
             f"(a price is unknown, never counted as 0), {order}; unknown: {why}{more} "
             "(see --explain N)"
         )
+    spot_dates = sorted({(q.provider, q.price_as_of) for q in result.quotes
+                         if q.market is Market.SPOT and q.price_as_of})  # fmt: skip
+    if spot_dates:
+        dates = ", ".join(f"{p} {d.isoformat()}" for p, d in spot_dates)
+        notes.append(
+            f"spot prices as of: {dates} (one snapshot each; spot prices move, AWS's by 2-3x "
+            "between catalog snapshots)"
+        )
     for why, n in getattr(result, "spot_last", {}).items():
         notes.append(
             f"spot last: {n} spot offers ranked after every offer on another market: {why} "

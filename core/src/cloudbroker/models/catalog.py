@@ -125,6 +125,11 @@ class ObjectStoreTerms(Model):
     same_region: Rate | None = None
     internet: Rate | None = None
     cross_region: Rate | None = None
+    cross_region_area: str | None = Field(
+        default=None,
+        description="Replication at that rate only to regions of this price area (the rate "
+        "found is this area's); None: to any region",
+    )
 
 
 class EgressTerms(Model):

@@ -1,0 +1,131 @@
+"""Issue 28: quotes a buyer in China can act on (the route data takes, spot for long jobs,
+bounded unknowns, the GPUs rented in China, cities and lists as filters).
+
+Each test runs the command in-process on the shipped catalogs and asserts the decision: which
+offer ranks first, which route a dataset takes, which line is a range.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+from support.cli import run_cli
+
+
+def quote(env, *args: str) -> dict:
+    done = run_cli("quote", *args, "--json", env=env, width=200)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def egress(q: dict) -> dict:
+    [line] = [ln for ln in q["lines"] if ln["kind"] == "egress"]
+    return line
+
+
+FROM_OSS_BEIJING = ("--data-gb", "2000", "--data-from", "aliyun:cn-beijing", "--currency", "CNY")
+
+
+# -- 1-4: the route a dataset takes ---------------------------------------------------------
+
+
+def test_1_aliyun_mainland_to_overseas_goes_by_oss_egress_not_cen(clean_env):
+    args = ("--gpu", "H20", "--count", "4", "--hours", "336", "--market", "any")
+    data = quote(clean_env, *args, *FROM_OSS_BEIJING)
+    overseas = [q for q in data["quotes"] if not q["region"].startswith("cn-")]
+    assert overseas
+    for q in overseas:
+        line = egress(q)
+        assert line["route"] == "OSS internet egress, 0.50 CNY/GB"
+        assert line["converted"] == {"amount": "1000.00", "currency": "CNY"}  # not 11,175
+        assert line["crosses_border"] is True
+    private = quote(clean_env, *args, *FROM_OSS_BEIJING, "--route", "private")
+    assert egress(private["quotes"][0])["route"].startswith("private line")  # CEN on request
+
+
+def test_1_the_border_footer_and_explain_name_the_route(clean_env):
+    args = ("--gpu", "H20", "--count", "4", "--hours", "336", *FROM_OSS_BEIJING)
+    done = run_cli("quote", *args, env=clean_env, width=300)
+    assert done.returncode == 0, done.stderr
+    assert "crosses the Chinese mainland border" in done.stdout
+    shown = run_cli("quote", *args, "--explain", "1", env=clean_env, width=300)
+    assert "route: OSS internet egress, 0.50 CNY/GB" in shown.stdout
+    assert "kandaoni.com" in shown.stdout  # its source
+
+
+def test_2_tencent_cross_region_is_cos_per_gb_so_nanjing_is_no_longer_15k_behind(clean_env):
+    args = ("--gpu", "A100", "--count", "8", "--hours", "36", "--provider", "tencent")
+    data = quote(clean_env, *args, "--data-gb", "2000", "--data-from", "tencent:ap-beijing",
+                 "--currency", "CNY")  # fmt: skip
+    first, second = data["quotes"][:2]
+    assert (first["region"], second["region"]) == ("ap-beijing", "ap-nanjing")
+    line = egress(second)
+    assert line["route"] == "COS cross-region replication, 0.5 CNY/GB"
+    assert line["amount"] == {"amount": "1000.0", "currency": "CNY"}  # not 15,320 of CCN
+    assert "only with --route private" in line["rule"]  # CCN: considered, not used
+    gap = Decimal(second["total"]["amount"]) - Decimal(first["total"]["amount"])
+    assert gap < 1000
+
+
+def test_3_s3_to_ec2_in_the_same_region_is_free_and_cheaper_than_another_region(clean_env):
+    args = ("--gpu", "A100", "--count", "8", "--provider", "aws", "--top", "20")
+    data = quote(clean_env, *args, "--data-gb", "60000", "--data-from", "aws:us-east-1")
+    same = [q for q in data["quotes"] if q["region"] == "us-east-1"]
+    other = [q for q in data["quotes"] if q["region"] != "us-east-1"]
+    assert data["quotes"][0]["region"] == "us-east-1"
+    assert all(egress(q)["amount"]["amount"] == "0" for q in same)
+    assert all(Decimal(egress(q)["amount"]["amount"]) > 0 for q in other)
+
+
+def test_4_data_in_oss_leaves_at_oss_rates_within_the_mainland(clean_env):
+    args = ("--gpu", "A100", "--count", "8", "--provider", "aliyun", "--top", "40")
+    data = quote(clean_env, *args, *FROM_OSS_BEIJING)
+    by_region = {q["region"]: egress(q) for q in data["quotes"]}
+    shanghai = by_region["cn-shanghai"]
+    assert shanghai["amount"] == {"amount": "1000.00", "currency": "CNY"}  # 0.50, not 0.80
+    assert shanghai["route"] in {
+        "OSS cross-region replication, 0.50 CNY/GB",
+        "OSS internet egress, 0.50 CNY/GB",
+    }
+    assert shanghai["crosses_border"] is False
+    to_aws = quote(clean_env, "--gpu", "A100", "--count", "8", "--provider", "aws",
+                   *FROM_OSS_BEIJING)  # fmt: skip
+    line = egress(to_aws["quotes"][0])
+    assert line["route"] == "OSS internet egress, 0.50 CNY/GB"
+    assert line["amount"] == {"amount": "1000.00", "currency": "CNY"}  # CDT's 20 GB not applied
+
+
+# -- 6: spot for long jobs without checkpoints ------------------------------------------------
+
+
+def test_6_a_month_of_spot_without_checkpoints_and_no_known_rate_is_never_first(clean_env):
+    data = quote(clean_env, "--gpu", "L20", "--hours", "720", "--market", "any",
+                 "--region", "ap-southeast-7")  # fmt: skip
+    markets = [q["market"] for q in data["quotes"]]
+    assert markets[0] != "spot" and "spot" in markets
+    assert markets.index("spot") > max(i for i, m in enumerate(markets) if m != "spot")
+    assert any("no checkpoints" in why for why in data["spot_last"])
+    with_checkpoints = quote(clean_env, "--gpu", "L20", "--hours", "720", "--market", "any",
+                             "--region", "ap-southeast-7", "--checkpoint-minutes", "5")  # fmt: skip
+    assert with_checkpoints["quotes"][0]["market"] == "spot"  # the loss is bounded
+
+
+def test_6_spot_without_checkpoints_longer_than_the_band_mtbi_ranks_after_on_demand(clean_env):
+    args = ("--gpu", "A100-80GB", "--count", "8", "--market", "any", "--provider", "aws")
+    where = ("--region", "us-east-1")
+    long = quote(clean_env, *args, *where, "--hours", "4000")  # 15-20 %: MTBI 3,272 h
+    assert long["quotes"][0]["market"] != "spot"
+    assert any("outlasts the band's mean time between interruptions" in w
+               for w in long["spot_last"])  # fmt: skip
+    short = quote(clean_env, *args, *where, "--hours", "336")  # within the MTBI: by expectation
+    assert short["quotes"][0]["market"] == "spot"
+    other = quote(clean_env, *args, "--region", "us-west-2", "--hours", "336")  # no band here
+    assert other["quotes"][0]["market"] != "spot"
+
+
+def test_6_the_footer_shows_the_spot_rows_date(clean_env):
+    done = run_cli("quote", "--gpu", "A100-80GB", "--count", "8", "--market", "spot",
+                   "--provider", "aws", env=clean_env, width=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "spot prices as of: aws 2026-" in done.stdout
