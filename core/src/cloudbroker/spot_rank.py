@@ -9,8 +9,8 @@ first: it ranks after every offer on another market.
 
 :data:`UNKNOWN_RATE` is the conservative default for a rate that is not published, an open
 band (">20%") or a fleet-wide average standing in for the type: no upper bound, so the
-expected total of a job without checkpoints is unbounded. With checkpoints and an unknown rate the quoted total ranks (the checkpoint
-interval bounds the loss, but no figure does).
+expected total of a job without checkpoints is unbounded. With checkpoints and an unknown
+rate the quoted total ranks (the checkpoint interval bounds the loss, but no figure does).
 """
 
 from __future__ import annotations
