@@ -129,3 +129,39 @@ def test_6_the_footer_shows_the_spot_rows_date(clean_env):
                    "--provider", "aws", env=clean_env, width=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "spot prices as of: aws 2026-" in done.stdout
+
+
+# -- 11: a city, comma lists, close names ----------------------------------------------------
+
+
+def test_11_a_city_matches_every_clouds_region_in_it_and_says_which(clean_env):
+    data = quote(clean_env, "--gpu", "A10", "--region", "beijing", "--top", "40")
+    assert {(q["provider"], q["region"]) for q in data["quotes"]} >= {
+        ("aliyun", "cn-beijing"),
+        ("tencent", "ap-beijing"),
+    }
+    assert data["regions_matched"] == [
+        "region beijing matched: aliyun cn-beijing, tencent ap-beijing"
+    ]
+
+
+def test_11_a_code_says_the_same_city_on_other_clouds(clean_env):
+    done = run_cli("quote", "--gpu", "A10", "--region", "cn-beijing", env=clean_env, width=300)
+    assert done.returncode == 0, done.stderr
+    assert "region cn-beijing: also in beijing (tencent ap-beijing)" in done.stdout
+
+
+def test_11_comma_lists_of_providers_and_regions(clean_env):
+    data = quote(clean_env, "--gpu", "A10", "--provider", "aliyun,tencent",
+                 "--region", "cn-beijing,ap-shanghai", "--top", "40")  # fmt: skip
+    assert {(q["provider"], q["region"]) for q in (*data["quotes"], *data["unpriced"])} == {
+        ("aliyun", "cn-beijing"),
+        ("tencent", "ap-shanghai"),
+    }
+
+
+def test_11_an_unknown_region_names_the_close_ones_on_every_cloud(clean_env):
+    done = run_cli("quote", "--gpu", "A10", "--region", "cn-bejing", env=clean_env)
+    assert done.returncode == 2
+    assert "aliyun cn-beijing" in done.stderr and "tencent ap-beijing" in done.stderr
+    assert done.stderr.count("\n") == 1  # one line, no traceback

@@ -93,6 +93,7 @@ def ask(values: dict[str, Any]) -> Any:
     from cloudbroker import limits
     from cloudbroker.currency import parse_currency
     from cloudbroker.fast_quote import MARKETS, Ask, Fallback
+    from cloudbroker.regions import split
     from cloudbroker.vocabulary import Market, Ranking
 
     if not values["gpu"]:
@@ -108,8 +109,8 @@ def ask(values: dict[str, Any]) -> Any:
         count=1 if count is None else limits.GPUS.check(count, "--count"),
         hours=limits.HOURS.check(values["hours"], "--hours"),
         market=Market(values["market"]),
-        providers=tuple(values["provider"] or ()),
-        regions=tuple(values["region"] or ()),
+        providers=split(values["provider"] or ()),
+        regions=split(values["region"] or ()),
         min_gpu_memory_gb=None
         if floor is None
         else limits.GPU_MEMORY_GB.check(floor, "--min-gpu-memory"),

@@ -192,6 +192,7 @@ def _footer(result: QuoteResult) -> list[str | Text]:
     if result.unpriced:
         notes.append("price unknown: the catalog has specs but no published price; never ranked")
     notes.extend(f"sibling also sold: {sibling}" for sibling in result.siblings)
+    notes.extend(getattr(result, "regions_matched", ()))
     crossing = [q for q in result.quotes if _crosses_border(q)]
     if crossing:
         notes.append(

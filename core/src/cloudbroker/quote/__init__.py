@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cloudbroker import gpus
+from cloudbroker import gpus, regions
 from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageError, keyword
 from cloudbroker.models import InstanceType
 from cloudbroker.money import FxTable
@@ -74,13 +74,24 @@ def match_gpus(query: str, known: Iterable[str], providers: Sequence[str] = ()) 
 # -- quoting -----------------------------------------------------------------------------
 
 
+def _places(job: Job, types: dict[str, list[InstanceType]]) -> tuple[Job, tuple[str, ...]]:
+    """The job with its regions resolved per cloud (a city matches each cloud's region in it),
+    and what each city matched; a UsageError names the close regions of an unknown one."""
+    if not job.regions:
+        return job, ()
+    by_provider: dict[str, set[str]] = {}
+    for provider, ts in types.items():
+        if not job.providers or provider in job.providers:
+            by_provider.setdefault(provider, set()).update(t.region for t in ts if t.region)
+    try:
+        places, said = regions.resolve(job.regions, by_provider)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    wanted = tuple(sorted({r for _, r in places}))
+    return replace(job, regions=wanted, places=places), said
+
+
 def _check_known(job: Job, types: dict[str, list[InstanceType]], name: Spelling = keyword) -> None:
-    regions = {t.region for ts in types.values() for t in ts}
-    for region in job.regions:
-        if region not in regions:
-            close = difflib.get_close_matches(region, sorted(regions), n=3)
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise UsageError(f"unknown region {region!r}{hint} (see the catalogs' regions)")
     origin = job.data_from
     if origin is not None:
         own = {t.region for t in types.get(origin.provider, [])}
@@ -135,6 +146,7 @@ def quote(
         except UsageError as exc:
             raise UsageError(f"{exc}{failed}") from None
         siblings = gpus.sibling_notes(job.gpu_models, (t for ts in types.values() for t in ts))
+    job, regions_matched = _places(job, types)
     spot = _spot_ranker(pm, job)
     engine = QuoteEngine(job, sheets, types, fx, spot)
     _check_known(job, types, name)
@@ -190,6 +202,7 @@ def quote(
         siblings=siblings,
         smallest_sold=smallest,
         spot_last=ranked.spot_last,
+        regions_matched=regions_matched,
         live=report,
     )
 

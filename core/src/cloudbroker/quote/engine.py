@@ -143,6 +143,7 @@ class QuoteEngine(Costing):
                     t is not None
                     and price.market in job.markets
                     and (not job.regions or price.region in job.regions)
+                    and (not job.places or (provider, price.region) in job.places)
                 ):
                     yield provider, t, price
 

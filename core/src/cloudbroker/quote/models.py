@@ -55,6 +55,9 @@ class Job:
     # how a dataset may move: "public" (internet, the object store's own egress or
     # replication) or "private" (a private line such as CEN / CCN, where one exists)
     route: str = "public"
+    # (provider, region) pairs ``regions`` resolved to (a city matches each cloud's region in
+    # it: cloudbroker.regions); empty: ``regions`` alone filters
+    places: frozenset[tuple[str, str]] = field(default=frozenset())
     # spot against other markets (cloudbroker.spot_rank): the spot-risk inputs
     spot_restart_minutes: Decimal = Decimal(10)
     spot_checkpoint_minutes: Decimal | None = None  # None: no checkpoints planned
@@ -117,6 +120,7 @@ class QuoteResult(Model):
     siblings: tuple[str, ...] = ()  # siblings of the GPU asked for that are sold, and where
     # GPU model -> the count quoted instead of the job's default count, which none is sold with
     smallest_sold: dict[str, int] = Field(default_factory=dict)
+    regions_matched: tuple[str, ...] = ()  # what each city given as --region matched
     # why -> spot offers ranked after every offer on another market (cloudbroker.spot_rank)
     spot_last: dict[str, int] = Field(default_factory=dict)
     live: LiveReport | None = None  # quote --live: how old each provider's availability is
