@@ -74,10 +74,12 @@ class QuoteRequest:
 def _markets(value: str, name: Spelling) -> tuple[Market, ...]:
     if value == "any":
         return tuple(Market)
+    from cloudbroker.vocabulary import MARKET_ALIASES, market_named
+
     try:
-        return (Market(value),)
+        return (market_named(value),)
     except ValueError:
-        accepted = ", ".join([*(m.value for m in Market), "any"])
+        accepted = ", ".join([*(m.value for m in Market), *MARKET_ALIASES, "any"])
         raise UsageError(f"unknown {name('market')} {value!r}; accepted: {accepted}") from None
 
 

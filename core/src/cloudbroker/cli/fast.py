@@ -94,11 +94,12 @@ def ask(values: dict[str, Any]) -> Any:
     from cloudbroker.currency import parse_currency
     from cloudbroker.fast_quote import MARKETS, Ask, Fallback
     from cloudbroker.regions import split
-    from cloudbroker.vocabulary import Market, Ranking
+    from cloudbroker.vocabulary import MARKET_ALIASES, Ranking, market_named
 
     if not values["gpu"]:
         raise Fallback("no --gpu")
-    if values["market"] not in {m.value for m in MARKETS} or values["rank"] not in {
+    market = MARKET_ALIASES.get(values["market"], values["market"])
+    if market not in {m.value for m in MARKETS} or values["rank"] not in {
         r.value for r in Ranking
     }:
         raise Fallback("another market or ranking")
@@ -108,7 +109,7 @@ def ask(values: dict[str, Any]) -> Any:
         gpu=values["gpu"],
         count=1 if count is None else limits.GPUS.check(count, "--count"),
         hours=limits.HOURS.check(values["hours"], "--hours"),
-        market=Market(values["market"]),
+        market=market_named(market),
         providers=split(values["provider"] or ()),
         regions=split(values["region"] or ()),
         min_gpu_memory_gb=None

@@ -23,7 +23,7 @@ from cloudbroker.quote import quote, read_catalogs
 if TYPE_CHECKING:
     from cloudbroker.availability import Live
 
-MARKETS = [m.value for m in Market] + ["any"]
+MARKETS = [m.value for m in Market] + ["any", "monthly (= subscription)"]
 
 
 def live_options(live: bool, max_age: float | None, available_only: bool) -> Live | None:
