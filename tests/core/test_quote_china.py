@@ -165,3 +165,45 @@ def test_11_an_unknown_region_names_the_close_ones_on_every_cloud(clean_env):
     assert done.returncode == 2
     assert "aliyun cn-beijing" in done.stderr and "tencent ap-beijing" in done.stderr
     assert done.stderr.count("\n") == 1  # one line, no traceback
+
+
+# -- 5: a bounded unknown is a range, ranked by its high end -----------------------------------
+
+
+CHECKPOINTS = ("--checkpoint-gb", "500", "--snapshot-days", "14")
+
+
+def test_5_an_unknown_bounded_by_other_regions_is_a_range_and_ranks_by_its_high_end(clean_env):
+    args = ("--gpu", "A100", "--count", "8", "--hours", "336", "--provider", "aliyun")
+    data = quote(clean_env, *args, *FROM_OSS_BEIJING, *CHECKPOINTS, "--top", "40")
+    tokyo = next(q for q in data["quotes"] if q["region"] == "ap-northeast-1")
+    snapshot = next(ln for ln in tokyo["lines"] if ln["kind"] == "snapshot")
+    assert snapshot["amount"] is None  # still unknown here, never 0
+    assert snapshot["range"] and "other regions" in snapshot["bound"]
+    assert tokyo["complete"] is True  # bounded: ranked with the complete offers
+    high = sum(Decimal((ln["converted"] or {"amount": ln["range"][1]["amount"]})["amount"])
+               for ln in tokyo["lines"])  # fmt: skip
+    assert Decimal(tokyo["total"]["amount"]) == high  # the total is the range's high end
+    assert data["lower_bounds"] == 0
+
+
+def test_5_only_an_unbounded_line_ranks_after_the_complete_offers(clean_env):
+    args = ("--gpu", "A100", "--count", "8", "--hours", "336", "--provider", "aliyun,tencent")
+    data = quote(clean_env, *args, *FROM_OSS_BEIJING, *CHECKPOINTS, "--top", "60")
+    complete = [q["complete"] for q in data["quotes"]]
+    assert complete == sorted(complete, reverse=True)
+    last = [q for q in data["quotes"] if not q["complete"]]
+    assert last and all(q["provider"] == "tencent" for q in last)  # no Tencent snapshot price
+    assert all(u == "snapshot: tencent snapshot price for this region not found"
+               for q in last for u in q["unknown"])  # fmt: skip
+
+
+# -- 8: monthly is subscription -----------------------------------------------------------------
+
+
+def test_8_monthly_and_baoyue_are_aliases_of_subscription(clean_env):
+    args = ("--gpu", "V100", "--count", "8", "--hours", "720")
+    sub = quote(clean_env, *args, "--market", "subscription")
+    for alias in ("monthly", "包月"):
+        data = quote(clean_env, *args, "--market", alias)
+        assert data["quotes"] == sub["quotes"] and data["quotes"][0]["market"] == "subscription"

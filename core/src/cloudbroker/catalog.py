@@ -198,6 +198,8 @@ def _rate(region: dict[str, Any], name: str, sources: dict[str, Source], where: 
         price=parse_money(region.get(name, ""), f"{where}.{name}"),
         source=source_ref(sources, region.get(f"{name}_source"), f"{where}.{name}_source"),
         note=region.get(f"{name}_note", ""),
+        ceiling=parse_money(region.get(f"{name}_ceiling", ""), f"{where}.{name}_ceiling"),
+        ceiling_note=region.get(f"{name}_ceiling_note", ""),
     )
 
 

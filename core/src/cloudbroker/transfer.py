@@ -145,8 +145,8 @@ def ways(move: Move) -> list[Way]:
     same_cloud = move.origin_provider == move.provider
     if same_cloud and move.origin_region == move.region:
         if store and store.same_region:
-            found.append(_store_way(move, "to compute in the same region", store.same_region,
-                                    store.name))  # fmt: skip
+            same = store.same_region
+            found.append(_store_way(move, "to compute in the same region", same, store.name))
         sides = egress.cross_zone_sides
         found.append(
             Way(
@@ -166,8 +166,8 @@ def ways(move: Move) -> list[Way]:
         found.append(_line(move, way, way.to if isinstance(way, Route) else "any other region"))
         area = store.cross_region_area if store else None
         if store and store.cross_region and (area is None or area == move.area):
-            found.append(_store_way(move, "cross-region replication", store.cross_region,
-                                    store.name))  # fmt: skip
+            crr = store.cross_region
+            found.append(_store_way(move, "cross-region replication", crr, store.name))
     found.append(_internet(move, egress))
     if store and store.internet:
         found.append(_store_way(move, "internet egress", store.internet, store.name))

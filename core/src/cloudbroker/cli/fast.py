@@ -99,9 +99,7 @@ def ask(values: dict[str, Any]) -> Any:
     if not values["gpu"]:
         raise Fallback("no --gpu")
     market = MARKET_ALIASES.get(values["market"], values["market"])
-    if market not in {m.value for m in MARKETS} or values["rank"] not in {
-        r.value for r in Ranking
-    }:
+    if market not in {m.value for m in MARKETS} or values["rank"] not in {r.value for r in Ranking}:
         raise Fallback("another market or ranking")
     count = values["count"]
     floor = values["min_gpu_memory"]

@@ -67,16 +67,29 @@ def _sum(q: Quote, *kinds: str) -> str:
     if not any(ln.kind in kinds for ln in q.lines):
         return "-"
     total = q.line(*kinds)
-    return "unknown" if total is None else amount(total.amount)
+    if total is not None:
+        return amount(total.amount)
+    chosen = [ln for ln in q.lines if ln.kind in kinds]
+    if all(ln.converted is not None or getattr(ln, "range", None) for ln in chosen):
+        low = sum((ln.converted or ln.range[0]).amount for ln in chosen)
+        high = sum((ln.converted or ln.range[1]).amount for ln in chosen)
+        return f"{amount(low)}–{amount(high)}"  # a bounded line: a range
+    return "unknown"
 
 
 def _markers(q: Quote) -> str:
     """What the footer explains: a lower-bound total, a data-quality flag, a price to check."""
     return (
         ("≥" if q.total is not None and not q.complete else "")
+        + ("~" if _bounded(q) else "")
         + ("⚑" if q.flags else "")
         + (CAUTION if _cautions(q) else "")
     )
+
+
+def _bounded(q: Quote) -> bool:
+    """Whether a line of ``q`` is a range bounded from published facts (CostLine.range)."""
+    return any(getattr(ln, "range", None) for ln in q.lines)
 
 
 def _cautions(q: Quote) -> tuple[str, ...]:
@@ -123,10 +136,19 @@ def _row(q: Quote) -> dict[str, str]:
         "billed": _hours(q.billed_hours),
         "compute": _sum(q, "compute"),
         **{key: _sum(q, *kinds) for key, kinds in HIDDEN_COSTS.items()},
-        "total": "unknown" if q.total is None else amount(q.total.amount),
+        "total": "unknown" if q.total is None else _total(q),
         "per-gpu-hour": "-" if q.per_gpu_hour is None else amount(q.per_gpu_hour.amount),
         "markers": _markers(q),
     }
+
+
+def _total(q: Quote) -> str:
+    """The total, or its range when a line is bounded (Quote.total_low)."""
+    assert q.total is not None
+    low = getattr(q, "total_low", None)
+    return (
+        amount(q.total.amount) if low is None else f"{amount(low.amount)}–{amount(q.total.amount)}"
+    )
 
 
 def _default(column: Column, quotes: tuple[Quote, ...]) -> bool:
@@ -182,6 +204,12 @@ def _footer(result: QuoteResult) -> list[str | Text]:
             f"({rate.source}, {rate.as_of.isoformat()})"
         )
     notes.extend(_ranking_notes(result))
+    if any(_bounded(q) for q in result.quotes):
+        notes.append(
+            "~: a hidden-cost rate is unknown here but bounded by the same service's rates in "
+            "the cloud's other regions (or a documented ceiling): the line is a range, ranked by "
+            "its high end (see --explain N)"
+        )
     if any(q.flags for q in (*result.quotes, *result.unpriced)):
         notes.append("⚑: a data-quality flag on the source row (see --explain N)")
     if any(_cautions(q) for q in result.quotes):
@@ -321,6 +349,9 @@ def _explain(q: Quote) -> None:
     for ln in q.lines:
         field(ln.kind, ln.label)
         field("", f"= {_cash(ln.amount)} -> {_cash(ln.converted)}")
+        if getattr(ln, "range", None):
+            low, high = ln.range
+            field("", f"range: {_cash(low)} to {_cash(high)}, from {ln.bound}")
         if getattr(ln, "route", ""):
             field("", f"route: {ln.route}")
         field("", f"rule: {ln.rule}")
@@ -336,4 +367,6 @@ def _explain(q: Quote) -> None:
         field("availability", f"{_availability(q)}: {a.detail}" if a.detail else _availability(q))
         field("", f"source: {a.source.name}, read {age(a.read_at)} ago")
     bound = "" if q.complete else f" (a lower bound; unknown: {'; '.join(q.unknown)})"
+    if getattr(q, "total_low", None):
+        bound += f" (a range from {_cash(q.total_low)}; ranked by its high end)"
     console.print(Text(f"  total = sum of lines = {_cash(q.total)}{bound}"))

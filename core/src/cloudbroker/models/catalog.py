@@ -83,6 +83,10 @@ class Rate(Model):
     price: Money | None
     source: Source
     note: str = ""
+    ceiling: Money | None = Field(
+        default=None, description="When price is unknown: a documented upper bound of it"
+    )
+    ceiling_note: str = ""
 
 
 class BandwidthTier(Model):

@@ -3,10 +3,11 @@ rule, and the hidden costs (egress, storage, snapshots) cached per region."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from functools import cached_property
 
-from cloudbroker import transfer
+from cloudbroker import bounds, transfer
 from cloudbroker.costs import (
     SECONDS_PER_HOUR,
     billed_seconds,
@@ -16,6 +17,7 @@ from cloudbroker.models import (
     ComputePrice,
     InstanceType,
     PriceSheet,
+    Rate,
     RegionTerms,
     Source,
 )
@@ -28,9 +30,21 @@ class _RegionCosts:
 
     def __init__(self, lines: list[CostLine]) -> None:
         self.lines = lines
-        self.unknown = tuple(f"{ln.kind}: {ln.why_unknown}" for ln in lines if ln.converted is None)
-        self.complete = not self.unknown
-        self.total = sum((line.converted.amount for line in lines if line.converted), Decimal(0))
+        self.unknown = tuple(
+            f"{ln.kind}: {ln.why_unknown}" for ln in lines if ln.converted is None and not ln.range
+        )
+        self.complete = not self.unknown  # a bounded line (a range) is not a lower bound
+        # the known lines plus each range's high end (the offer ranks by it), and the spread
+        self.total = sum((_known(line) for line in lines), Decimal(0))
+        self.spread = sum(
+            (ln.range[1].amount - ln.range[0].amount for ln in lines if ln.range), Decimal(0)
+        )
+
+
+def _known(line: CostLine) -> Decimal:
+    if line.converted is not None:
+        return line.converted.amount
+    return line.range[1].amount if line.range else Decimal(0)
 
 
 class Costing:
@@ -104,6 +118,27 @@ class Costing:
             why_unknown="" if amount is not None else why_unknown or "price not published",
         )
 
+    def _bounded(
+        self,
+        line: CostLine,
+        provider: str,
+        region: str,
+        pick: Callable[[RegionTerms], Rate],
+        cost: Callable[[Rate], Money | None],
+    ) -> CostLine:
+        """``line`` as a range when its unknown rate is bounded (:mod:`cloudbroker.bounds`)."""
+        if line.amount is not None:
+            return line
+        found = bounds.bound(
+            self.sheets[provider], region, pick, lambda m: m.amount * self._rate(m.currency)
+        )
+        if found is None:
+            return line
+        low, high = self._convert(cost(found.low)), self._convert(cost(found.high))
+        if low is None or high is None:
+            return line
+        return line.model_copy(update={"range": (low, high), "bound": found.why})
+
     def _hidden(self, provider: str, region: str) -> _RegionCosts:
         key = (provider, region)
         cached = self._region_costs.get(key)
@@ -119,32 +154,36 @@ class Costing:
             lines.append(self._data_egress(provider, region))
         if job.checkpoint_gb and terms is not None:
             rate = terms.storage.object_storage_gb_month
-            lines.append(
-                self._line(
-                    "storage",
-                    f"{job.checkpoint_gb} GB object storage for {job.hours} h",
-                    storage_cost(rate, job.checkpoint_gb, job.hours),
-                    f"GB x rate per GB-month x hours / 730 {_note(rate.note)}",
-                    rate.source,
-                    f"{provider} object-storage price for this region not found",
-                )
+
+            def kept(r: Rate) -> Money | None:
+                return storage_cost(r, job.checkpoint_gb, job.hours)
+
+            line = self._line(
+                "storage",
+                f"{job.checkpoint_gb} GB object storage for {job.hours} h",
+                kept(rate),
+                f"GB x rate per GB-month x hours / 730 {_note(rate.note)}",
+                rate.source,
+                f"{provider} object-storage price for this region not found",
             )
+            lines.append(self._bounded(line, provider, region, _object_storage, kept))
             if job.snapshot_days:
                 snap = terms.storage.snapshot_gb_month
                 hours = job.snapshot_days * 24
-                lines.append(
-                    self._line(
-                        "snapshot",
-                        f"{job.checkpoint_gb} GB snapshots for {job.snapshot_days} days",
-                        storage_cost(
-                            snap, job.checkpoint_gb, hours, terms.storage.snapshot_free_gb
-                        ),
-                        f"(GB - {terms.storage.snapshot_free_gb} free) x rate per GB-month x days"
-                        f" / 30.4 {_note(snap.note)}",
-                        snap.source,
-                        f"{provider} snapshot price for this region not found",
-                    )
+                free = terms.storage.snapshot_free_gb
+
+                def snapped(r: Rate) -> Money | None:
+                    return storage_cost(r, job.checkpoint_gb, hours, free)
+
+                line = self._line(
+                    "snapshot",
+                    f"{job.checkpoint_gb} GB snapshots for {job.snapshot_days} days",
+                    snapped(snap),
+                    f"(GB - {free} free) x rate per GB-month x days / 30.4 {_note(snap.note)}",
+                    snap.source,
+                    f"{provider} snapshot price for this region not found",
                 )
+                lines.append(self._bounded(line, provider, region, _snapshots, snapped))
         return lines
 
     def _data_egress(self, provider: str, region: str) -> CostLine:
@@ -184,6 +223,14 @@ class Costing:
         )
         border = transfer.crosses_border(terms.area, area)
         return line.model_copy(update={"route": way.name, "crosses_border": border})
+
+
+def _object_storage(terms: RegionTerms) -> Rate:
+    return terms.storage.object_storage_gb_month
+
+
+def _snapshots(terms: RegionTerms) -> Rate:
+    return terms.storage.snapshot_gb_month
 
 
 def _note(note: str) -> str:

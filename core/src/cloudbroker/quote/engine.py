@@ -188,11 +188,12 @@ class QuoteEngine(Costing):
                 )
         hidden = self._hidden(t.provider, price.region)
         lines.extend(hidden.lines)
-        total = None
+        total = total_low = None
         if price.price is not None:
-            total = Money.of(
-                sum((ln.converted.amount for ln in lines if ln.converted), Decimal(0)), job.currency
-            )
+            known = sum((ln.converted.amount for ln in lines if ln.converted), Decimal(0))
+            total = Money.of(known + hidden.total - _known_hidden(hidden), job.currency)
+            if hidden.spread:
+                total_low = Money.of(total.amount - hidden.spread, job.currency)
         gpu_hours = job.hours * t.gpu.count
         return Quote(
             rank=rank,
@@ -208,6 +209,7 @@ class QuoteEngine(Costing):
             billed_hours=billed / SECONDS_PER_HOUR,
             lines=tuple(lines),
             total=total,
+            total_low=total_low,
             complete=hidden.complete,
             unknown=hidden.unknown,
             per_gpu_hour=None
@@ -382,6 +384,11 @@ class QuoteEngine(Costing):
     @property
     def currencies(self) -> set[str]:
         return self._currencies
+
+
+def _known_hidden(hidden: _RegionCosts) -> Decimal:
+    """The hidden lines' known amounts (without the ranges' high ends)."""
+    return sum((ln.converted.amount for ln in hidden.lines if ln.converted), Decimal(0))
 
 
 def _closest(engine: QuoteEngine) -> str:

@@ -72,6 +72,10 @@ class CostLine(Model):
     rule: str
     source: Source | None = None
     why_unknown: str = ""  # when amount is None: what is not known, e.g. a price not published
+    # an unknown amount bounded from published facts: (low, high) in the quote's currency,
+    # and where the bound comes from; the offer ranks by the high end (cloudbroker.bounds)
+    range: tuple[Money, Money] | None = None
+    bound: str = ""
     route: str = ""  # egress: the route the data takes, e.g. "OSS internet egress, 0.50 CNY/GB"
     crosses_border: bool = False  # egress: the data crosses the Chinese mainland border
 
@@ -90,7 +94,8 @@ class Quote(Model):
     hourly: Money | None  # per hour, as published
     billed_hours: DecimalStr
     lines: tuple[CostLine, ...]
-    total: Money | None  # None when the compute price is unknown
+    total: Money | None  # None when the compute price is unknown; a range's high end
+    total_low: Money | None = None  # with a bounded line (CostLine.range): the low end
     complete: bool  # False when a hidden-cost rate is unknown: total is a lower bound
     unknown: tuple[str, ...] = ()  # the unknown lines, "kind: why", when not complete
     per_gpu_hour: Money | None
