@@ -15,7 +15,7 @@ from cloudbroker.vocabulary import Market, Ranking, cautions
 
 if TYPE_CHECKING:  # the fast quote renders its own light objects with this module
     from cloudbroker.money import Money
-    from cloudbroker.quote import LiveReport, Quote, QuoteResult
+    from cloudbroker.quote import CostLine, LiveReport, Quote, QuoteResult
 
 CAUTION = "*"  # the marker of a price whose source is old or second-hand, as in `gpus`
 
@@ -69,12 +69,20 @@ def _sum(q: Quote, *kinds: str) -> str:
     total = q.line(*kinds)
     if total is not None:
         return amount(total.amount)
-    chosen = [ln for ln in q.lines if ln.kind in kinds]
-    if all(ln.converted is not None or getattr(ln, "range", None) for ln in chosen):
-        low = sum((ln.converted or ln.range[0]).amount for ln in chosen)
-        high = sum((ln.converted or ln.range[1]).amount for ln in chosen)
-        return f"{amount(low)}–{amount(high)}"  # a bounded line: a range
-    return "unknown"
+    ends = [_ends(ln) for ln in q.lines if ln.kind in kinds]
+    if any(end is None for end in ends):
+        return "unknown"
+    low = sum((end[0] for end in ends if end), Decimal(0))
+    high = sum((end[1] for end in ends if end), Decimal(0))
+    return f"{amount(low)}–{amount(high)}"  # a bounded line: a range
+
+
+def _ends(line: CostLine) -> tuple[Decimal, Decimal] | None:
+    """A line's (low, high) converted amount: equal when known, its range when bounded."""
+    if line.converted is not None:
+        return line.converted.amount, line.converted.amount
+    bounded = getattr(line, "range", None)
+    return None if bounded is None else (bounded[0].amount, bounded[1].amount)
 
 
 def _markers(q: Quote) -> str:
@@ -349,7 +357,7 @@ def _explain(q: Quote) -> None:
     for ln in q.lines:
         field(ln.kind, ln.label)
         field("", f"= {_cash(ln.amount)} -> {_cash(ln.converted)}")
-        if getattr(ln, "range", None):
+        if ln.range is not None:
             low, high = ln.range
             field("", f"range: {_cash(low)} to {_cash(high)}, from {ln.bound}")
         if getattr(ln, "route", ""):
