@@ -207,3 +207,51 @@ def test_8_monthly_and_baoyue_are_aliases_of_subscription(clean_env):
     for alias in ("monthly", "包月"):
         data = quote(clean_env, *args, "--market", alias)
         assert data["quotes"] == sub["quotes"] and data["quotes"][0]["market"] == "subscription"
+
+
+# -- 7 and 8: the GPUs rented in China, or a sourced "not sold here" line -------------------------
+
+
+def no_offer(env, *args: str) -> str:
+    done = run_cli("quote", *args, env=env, width=300)
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.count("\n") == 1  # one line, no traceback
+    return done.stderr
+
+
+def test_7_h800_4090_910b_and_a800_80gb_say_why_no_cloud_here_sells_them(clean_env):
+    for gpu, model in (("H800", "H800"), ("4090", "RTX-4090"), ("910B", "Ascend-910B"),
+                       ("A800-80GB", "A800-80GB")):  # fmt: skip
+        message = no_offer(clean_env, "--gpu", gpu)
+        assert f"not sold here: {model}: " in message, message
+        assert "prices-china-3.md" in message  # its source
+
+
+def test_7_ascend_910b_is_a_known_model_with_its_own_memory_and_not_nvidia(clean_env):
+    done = run_cli("gpus", "910B", env=clean_env, width=200)
+    assert done.returncode == 0, done.stderr
+    assert "Ascend-910B" in done.stdout and "Huawei, 64 GB" in done.stdout
+    assert "not an NVIDIA GPU" in done.stdout
+    listed = run_cli("gpus", env=clean_env, width=250).stdout
+    assert all(name in listed for name in ("H800", "RTX-4090", "Ascend-910B", "A800-80GB"))
+
+
+def test_7_eight_h20_in_beijing_is_a_sourced_gap(clean_env):
+    message = no_offer(clean_env, "--gpu", "H20", "--count", "8", "--region", "beijing")
+    assert "not sold here: aliyun: 8x H20 (ecs.ebmgn8v.48xlarge)" in message
+
+
+def test_7_aws_china_regions_are_known_and_say_why_they_have_no_offer(clean_env):
+    message = no_offer(clean_env, "--gpu", "A100", "--count", "8", "--region", "cn-north-1")
+    assert "not sold here: aws: AWS's China regions" in message and "CNY" in message
+
+
+def test_7_tencent_spot_is_a_sourced_gap(clean_env):
+    message = no_offer(clean_env, "--gpu", "A100", "--count", "8", "--market", "spot",
+                       "--provider", "tencent")  # fmt: skip
+    assert "not sold here: tencent: Tencent documents spot for GPU instances" in message
+
+
+def test_8_monthly_without_a_published_price_says_so(clean_env):
+    message = no_offer(clean_env, "--gpu", "L20", "--market", "monthly", "--hours", "720")
+    assert "not sold here: aliyun: monthly (包月) prices of current GPU types" in message

@@ -89,6 +89,7 @@ from cloudbroker.models import (
     Gpu,
     InstanceType,
     Market,
+    NotListed,
     ObjectStoreTerms,
     PriceSheet,
     Rate,
@@ -140,6 +141,7 @@ class Catalog:
     terms: tuple[RegionTerms, ...]
     rules: dict[Market, BillingRule]  # one per market in terms.toml, rows or not
     skipped: tuple[str, ...] = ()
+    not_listed: tuple[NotListed, ...] = ()  # [[not_listed]]: sourced "not sold here" lines
 
     def rule(self, market: Market) -> BillingRule:
         """The billing rule of ``market``; a CatalogError names it when terms.toml has none."""
@@ -168,6 +170,7 @@ class Catalog:
             as_of=self.as_of,
             compute=compute,
             terms=self.terms,
+            not_listed=self.not_listed,
         )
 
 
@@ -428,7 +431,29 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
         terms=region_terms,
         rules=rules,
         skipped=tuple(skipped),
+        not_listed=_not_listed(terms, sources, where),
     )
+
+
+def _not_listed(terms: dict[str, Any], sources: dict[str, Source], where: str):
+    """``[[not_listed]]``: gpu, count, regions, market, why, source (each gap sourced)."""
+    found = []
+    for i, raw in enumerate(terms.get("not_listed", ())):
+        at = f"{where} [[not_listed]] {i}"
+        try:
+            found.append(
+                NotListed(
+                    gpu=raw["gpu"],
+                    count=raw.get("count"),
+                    regions=tuple(raw.get("regions", ())),
+                    market=raw.get("market"),
+                    why=raw["why"],
+                    source=source_ref(sources, raw.get("source"), at),
+                )
+            )
+        except (KeyError, ValueError) as exc:
+            raise CatalogError(f"{at}: {exc}") from None
+    return tuple(found)
 
 
 def packaged(provider: str, package: str) -> Catalog:

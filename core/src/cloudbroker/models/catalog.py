@@ -176,6 +176,18 @@ class RegionTerms(Model):
     spot_notice_source: Source | None = None
 
 
+class NotListed(Model):
+    """What a buyer asks for that the catalog does not price, and why (a sourced "not sold
+    here" line, said when a quote finds no offer)."""
+
+    gpu: str = Field(description="A GPU model, or '*' for any")
+    count: int | None = Field(default=None, description="GPUs per instance; None = any")
+    regions: tuple[str, ...] = Field(default=(), description="Where; empty = any region")
+    market: Market | None = Field(default=None, description="None = any market")
+    why: str
+    source: Source
+
+
 class PriceSheet(Model):
     """What ``price`` returns: compute rates plus the hidden-cost terms, all sourced."""
 
@@ -184,6 +196,7 @@ class PriceSheet(Model):
     as_of: date
     compute: tuple[ComputePrice, ...]
     terms: tuple[RegionTerms, ...]
+    not_listed: tuple[NotListed, ...] = ()
 
     def terms_for(self, region: str) -> RegionTerms | None:
         exact = next((t for t in self.terms if t.region == region), None)

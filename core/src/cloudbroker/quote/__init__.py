@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from cloudbroker import gpus, regions
 from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageError, keyword
-from cloudbroker.models import InstanceType
+from cloudbroker.models import InstanceType, PriceSheet
 from cloudbroker.money import FxTable
 from cloudbroker.quote.engine import QuoteEngine, Ranked, _closest
 from cloudbroker.quote.models import (
@@ -74,19 +74,34 @@ def match_gpus(query: str, known: Iterable[str], providers: Sequence[str] = ()) 
 # -- quoting -----------------------------------------------------------------------------
 
 
-def _places(job: Job, types: dict[str, list[InstanceType]]) -> tuple[Job, tuple[str, ...]]:
+def _places(
+    job: Job, types: dict[str, list[InstanceType]], sheets: dict[str, PriceSheet]
+) -> tuple[Job, tuple[str, ...]]:
     """The job with its regions resolved per cloud (a city matches each cloud's region in it),
-    and what each city matched; a UsageError names the close regions of an unknown one."""
+    and what each city matched; a UsageError names the close regions of an unknown one.
+
+    A region the catalog says it does not price (``PriceSheet.not_listed``, AWS's China
+    regions) is known: the quote then says why it has no offer there."""
     if not job.regions:
         return job, ()
     by_provider: dict[str, set[str]] = {}
     for provider, ts in types.items():
         if not job.providers or provider in job.providers:
             by_provider.setdefault(provider, set()).update(t.region for t in ts if t.region)
+    unpriced = {  # regions only a "not sold here" line names: known, with no offer
+        (provider, region)
+        for provider, sheet in sheets.items()
+        if provider in by_provider
+        for gap in sheet.not_listed
+        for region in gap.regions
+        if region in job.regions and region not in by_provider[provider]
+    }
+    names = [r for r in job.regions if r not in {region for _, region in unpriced}]
     try:
-        places, said = regions.resolve(job.regions, by_provider)
+        places, said = regions.resolve(names, by_provider) if names else (frozenset(), ())
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    places |= unpriced
     wanted = tuple(sorted({r for _, r in places}))
     return replace(job, regions=wanted, places=places), said
 
@@ -146,7 +161,7 @@ def quote(
         except UsageError as exc:
             raise UsageError(f"{exc}{failed}") from None
         siblings = gpus.sibling_notes(job.gpu_models, (t for ts in types.values() for t in ts))
-    job, regions_matched = _places(job, types)
+    job, regions_matched = _places(job, types, sheets)
     spot = _spot_ranker(pm, job)
     engine = QuoteEngine(job, sheets, types, fx, spot)
     _check_known(job, types, name)
@@ -170,8 +185,10 @@ def quote(
                 f"no {markets} offer{where} of a configuration the model fits on ({fits})"
             )
         also = f"; siblings sold: {' | '.join(siblings)}" if siblings else ""
+        gaps = "".join(f"; not sold here: {gap}" for gap in not_listed(job, sheets))
         raise NoOfferError(
-            f"no {markets} offer of {job.count}x {what}{where}; {_closest(engine)}{also}{failed}"
+            f"no {markets} offer of {job.count}x {what}{where}{gaps}; {_closest(engine)}"
+            f"{also}{failed}"
         )
     report = None
     if live is not None:
@@ -227,6 +244,28 @@ def _spot_ranker(pm: PluginManager, job: Job):
         return tables[provider].rate(region, instance_type)
 
     return spot_rank.ranker(rate, job.hours, job.spot_restart_minutes, job.spot_checkpoint_minutes)
+
+
+def not_listed(job: Job, sheets: dict[str, PriceSheet]) -> list[str]:
+    """The catalogs' sourced "not sold here" lines (``PriceSheet.not_listed``) this job hits."""
+    found = []
+    for provider, sheet in sheets.items():
+        if job.providers and provider not in job.providers:
+            continue
+        for gap in sheet.not_listed:
+            if (
+                (gap.gpu == "*" or gap.gpu in job.gpu_models)
+                and (gap.count is None or gap.count == job.count)
+                and (gap.market is None or gap.market in job.markets)
+                and (
+                    not gap.regions
+                    or set(gap.regions) & set(job.regions)
+                    or (not job.regions and gap.gpu != "*")  # this GPU, where it is not priced
+                )
+            ):
+                date = gap.source.as_of.isoformat()
+                found.append(f"{provider}: {gap.why} ({gap.source.name}, {date})")
+    return found
 
 
 def matched_any(ranked: Ranked) -> bool:
