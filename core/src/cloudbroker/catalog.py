@@ -5,7 +5,11 @@ A provider ships two files inside its distribution (``cloudbroker_<cloud>/data/`
 ``catalog.csv`` -- one row per instance type, region, zone and market::
 
     instance_type,gpu_model,gpu_label,gpu_count,gpu_memory_gb,vcpus,memory_gib,
-    region,zone,market,price,currency,source,source_url,as_of,flags,trust
+    region,zone,market,price,currency,source,source_url,as_of,flags,trust,read_on
+
+  ``as_of`` is the price's date (when its source published it, or the date of the snapshot
+  it comes from), ``read_on`` the date we read the row: equal when the source does not date
+  its prices (a catalog snapshot), older ``as_of`` for a dated page (a 2023 list).
 
   ``market`` is one of on-demand, spot, capacity-block, subscription; ``price`` is per the
   market's billing unit (see ``terms.toml``) and empty when unknown (never 0); ``flags`` is a
@@ -106,9 +110,9 @@ log = logging.getLogger(__name__)
 COLUMNS = (
     "instance_type", "gpu_model", "gpu_label", "gpu_count", "gpu_memory_gb", "vcpus",
     "memory_gib", "region", "zone", "market", "price", "currency", "source", "source_url",
-    "as_of", "flags", "trust",
+    "as_of", "flags", "trust", "read_on",
 )  # fmt: skip
-OPTIONAL_COLUMNS = ("trust",)  # catalogs written before it existed still load
+OPTIONAL_COLUMNS = ("trust", "read_on")  # catalogs written before they existed still load
 #: Skipped rows already warned about: once per process, however often the catalog loads (a
 #: plugin and its emulator both load it); ``Catalog.skipped`` lists them every time.
 _WARNED: set[str] = set()
@@ -359,7 +363,7 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
     types: dict[tuple[str, str, str | None], InstanceType] = {}
     prices: list[ComputePrice] = []
     skipped: list[str] = []
-    source_cache: dict[tuple[str, str, str, str | None], Source] = {}
+    source_cache: dict[tuple[str, str, str, str | None, str | None], Source] = {}
     text = csv_file.read_text(encoding="utf-8")
     reader = csv.DictReader(text.splitlines())
     missing = [c for c in COLUMNS if c not in (*(reader.fieldnames or ()), *OPTIONAL_COLUMNS)]
@@ -371,13 +375,20 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
             rule = rules.get(market)
             if rule is None:
                 raise ValueError(f"no [billing.{market}] rule in terms.toml")
-            key = (row["source"], row["source_url"], row["as_of"], row.get("trust") or None)
+            key = (
+                row["source"],
+                row["source_url"],
+                row["as_of"],
+                row.get("trust") or None,
+                row.get("read_on") or None,
+            )
             source = source_cache.get(key)
             if source is None:
                 source = Source(
                     name=row["source"],
                     url=row["source_url"] or None,
-                    as_of=date.fromisoformat(row["as_of"]),
+                    as_of=date.fromisoformat(row["as_of"]),  # the price's date (required)
+                    read_on=None if key[4] is None else date.fromisoformat(key[4]),
                     trust=key[3],
                 )
                 source_cache[key] = source

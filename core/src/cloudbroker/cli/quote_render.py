@@ -14,6 +14,7 @@ from cloudbroker.gpus import describe as describe_gpus
 from cloudbroker.vocabulary import Market, Ranking, cautions
 
 if TYPE_CHECKING:  # the fast quote renders its own light objects with this module
+    from cloudbroker.models import Source
     from cloudbroker.money import Money
     from cloudbroker.quote import CostLine, LiveReport, Quote, QuoteResult
 
@@ -246,6 +247,16 @@ def _footer(result: QuoteResult) -> list[str | Text]:
     return notes
 
 
+def _dates(source: Source) -> str:
+    """A source's dates: the price's own, and when we read it (both when they differ)."""
+    when = source.as_of.isoformat()
+    if source.read_on is None:
+        return when
+    if source.read_on == source.as_of:
+        return f"read {when}; the source does not date its prices"
+    return f"price {when}, read {source.read_on.isoformat()}"
+
+
 def _crosses_border(q: Quote) -> bool:
     """Whether the offer's dataset crosses the mainland border (a plain quote moves none)."""
     return any(ln.kind == "egress" and getattr(ln, "crosses_border", False) for ln in q.lines)
@@ -365,7 +376,7 @@ def _explain(q: Quote) -> None:
         field("", f"rule: {ln.rule}")
         if ln.source:
             url = f" {ln.source.url}" if ln.source.url else ""
-            field("", f"source: {ln.source.name} ({ln.source.as_of.isoformat()}){url}")
+            field("", f"source: {ln.source.name} ({_dates(ln.source)}){url}")
     for flag in q.flags:
         field("flag", flag)
     for caution in _cautions(q):
