@@ -255,3 +255,23 @@ def test_7_tencent_spot_is_a_sourced_gap(clean_env):
 def test_8_monthly_without_a_published_price_says_so(clean_env):
     message = no_offer(clean_env, "--gpu", "L20", "--market", "monthly", "--hours", "720")
     assert "not sold here: aliyun: monthly (包月) prices of current GPU types" in message
+
+
+# -- 9: tco defaults by country, with the export-control note ---------------------------------
+
+
+def test_9_tco_in_cny_uses_mainland_defaults_and_names_export_controls(clean_env):
+    args = ("tco", "--gpu", "A100-80GB", "--count", "8", "--json")
+    done = run_cli(*args, "--currency", "CNY", "--power-kw", "6.5", env=clean_env, width=200)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["country"] == "Chinese mainland" and "BIS" in data["note"]
+    inputs = data["inputs"]
+    assert (
+        inputs["server_price"]["value"] == "800000"
+        and "seed article" in (inputs["server_price"]["source"])
+    )
+    assert "China Briefing" in inputs["electricity"]["source"]
+    assert inputs["colo"]["value"] is None  # not found: unknown, never a US figure
+    us = json.loads(run_cli(*args, env=clean_env, width=200).stdout)
+    assert us["country"] == "United States" and "EIA" in us["inputs"]["electricity"]["source"]
