@@ -19,7 +19,10 @@ Usage::
     python scripts/build_catalogs.py [--reference DIR] [--out-root DIR] [--check]
 
 ``--check`` writes nothing and exits 1 if a packaged catalog differs from what the reference
-would produce. ``--out-root`` writes the ``providers/...`` tree under another directory.
+would produce. Every row records two dates: ``as_of``, the price's date (a dated page's, or
+the snapshot's when the source does not date its prices), and ``read_on``, when the
+reference was read; a row without a price date stops the build. ``--out-root`` writes the
+``providers/...`` tree under another directory.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ DEFAULT_REFERENCE = REPO_ROOT / ".." / "shared" / "reference"
 COLUMNS = (
     "instance_type", "gpu_model", "gpu_label", "gpu_count", "gpu_memory_gb", "vcpus",
     "memory_gib", "region", "zone", "market", "price", "currency", "source", "source_url",
-    "as_of", "flags", "trust",
+    "as_of", "flags", "trust", "read_on",
 )  # fmt: skip
 MARKET_ORDER = {"on-demand": 0, "spot": 1, "capacity-block": 2, "subscription": 3}
 
@@ -367,7 +370,22 @@ def sort_key(row: dict[str, str]) -> tuple[str, str, str, int]:
     return (row["instance_type"], row["region"], row["zone"], MARKET_ORDER[row["market"]])
 
 
+class UndatedRow(ValueError):
+    """A row without its price's date: every price must say when it was true."""
+
+
+def dated(row: dict[str, str]) -> dict[str, str]:
+    """``row`` with its read date (AS_OF, the day the reference was read); UndatedRow when it
+    has no price date (``as_of``), which is never guessed."""
+    if not row.get("as_of"):
+        raise UndatedRow(
+            f"{row.get('instance_type')} {row.get('region')} {row.get('market')}: no price date"
+        )
+    return {**row, "read_on": row.get("read_on") or AS_OF}
+
+
 def render(rows: list[dict[str, str]]) -> bytes:
+    rows = [dated(row) for row in rows]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()

@@ -456,3 +456,23 @@ def test_check_covers_the_mainland_rows(tmp_path: Path) -> None:
     china.write_text(moved, encoding="utf-8")
     with pytest.raises(ValueError, match="no longer defines source AC"):
         builder.main(["--reference", str(copy), "--check"])
+
+
+def test_every_shipped_row_has_a_price_date_and_a_read_date() -> None:
+    """Issue 28: both dates are recorded; a price is never undated."""
+    for provider in PROVIDERS:
+        with (data_dir(provider) / "catalog.csv").open(encoding="utf-8") as rows:
+            for row in csv.DictReader(rows):
+                price, read = date.fromisoformat(row["as_of"]), date.fromisoformat(row["read_on"])
+                assert price <= read, (provider, row["instance_type"])
+
+
+def test_a_row_without_a_price_date_stops_the_build() -> None:
+    builder = load_builder()
+    row = dict.fromkeys(builder.COLUMNS, "")
+    row.update(instance_type="p5.48xlarge", region="us-east-1", market="on-demand")
+    with pytest.raises(
+        builder.UndatedRow, match=r"p5\.48xlarge us-east-1 on-demand: no price date"
+    ):
+        builder.render([row])
+    assert b",2026-11-29\n" in builder.render([{**row, "as_of": "2024-12-31"}])  # read_on added

@@ -201,7 +201,7 @@ def test_dataset_egress_uses_the_source_cloud_rates(world):
     big = next(ln for ln in by_type["big"].lines if ln.kind == "egress")
     assert gt4.amount == Money.of(0, "CNY")  # same region: cross-zone rate, 0 here
     assert big.amount == Money.of(80, "CNY")  # cross-cloud: 0.8 CNY/GB internet from cny
-    assert "cross-cloud" in big.label
+    assert big.route.startswith("cny internet egress") and big.route in big.label
 
 
 def test_unknown_hidden_rate_marks_the_total_as_a_lower_bound(world):
@@ -214,9 +214,9 @@ def test_unknown_hidden_rate_marks_the_total_as_a_lower_bound(world):
 
 @pytest.fixture
 def partly_unknown():
-    """Two regions of one cloud: "far" is cheaper but its egress price from "home" is unknown."""
+    """Two regions of one cloud: "far" is cheaper but no route from "home" to it is priced."""
     types = {"c": [itype("c", "g", "T4", 1, "home"), itype("c", "g", "T4", 1, "far")]}
-    home = region_terms("CNY", "0.8", None).model_copy(update={"region": "home"})
+    home = region_terms("CNY", None, None).model_copy(update={"region": "home"})
     sheets = {
         "c": PriceSheet(
             provider="c",
@@ -236,7 +236,10 @@ def test_complete_offers_rank_before_lower_bounds_which_name_what_is_unknown(par
     assert (first.region, first.complete, first.total) == ("home", True, Money.of("8.73", "CNY"))
     assert (second.region, second.complete) == ("far", False)
     assert second.total == Money.of("5.56", "CNY")  # the known part: compute only
-    assert second.unknown == ("egress: c cross-region price from home to this region not found",)
+    assert second.unknown == (
+        "egress: c cross-region price from home to this region not found; "
+        "c internet egress price from home not found",
+    )
     assert ranked.lower_bounds == 1
     assert ranked.unknown == {second.unknown[0]: 1}
     [egress] = [ln for ln in second.lines if ln.kind == "egress"]
@@ -451,42 +454,39 @@ def test_quote_needs_a_gpu_or_a_model_and_names_unknown_models(clean_env):
 # -- issue 15, as measured: each case gives the right answer --------------------------------
 
 
-T4_FROM_GUANGZHOU = ("--gpu", "T4", "--data-gb", "10240", "--data-from", "tencent:ap-guangzhou")
+T4_FROM_SINGAPORE = ("--gpu", "T4", "--data-gb", "10240", "--data-from", "tencent:ap-singapore")
 
 
 def test_case_1_complete_offer_with_free_egress_ranks_first(clean_env):
-    data = quote_json(clean_env, *T4_FROM_GUANGZHOU, "--currency", "CNY", "--top", "20")
+    data = quote_json(clean_env, *T4_FROM_SINGAPORE, "--currency", "CNY", "--top", "20")
     first = data["quotes"][0]
     assert (first["provider"], first["region"], first["complete"]) == (
         "tencent",
-        "ap-guangzhou",
+        "ap-singapore",
         True,
     )
     completeness = [q["complete"] for q in data["quotes"]]
     assert completeness == sorted(completeness, reverse=True)  # no complete offer after a ≥
     assert data["lower_bounds"] > 0
     assert all(
-        reason.startswith("egress: tencent cross-region price") for reason in data["unknown"]
+        "tencent internet egress price from ap-singapore not found" in reason
+        for reason in data["unknown"]
     )
 
 
 def test_case_1_rank_lower_bound_restores_the_order_by_known_part(clean_env):
-    args = (*T4_FROM_GUANGZHOU, "--currency", "CNY", "--top", "3", "--rank", "lower-bound")
+    args = (*T4_FROM_SINGAPORE, "--currency", "CNY", "--top", "3", "--rank", "lower-bound")
     first = quote_json(clean_env, *args)["quotes"][0]
-    assert first["complete"] is False and first["region"] == "sa-saopaulo"
-    assert first["unknown"] == [
-        "egress: tencent cross-region price from ap-guangzhou to this region not found"
-    ]
+    assert first["complete"] is False and first["region"] == "us-east-1"  # aws, cheapest T4
+    assert first["unknown"] == ["egress: tencent internet egress price from ap-singapore not found"]
 
 
 def test_case_1_footer_says_how_many_are_lower_bounds_and_why(clean_env):
-    done = cli(*T4_FROM_GUANGZHOU, "--currency", "CNY", env=clean_env, width=400)
+    done = cli(*T4_FROM_SINGAPORE, "--currency", "CNY", env=clean_env, width=400)
     assert done.returncode == 0, done.stderr
-    assert "≥: 45 of 268 matching offers are lower bounds" in done.stdout
+    assert "≥: 254 of 268 matching offers are lower bounds" in done.stdout
     assert "ranked after every complete offer, by their known part" in done.stdout
-    assert "egress: tencent cross-region price from ap-guangzhou to this region not found" in (
-        done.stdout
-    )
+    assert "egress: tencent internet egress price from ap-singapore not found" in done.stdout
 
 
 def test_case_2_china_h100_job_with_price_unknown_rows_does_not_crash(clean_env):
@@ -553,10 +553,13 @@ def egress_line(quote: dict) -> dict:
     return line
 
 
-def test_case_5_aws_cross_zone_is_charged_both_ways(clean_env):
+def test_case_5_aws_same_region_data_comes_from_s3_free_not_across_zones(clean_env):
     args = ("--gpu", "A100", "--count", "8", "--provider", "aws", "--region", "us-east-1")
     data = quote_json(clean_env, *args, "--data-gb", "1000", "--data-from", "aws:us-east-1")
-    assert egress_line(data["quotes"][0])["amount"] == {"amount": "20.00", "currency": "USD"}
+    line = egress_line(data["quotes"][0])
+    assert line["amount"] == {"amount": "0", "currency": "USD"}
+    assert line["route"].startswith("S3 to compute in the same region")
+    assert "VM to VM across zones, 0.01 USD/GB each way" in line["rule"]  # considered
 
 
 def test_case_5_aws_transfer_is_priced_by_the_source_region(clean_env):
@@ -575,30 +578,37 @@ def test_case_5_aliyun_cross_region_follows_the_destination_area(clean_env):
     args = ("--gpu", "A100", "--count", "8", "--provider", "aliyun", "--top", "40")
     data = quote_json(clean_env, *args, "--data-gb", "1000", "--data-from", "aliyun:cn-beijing")
     per_region = {q["region"]: egress_line(q)["amount"] for q in data["quotes"]}
-    assert per_region["cn-shanghai"] == {"amount": "72.000", "currency": "USD"}
+    assert per_region["cn-shanghai"] == {"amount": "500.00", "currency": "CNY"}  # OSS 0.50
+    assert per_region["eu-central-1"] == {"amount": "500.00", "currency": "CNY"}  # not CEN
+    private = quote_json(clean_env, *args, "--data-gb", "1000", "--data-from",
+                         "aliyun:cn-beijing", "--route", "private")  # fmt: skip
+    per_region = {q["region"]: egress_line(q)["amount"] for q in private["quotes"]}
+    assert per_region["cn-shanghai"] == {"amount": "72.000", "currency": "USD"}  # CEN
     assert per_region["eu-central-1"] == {"amount": "800.00", "currency": "USD"}  # cross-border
 
 
-def test_case_5_tencent_ccn_is_bandwidth_for_a_month(clean_env):
+def test_case_5_tencent_ccn_is_bandwidth_for_a_month_only_on_request(clean_env):
     args = ("--gpu", "A100", "--count", "8", "--hours", "36", "--provider", "tencent")
-    data = quote_json(
-        clean_env,
-        *args,
-        *("--region", "ap-beijing", "--data-gb", "500", "--data-from", "tencent:ap-guangzhou"),
-    )
+    where = ("--region", "ap-beijing", "--data-gb", "500", "--data-from", "tencent:ap-guangzhou")
+    data = quote_json(clean_env, *args, *where, "--route", "private")
     line = egress_line(data["quotes"][0])
     # 500 GB in 36 h = 30.9 Mbps -> 31 Mbps x 140 CNY (Silver, first 100 Mbps), one month
     assert line["amount"] == {"amount": "4340", "currency": "CNY"}
-    assert "31 Mbps for a month" in line["label"] and "sold as bandwidth" in line["rule"]
+    assert "31 Mbps for 1 month" in line["label"] and "sold as bandwidth" in line["rule"]
+    public = egress_line(quote_json(clean_env, *args, *where)["quotes"][0])
+    assert public["amount"] == {"amount": "250.0", "currency": "CNY"}  # COS, 0.5 per GB
+    assert public["route"].startswith("COS cross-region replication")
 
 
 def test_case_8_a_dataset_across_clouds_says_which_egress_rate_applies_and_why(clean_env):
     data = quote_json(clean_env, "--gpu", "A100", "--count", "8", "--provider", "aws",
                       "--data-gb", "500", "--data-from", "aliyun:cn-beijing")  # fmt: skip
-    rule = egress_line(data["quotes"][0])["rule"]
-    assert "leaving a VM or elastic IP in the source region" in rule  # which rate
-    assert "names a region, not a service" in rule  # why
-    assert "Aliyun OSS" in rule and "own internet rate" in rule  # what it does not cover
+    line = egress_line(data["quotes"][0])
+    assert line["route"] == "OSS internet egress, 0.50 CNY/GB"  # which route
+    assert line["amount"] == {"amount": "250.00", "currency": "CNY"}  # not ECS's 0.80
+    assert "0.25 CNY/GB from 00:00 to 08:00" in line["rule"]  # the night rate, named
+    assert "CDT free quota" in line["rule"] and "not OSS" in line["rule"]
+    assert "aliyun internet egress (VM or elastic IP), from 0.80 CNY/GB" in line["rule"]
 
 
 # -- a GPU sold only several to an instance, with --count left out ----------------------------

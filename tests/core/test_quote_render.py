@@ -25,8 +25,9 @@ JOBS = {
         "--checkpoint-gb", "50", "--snapshot-days", "7",
     ),
     "lower bounds": (
-        "--gpu", "A100", "--count", "8", "--provider", "aliyun", "--checkpoint-gb", "50",
-    ),
+        "--gpu", "T4", "--provider", "tencent", "--data-gb", "10", "--data-from",
+        "tencent:ap-singapore",
+    ),  # no route out of ap-singapore is priced: every other region is a lower bound
     "flagged capacity blocks": (
         "--gpu", "H100", "--count", "8", "--hours", "36", "--market", "capacity-block",
     ),

@@ -205,7 +205,9 @@ def test_overrides_and_currency(clean_env):
 def test_gpu_without_a_sourced_server_is_unknown_not_guessed(clean_env):
     done = run("--gpu", "T4", "--count", "1")
     assert done.returncode == 0, done.stderr
-    assert "on-prem is unknown: give --server-price and --power-kw" in done.stdout
+    assert (
+        "on-prem is unknown: give --server-price, --power-kw or --colo-per-kw-month" in done.stdout
+    )
 
 
 @pytest.mark.parametrize(

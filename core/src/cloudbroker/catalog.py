@@ -5,7 +5,11 @@ A provider ships two files inside its distribution (``cloudbroker_<cloud>/data/`
 ``catalog.csv`` -- one row per instance type, region, zone and market::
 
     instance_type,gpu_model,gpu_label,gpu_count,gpu_memory_gb,vcpus,memory_gib,
-    region,zone,market,price,currency,source,source_url,as_of,flags,trust
+    region,zone,market,price,currency,source,source_url,as_of,flags,trust,read_on
+
+  ``as_of`` is the price's date (when its source published it, or the date of the snapshot
+  it comes from), ``read_on`` the date we read the row: equal when the source does not date
+  its prices (a catalog snapshot), older ``as_of`` for a dated page (a 2023 list).
 
   ``market`` is one of on-demand, spot, capacity-block, subscription; ``price`` is per the
   market's billing unit (see ``terms.toml``) and empty when unknown (never 0); ``flags`` is a
@@ -47,6 +51,10 @@ A provider ships two files inside its distribution (``cloudbroker_<cloud>/data/`
       { to = "mainland", price = "0.072 USD", source = "vpc-billing" },
       { to = "asia-pacific", price = "0.80 USD", source = "vpc-billing", note = "cross-border" },
     ]   # a link sold as bandwidth: bandwidth_mbps_month = [["100", "140 CNY"], ["", "35 CNY"]]
+        # a private line (CEN, CCN) adds private = true: used only with --route private
+    object_store = "OSS"                  # the region's object store as a route (optional):
+    object_store_internet = "0.50 CNY"    # its own rates, each with _source and _note;
+    object_store_internet_source = "oss"  # _same_region and _cross_region likewise
     cross_zone = "0 CNY"
     cross_zone_source = "vpc-billing"
     cross_zone_sides = 1                  # 2 when both zones pay (AWS: out and in)
@@ -85,6 +93,8 @@ from cloudbroker.models import (
     Gpu,
     InstanceType,
     Market,
+    NotListed,
+    ObjectStoreTerms,
     PriceSheet,
     Rate,
     RegionTerms,
@@ -100,9 +110,9 @@ log = logging.getLogger(__name__)
 COLUMNS = (
     "instance_type", "gpu_model", "gpu_label", "gpu_count", "gpu_memory_gb", "vcpus",
     "memory_gib", "region", "zone", "market", "price", "currency", "source", "source_url",
-    "as_of", "flags", "trust",
+    "as_of", "flags", "trust", "read_on",
 )  # fmt: skip
-OPTIONAL_COLUMNS = ("trust",)  # catalogs written before it existed still load
+OPTIONAL_COLUMNS = ("trust", "read_on")  # catalogs written before they existed still load
 #: Skipped rows already warned about: once per process, however often the catalog loads (a
 #: plugin and its emulator both load it); ``Catalog.skipped`` lists them every time.
 _WARNED: set[str] = set()
@@ -135,6 +145,7 @@ class Catalog:
     terms: tuple[RegionTerms, ...]
     rules: dict[Market, BillingRule]  # one per market in terms.toml, rows or not
     skipped: tuple[str, ...] = ()
+    not_listed: tuple[NotListed, ...] = ()  # [[not_listed]]: sourced "not sold here" lines
 
     def rule(self, market: Market) -> BillingRule:
         """The billing rule of ``market``; a CatalogError names it when terms.toml has none."""
@@ -163,6 +174,7 @@ class Catalog:
             as_of=self.as_of,
             compute=compute,
             terms=self.terms,
+            not_listed=self.not_listed,
         )
 
 
@@ -193,6 +205,8 @@ def _rate(region: dict[str, Any], name: str, sources: dict[str, Source], where: 
         price=parse_money(region.get(name, ""), f"{where}.{name}"),
         source=source_ref(sources, region.get(f"{name}_source"), f"{where}.{name}_source"),
         note=region.get(f"{name}_note", ""),
+        ceiling=parse_money(region.get(f"{name}_ceiling", ""), f"{where}.{name}_ceiling"),
+        ceiling_note=region.get(f"{name}_ceiling_note", ""),
     )
 
 
@@ -220,6 +234,25 @@ def _route(raw: dict[str, Any], sources: dict[str, Source], where: str) -> Route
         ),
         source=source_ref(sources, raw.get("source"), f"{where}.source"),
         note=raw.get("note", ""),
+        private=bool(raw.get("private", False)),
+    )
+
+
+def _object_store(
+    region: dict[str, Any], sources: dict[str, Source], where: str
+) -> ObjectStoreTerms | None:
+    """``object_store = "OSS"`` and its ``object_store_{same_region,internet,cross_region}``
+    rates (each with ``_source`` and ``_note``); a rate left out is a route not offered."""
+    name = region.get("object_store")
+    if not name:
+        return None
+    rates = {
+        kind: _rate(region, f"object_store_{kind}", sources, where)
+        for kind in ("same_region", "internet", "cross_region")
+        if f"object_store_{kind}" in region
+    }
+    return ObjectStoreTerms(
+        name=name, cross_region_area=region.get("object_store_cross_region_area"), **rates
     )
 
 
@@ -251,6 +284,7 @@ def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str
             cross_region_to=routes,
             cross_zone=_rate(region, "cross_zone", sources, where),
             cross_zone_sides=region.get("cross_zone_sides", 1),
+            object_store=_object_store(region, sources, where),
         ),
         storage=StorageTerms(
             object_storage_gb_month=_rate(region, "object_storage_gb_month", sources, where),
@@ -329,7 +363,7 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
     types: dict[tuple[str, str, str | None], InstanceType] = {}
     prices: list[ComputePrice] = []
     skipped: list[str] = []
-    source_cache: dict[tuple[str, str, str, str | None], Source] = {}
+    source_cache: dict[tuple[str, str, str, str | None, str | None], Source] = {}
     text = csv_file.read_text(encoding="utf-8")
     reader = csv.DictReader(text.splitlines())
     missing = [c for c in COLUMNS if c not in (*(reader.fieldnames or ()), *OPTIONAL_COLUMNS)]
@@ -341,13 +375,20 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
             rule = rules.get(market)
             if rule is None:
                 raise ValueError(f"no [billing.{market}] rule in terms.toml")
-            key = (row["source"], row["source_url"], row["as_of"], row.get("trust") or None)
+            key = (
+                row["source"],
+                row["source_url"],
+                row["as_of"],
+                row.get("trust") or None,
+                row.get("read_on") or None,
+            )
             source = source_cache.get(key)
             if source is None:
                 source = Source(
                     name=row["source"],
                     url=row["source_url"] or None,
-                    as_of=date.fromisoformat(row["as_of"]),
+                    as_of=date.fromisoformat(row["as_of"]),  # the price's date (required)
+                    read_on=None if key[4] is None else date.fromisoformat(key[4]),
                     trust=key[3],
                 )
                 source_cache[key] = source
@@ -401,7 +442,29 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
         terms=region_terms,
         rules=rules,
         skipped=tuple(skipped),
+        not_listed=_not_listed(terms, sources, where),
     )
+
+
+def _not_listed(terms: dict[str, Any], sources: dict[str, Source], where: str):
+    """``[[not_listed]]``: gpu, count, regions, market, why, source (each gap sourced)."""
+    found = []
+    for i, raw in enumerate(terms.get("not_listed", ())):
+        at = f"{where} [[not_listed]] {i}"
+        try:
+            found.append(
+                NotListed(
+                    gpu=raw["gpu"],
+                    count=raw.get("count"),
+                    regions=tuple(raw.get("regions", ())),
+                    market=raw.get("market"),
+                    why=raw["why"],
+                    source=source_ref(sources, raw.get("source"), at),
+                )
+            )
+        except (KeyError, ValueError) as exc:
+            raise CatalogError(f"{at}: {exc}") from None
+    return tuple(found)
 
 
 def packaged(provider: str, package: str) -> Catalog:

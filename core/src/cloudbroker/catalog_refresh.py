@@ -199,6 +199,7 @@ def _merged(provider: str, sheets: list[PriceSheet]) -> PriceSheet:
         as_of=max(sheet.as_of for sheet in sheets),
         compute=tuple(price for sheet in sheets for price in sheet.compute),
         terms=tuple(terms.values()),
+        not_listed=sheets[0].not_listed,
     )
 
 

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from cloudbroker import catalog_index, gpus
+from cloudbroker import regions as region_names
 from cloudbroker.costs import SECONDS_PER_HOUR, billed_seconds
 from cloudbroker.currency import DEFAULT_RATE_ROWS, RateTable
 from cloudbroker.vocabulary import Market, Ranking, line_sum
@@ -129,6 +130,7 @@ class Result(NamedTuple):
     refused: tuple[str, ...] = ()
     failures: MappingProxyType[str, str] = _NONE
     smallest_sold: MappingProxyType[str, int] = _NONE
+    regions_matched: tuple[str, ...] = ()
     live: None = None
 
 
@@ -176,7 +178,9 @@ def _run(ask: Ask, books: list[catalog_index.Index]) -> Result:
         raise Fallback(str(exc)) from None
     regions = {r for book in books for r in book.regions}
     if any(r not in regions for r in ask.regions):
-        raise Fallback("unknown region")
+        raise Fallback("unknown region")  # a city, or a misspelt code: the full path
+    by_book = {book.provider: set(book.regions) for book in books}
+    said = region_names.resolve(ask.regions, by_book)[1] if ask.regions else ()
     sold = [
         _Type(book.provider, region, Gpu(model, count, None))
         for book in books
@@ -184,7 +188,7 @@ def _run(ask: Ask, books: list[catalog_index.Index]) -> Result:
         for region, count in book.types.get(model, ())
     ]
     siblings = gpus.sibling_notes(models, sold)  # type: ignore[arg-type]
-    return _Ranker(ask, books, models).rank(siblings)
+    return _Ranker(ask, books, models).rank(siblings)._replace(regions_matched=said)
 
 
 class _Ranker:

@@ -132,9 +132,10 @@ def resolve_model(gpu: str) -> str:
     return FAMILY_DEFAULT.get(name.upper(), name)
 
 
-def default_server(model: str) -> Server | None:
-    """The sourced 8-GPU server for ``model``, if one was found."""
-    return next((s for key, s in SERVERS.items() if key.lower() == model.lower()), None)
+def default_server(model: str, servers: dict[str, Server] | None = None) -> Server | None:
+    """The sourced 8-GPU server for ``model`` (among ``servers``, default the US list)."""
+    found = SERVERS if servers is None else servers
+    return next((s for key, s in found.items() if key.lower() == model.lower()), None)
 
 
 PUE = Figure(
@@ -161,6 +162,83 @@ COLOCATION = Figure(
 
 
 @dataclass(frozen=True)
+class Country:
+    """On-prem defaults where the buyer is: power, PUE, colocation, servers, and a note."""
+
+    name: str
+    electricity: Figure
+    pue: Figure
+    colocation: Figure
+    servers: dict[str, Server]
+    note: str = ""
+
+
+_SIZING = "../shared/reference/sizing-and-tco.md section 4"
+
+#: Export controls decide which GPUs a mainland buyer can buy new: said with every CN report.
+EXPORT_NOTE = (
+    "export controls: the US BIS rules of 2022-10-07 and 2023-10-17 restrict selling advanced "
+    "computing chips (A100, H100, A800, H800 and others above their thresholds) into the PRC, "
+    "so which GPU servers a mainland buyer can buy new is decided by them, not by price "
+    "(bis.gov press release 'Commerce Strengthens Restrictions on Advanced Computing "
+    "Semiconductors...', 2023-10-17)"
+)
+
+COUNTRIES: dict[str, Country] = {
+    "US": Country("United States", ELECTRICITY, PUE, COLOCATION, SERVERS),
+    "CN": Country(
+        "Chinese mainland",
+        Figure(
+            Decimal("0.088"),
+            "USD/kWh",
+            f"China Briefing: industrial electricity about US$0.088/kWh on average in 2024 "
+            f"(an official CNY national average was not found; {_SIZING})",
+            date(2024, 12, 31),
+            "USD",
+        ),
+        Figure(
+            Decimal("1.3"),
+            "",
+            "MIIT 工信部通信〔2021〕76号 and NDRC (2021-12): new large data centres below 1.3 "
+            f"from end-2023 (a target, so an optimistic figure; {_SIZING})",
+            date(2021, 12, 1),
+        ),
+        Figure(
+            None,
+            "CNY/kW-month",
+            f"mainland colocation (IDC rack) price per kW-month: not found ({_SIZING}); give "
+            "--colo-per-kw-month",
+        ),
+        {
+            **SERVERS,
+            "A100-80GB": Server(
+                "8x A100-80GB server (mainland market, seed article)",
+                Figure(
+                    Decimal(800000),
+                    "CNY",
+                    "seed article (2025-09): '8卡服务器总成本超80万元' (8-GPU server over CNY "
+                    "800,000; A100-80GB about CNY 100,000 a card): unverified, a floor "
+                    f"({_SIZING})",
+                    date(2025, 9, 1),
+                    "CNY",
+                ),
+                Figure(None, "kW", "not found for this server"),
+            ),
+        },
+        note=EXPORT_NOTE,
+    ),
+}
+
+
+def country_for(name: str | None, currency: str) -> Country:
+    """The defaults of ``name`` ("US", "CN"); by default CN for a CNY report, else US."""
+    key = (name or ("CN" if currency == "CNY" else "US")).upper()
+    if key not in COUNTRIES:
+        raise UsageError(f"unknown --country {name!r}; accepted: {', '.join(COUNTRIES)}")
+    return COUNTRIES[key]
+
+
+@dataclass(frozen=True)
 class OnPrem:
     """On-prem inputs, all in one currency; ``None`` where a figure is unknown."""
 
@@ -168,7 +246,7 @@ class OnPrem:
     power_kw: Decimal | None
     pue: Decimal
     electricity_per_kwh: Money
-    colo_per_kw_month: Money
+    colo_per_kw_month: Money | None  # unknown where no colocation price was found (CN)
     gpus: int
     years: Decimal
 
@@ -179,7 +257,7 @@ class OnPrem:
             ("power_kw", self.power_kw or 0),
             ("pue", self.pue),
             ("electricity_per_kwh", self.electricity_per_kwh.amount),
-            ("colo_per_kw_month", self.colo_per_kw_month.amount),
+            ("colo_per_kw_month", self.colo_per_kw_month.amount if self.colo_per_kw_month else 0),
         ):
             if not Decimal(value).is_finite():  # inf would overflow the money arithmetic
                 raise UsageError(f"{what} must be a finite number, got {value}")
@@ -218,8 +296,8 @@ def onprem_cost(p: OnPrem) -> OnPremCost:
     if p.power_kw is None:
         return OnPremCost(capex, None, None)
     energy = p.electricity_per_kwh * (p.power_kw * p.pue * HOURS_PER_YEAR)
-    colocation = p.colo_per_kw_month * (p.power_kw * 12)
-    return OnPremCost(capex, energy, colocation)
+    colo = p.colo_per_kw_month
+    return OnPremCost(capex, energy, None if colo is None else colo * (p.power_kw * 12))
 
 
 def check_utilization(utilization: Decimal, name: Spelling = keyword) -> Decimal:

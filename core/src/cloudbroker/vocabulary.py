@@ -21,6 +21,16 @@ class Market(StrEnum):
     SUBSCRIPTION = "subscription"
 
 
+#: Other names buyers use for a market: a monthly subscription is 包月 (包年包月) in the
+#: Chinese clouds' docs.
+MARKET_ALIASES = {"monthly": Market.SUBSCRIPTION, "包月": Market.SUBSCRIPTION}
+
+
+def market_named(value: str) -> Market:
+    """The market ``value`` names, aliases included; ValueError if none."""
+    return MARKET_ALIASES.get(value) or Market(value)
+
+
 class Ranking(StrEnum):
     """How offers are ordered. Unknown is never treated as zero, so by default an offer whose
     total is only a lower bound ranks after every complete offer."""

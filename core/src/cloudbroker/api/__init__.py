@@ -74,10 +74,12 @@ class QuoteRequest:
 def _markets(value: str, name: Spelling) -> tuple[Market, ...]:
     if value == "any":
         return tuple(Market)
+    from cloudbroker.vocabulary import MARKET_ALIASES, market_named
+
     try:
-        return (Market(value),)
+        return (market_named(value),)
     except ValueError:
-        accepted = ", ".join([*(m.value for m in Market), "any"])
+        accepted = ", ".join([*(m.value for m in Market), *MARKET_ALIASES, "any"])
         raise UsageError(f"unknown {name('market')} {value!r}; accepted: {accepted}") from None
 
 
@@ -87,6 +89,14 @@ def _ranking(value: str, name: Spelling) -> Ranking:
     except ValueError:
         accepted = ", ".join(r.value for r in Ranking)
         raise UsageError(f"unknown {name('rank')} {value!r}; accepted: {accepted}") from None
+
+
+def _route(value: str, name: Spelling) -> str:
+    from cloudbroker.transfer import ROUTES
+
+    if value not in ROUTES:
+        raise UsageError(f"unknown {name('route')} {value!r}; accepted: {', '.join(ROUTES)}")
+    return value
 
 
 def _location(value: str, name: Spelling) -> Location:
@@ -143,6 +153,7 @@ def prepare_quote(
     zero: int | None = None,
     gpus: int | None = None,
     recompute: str | None = None,
+    route: str = "public",
     name: Spelling = keyword,
 ) -> QuoteRequest:
     """Check :func:`quote`'s arguments and build the job (no provider is asked yet)."""
@@ -179,6 +190,7 @@ def prepare_quote(
         ranking=_ranking(rank, name),
         configs=frozenset(c for c in configs if c[1] == count) if explicit_count else configs,
         count_is_default=not explicit_count,
+        route=_route(route, name),
     )
     return QuoteRequest(job, table, sized)
 
@@ -208,6 +220,7 @@ def quote(
     zero: int | None = None,
     gpus: int | None = None,
     recompute: str | None = None,
+    route: str = "public",
     plugins: PluginManager | None = None,
 ) -> QuoteResult:
     """Rank the offers of every provider for a job, every hidden cost itemised.
@@ -216,7 +229,8 @@ def quote(
     instance of the GPU is sold with: ``QuoteResult.smallest_sold``) for ``hours``;
     ``market`` on-demand, spot, capacity-block, subscription or any; ``data_gb`` to move in
     from ``data_from`` (``"aliyun:cn-beijing"``), ``checkpoint_gb`` kept ``snapshot_days``;
-    totals in ``currency``, rates overridden by ``fx`` (``{"CNY": 7.10}`` per USD). With
+    totals in ``currency``, rates overridden by ``fx`` (``{"CNY": 7.10}`` per USD); ``route``
+    "private" moves the data over a private line (CEN, CCN) where one exists. With
     ``model`` (a preset of :func:`size`) instead of ``gpu``, every configuration it fits is
     quoted. Raises :class:`~cloudbroker.quote.NoOfferError` when nothing matches.
 
@@ -249,5 +263,6 @@ def quote(
         zero=zero,
         gpus=gpus,
         recompute=recompute,
+        route=route,
     )
     return run_quote(plugins or load_plugins(), request.job, request.fx)

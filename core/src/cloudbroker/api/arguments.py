@@ -15,10 +15,13 @@ Names = str | Iterable[str]
 
 
 def _names(value: Names | None) -> tuple[str, ...]:
-    """``"aws"`` or ``["aws", "aliyun"]`` -> a tuple (a string is one name, not letters)."""
+    """``"aws"``, ``"aws,aliyun"`` or ``["aws", "aliyun"]`` -> a tuple (a string is one name
+    or a comma list, not letters)."""
+    from cloudbroker.regions import split
+
     if value is None:
         return ()
-    return (value,) if isinstance(value, str) else tuple(value)
+    return split((value,) if isinstance(value, str) else value)
 
 
 def _bounded(bound: limits.Range, value: Number | None, field: str, name: Spelling) -> Any:

@@ -93,13 +93,13 @@ def ask(values: dict[str, Any]) -> Any:
     from cloudbroker import limits
     from cloudbroker.currency import parse_currency
     from cloudbroker.fast_quote import MARKETS, Ask, Fallback
-    from cloudbroker.vocabulary import Market, Ranking
+    from cloudbroker.regions import split
+    from cloudbroker.vocabulary import MARKET_ALIASES, Ranking, market_named
 
     if not values["gpu"]:
         raise Fallback("no --gpu")
-    if values["market"] not in {m.value for m in MARKETS} or values["rank"] not in {
-        r.value for r in Ranking
-    }:
+    market = MARKET_ALIASES.get(values["market"], values["market"])
+    if market not in {m.value for m in MARKETS} or values["rank"] not in {r.value for r in Ranking}:
         raise Fallback("another market or ranking")
     count = values["count"]
     floor = values["min_gpu_memory"]
@@ -107,9 +107,9 @@ def ask(values: dict[str, Any]) -> Any:
         gpu=values["gpu"],
         count=1 if count is None else limits.GPUS.check(count, "--count"),
         hours=limits.HOURS.check(values["hours"], "--hours"),
-        market=Market(values["market"]),
-        providers=tuple(values["provider"] or ()),
-        regions=tuple(values["region"] or ()),
+        market=market_named(market),
+        providers=split(values["provider"] or ()),
+        regions=split(values["region"] or ()),
         min_gpu_memory_gb=None
         if floor is None
         else limits.GPU_MEMORY_GB.check(floor, "--min-gpu-memory"),

@@ -147,6 +147,8 @@ def _about(name: str, offered: set[str]) -> None:
         field("siblings", ", ".join(sibs))
     if model.about:
         field("about", model.about)
+    if model.not_sold and name not in offered:
+        field("not sold here", model.not_sold)
 
 
 def _footer(listing: Listing, cells: _Cells, hidden: list[Column]) -> list[str | Text]:
@@ -224,6 +226,7 @@ def _model_json(name: str, listing: Listing, today: date) -> dict[str, Any]:
             "siblings": list(gpus.siblings([name])),
             "caveat": model.caveat or None,
             "about": model.about or None,
+            "not_sold": model.not_sold or None,
         }
     return facts | {"providers": providers}
 

@@ -23,7 +23,7 @@ from cloudbroker.quote import quote, read_catalogs
 if TYPE_CHECKING:
     from cloudbroker.availability import Live
 
-MARKETS = [m.value for m in Market] + ["any"]
+MARKETS = [m.value for m in Market] + ["any", "monthly (= subscription)"]
 
 
 def live_options(live: bool, max_age: float | None, available_only: bool) -> Live | None:
@@ -105,6 +105,9 @@ def quote_command(
     snapshot_days: Decimal = options.option(
         options.DAYS, "0", "--snapshot-days", help="Days snapshots are kept."
     ),
+    route: str = options.option(
+        options.TEXT, "public", "--route", help="Data: public (default) or private (CEN/CCN)."
+    ),
     top: int = options.option(options.OFFERS, 10, "--top", help="How many offers to show."),
     rank: str = typer.Option(
         "complete",
@@ -170,10 +173,17 @@ def quote_command(
         zero=zero,
         gpus=gpus,
         recompute=recompute,
+        route=route,
         name=option_name,
     )
     job, table, sized = request.job, request.fx, request.sized
     risk = economics.spot_settings(interruptions, restart_minutes, checkpoint_minutes)
+    job = replace(
+        job,
+        spot_restart_minutes=risk.restart_minutes,
+        spot_checkpoint_minutes=risk.checkpoint_minutes,
+        spot_interruptions_per_day=risk.interruptions_per_day,
+    )
     use = economics.commitment_settings(utilization, show_commitments)
     pm = plugins.load()
     catalogs = read_catalogs(pm, job)  # read once: the quote and its sections

@@ -14,8 +14,9 @@ from cloudbroker.gpus import describe as describe_gpus
 from cloudbroker.vocabulary import Market, Ranking, cautions
 
 if TYPE_CHECKING:  # the fast quote renders its own light objects with this module
+    from cloudbroker.models import Source
     from cloudbroker.money import Money
-    from cloudbroker.quote import LiveReport, Quote, QuoteResult
+    from cloudbroker.quote import CostLine, LiveReport, Quote, QuoteResult
 
 CAUTION = "*"  # the marker of a price whose source is old or second-hand, as in `gpus`
 
@@ -67,16 +68,37 @@ def _sum(q: Quote, *kinds: str) -> str:
     if not any(ln.kind in kinds for ln in q.lines):
         return "-"
     total = q.line(*kinds)
-    return "unknown" if total is None else amount(total.amount)
+    if total is not None:
+        return amount(total.amount)
+    ends = [_ends(ln) for ln in q.lines if ln.kind in kinds]
+    if any(end is None for end in ends):
+        return "unknown"
+    low = sum((end[0] for end in ends if end), Decimal(0))
+    high = sum((end[1] for end in ends if end), Decimal(0))
+    return f"{amount(low)}–{amount(high)}"  # a bounded line: a range
+
+
+def _ends(line: CostLine) -> tuple[Decimal, Decimal] | None:
+    """A line's (low, high) converted amount: equal when known, its range when bounded."""
+    if line.converted is not None:
+        return line.converted.amount, line.converted.amount
+    bounded = getattr(line, "range", None)
+    return None if bounded is None else (bounded[0].amount, bounded[1].amount)
 
 
 def _markers(q: Quote) -> str:
     """What the footer explains: a lower-bound total, a data-quality flag, a price to check."""
     return (
         ("≥" if q.total is not None and not q.complete else "")
+        + ("~" if _bounded(q) else "")
         + ("⚑" if q.flags else "")
         + (CAUTION if _cautions(q) else "")
     )
+
+
+def _bounded(q: Quote) -> bool:
+    """Whether a line of ``q`` is a range bounded from published facts (CostLine.range)."""
+    return any(getattr(ln, "range", None) for ln in q.lines)
 
 
 def _cautions(q: Quote) -> tuple[str, ...]:
@@ -123,10 +145,19 @@ def _row(q: Quote) -> dict[str, str]:
         "billed": _hours(q.billed_hours),
         "compute": _sum(q, "compute"),
         **{key: _sum(q, *kinds) for key, kinds in HIDDEN_COSTS.items()},
-        "total": "unknown" if q.total is None else amount(q.total.amount),
+        "total": "unknown" if q.total is None else _total(q),
         "per-gpu-hour": "-" if q.per_gpu_hour is None else amount(q.per_gpu_hour.amount),
         "markers": _markers(q),
     }
+
+
+def _total(q: Quote) -> str:
+    """The total, or its range when a line is bounded (Quote.total_low)."""
+    assert q.total is not None
+    low = getattr(q, "total_low", None)
+    return (
+        amount(q.total.amount) if low is None else f"{amount(low.amount)}–{amount(q.total.amount)}"
+    )
 
 
 def _default(column: Column, quotes: tuple[Quote, ...]) -> bool:
@@ -182,6 +213,12 @@ def _footer(result: QuoteResult) -> list[str | Text]:
             f"({rate.source}, {rate.as_of.isoformat()})"
         )
     notes.extend(_ranking_notes(result))
+    if any(_bounded(q) for q in result.quotes):
+        notes.append(
+            "~: a hidden-cost rate is unknown here but bounded by the same service's rates in "
+            "the cloud's other regions (or a documented ceiling): the line is a range, ranked by "
+            "its high end (see --explain N)"
+        )
     if any(q.flags for q in (*result.quotes, *result.unpriced)):
         notes.append("⚑: a data-quality flag on the source row (see --explain N)")
     if any(_cautions(q) for q in result.quotes):
@@ -192,6 +229,14 @@ def _footer(result: QuoteResult) -> list[str | Text]:
     if result.unpriced:
         notes.append("price unknown: the catalog has specs but no published price; never ranked")
     notes.extend(f"sibling also sold: {sibling}" for sibling in result.siblings)
+    notes.extend(getattr(result, "regions_matched", ()))
+    crossing = [q for q in result.quotes if _crosses_border(q)]
+    if crossing:
+        notes.append(
+            f"border: the data of {len(crossing)} shown offers crosses the Chinese mainland "
+            "border: expect higher, variable latency over the public internet, and check the "
+            "rules on moving data out of (or into) the mainland before you do"
+        )
     if result.smallest_sold:
         notes.append(_smallest_note(result.smallest_sold))
     if result.live:
@@ -200,6 +245,21 @@ def _footer(result: QuoteResult) -> list[str | Text]:
         notes.append(Text(f"failed: {provider}: {reason}", style="red"))
     notes.append(f"{result.matched} matching offers; showing {len(result.quotes)} ranked")
     return notes
+
+
+def _dates(source: Source) -> str:
+    """A source's dates: the price's own, and when we read it (both when they differ)."""
+    when = source.as_of.isoformat()
+    if source.read_on is None:
+        return when
+    if source.read_on == source.as_of:
+        return f"read {when}; the source does not date its prices"
+    return f"price {when}, read {source.read_on.isoformat()}"
+
+
+def _crosses_border(q: Quote) -> bool:
+    """Whether the offer's dataset crosses the mainland border (a plain quote moves none)."""
+    return any(ln.kind == "egress" and getattr(ln, "crosses_border", False) for ln in q.lines)
 
 
 def age(read_at: datetime) -> str:
@@ -281,6 +341,20 @@ def _ranking_notes(result: QuoteResult) -> list[str]:
             f"(a price is unknown, never counted as 0), {order}; unknown: {why}{more} "
             "(see --explain N)"
         )
+    spot_dates = sorted({(q.provider, q.price_as_of) for q in result.quotes
+                         if q.market is Market.SPOT and q.price_as_of})  # fmt: skip
+    if spot_dates:
+        dates = ", ".join(f"{p} {d.isoformat()}" for p, d in spot_dates)
+        notes.append(
+            f"spot prices as of: {dates} (one snapshot each; spot prices move, AWS's by 2-3x "
+            "between catalog snapshots)"
+        )
+    for why, n in getattr(result, "spot_last", {}).items():
+        notes.append(
+            f"spot last: {n} spot offers ranked after every offer on another market: {why} "
+            "(spot ranks by its expected total at the interruption band's high end; "
+            "--checkpoint-minutes or --interruptions-per-day change it)"
+        )
     notes.extend(f"refused: {reason}" for reason in result.refused)
     return notes
 
@@ -294,10 +368,15 @@ def _explain(q: Quote) -> None:
     for ln in q.lines:
         field(ln.kind, ln.label)
         field("", f"= {_cash(ln.amount)} -> {_cash(ln.converted)}")
+        if ln.range is not None:
+            low, high = ln.range
+            field("", f"range: {_cash(low)} to {_cash(high)}, from {ln.bound}")
+        if getattr(ln, "route", ""):
+            field("", f"route: {ln.route}")
         field("", f"rule: {ln.rule}")
         if ln.source:
             url = f" {ln.source.url}" if ln.source.url else ""
-            field("", f"source: {ln.source.name} ({ln.source.as_of.isoformat()}){url}")
+            field("", f"source: {ln.source.name} ({_dates(ln.source)}){url}")
     for flag in q.flags:
         field("flag", flag)
     for caution in _cautions(q):
@@ -307,4 +386,6 @@ def _explain(q: Quote) -> None:
         field("availability", f"{_availability(q)}: {a.detail}" if a.detail else _availability(q))
         field("", f"source: {a.source.name}, read {age(a.read_at)} ago")
     bound = "" if q.complete else f" (a lower bound; unknown: {'; '.join(q.unknown)})"
+    if getattr(q, "total_low", None):
+        bound += f" (a range from {_cash(q.total_low)}; ranked by its high end)"
     console.print(Text(f"  total = sum of lines = {_cash(q.total)}{bound}"))

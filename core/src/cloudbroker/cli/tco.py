@@ -61,10 +61,11 @@ class Given:
 
 
 def _onprem(
-    args: dict, model: str, fx: FxTable, currency: str
+    args: dict, model: str, fx: FxTable, currency: str, where: tco.Country = tco.COUNTRIES["US"]
 ) -> tuple[tco.OnPrem, dict[str, Given], str | None]:
-    """On-prem inputs (each override or its sourced default), what was used, the server."""
-    server = tco.default_server(model) if args["count"] == 8 else None
+    """On-prem inputs (each override or its country's sourced default), what was used, the
+    server."""
+    server = tco.default_server(model, where.servers) if args["count"] == 8 else None
     none = tco.Figure(None, "", f"no sourced {args['count']}-GPU {model} server; give the option")
     given: dict[str, Given] = {}
 
@@ -82,9 +83,9 @@ def _onprem(
     onprem = tco.OnPrem(
         server_price=pick("server_price", "--server-price", server.price if server else none, True),
         power_kw=pick("power_kw", "--power-kw", server.power_kw if server else none, False),
-        pue=pick("pue", "--pue", tco.PUE, False),
-        electricity_per_kwh=pick("electricity", "--electricity", tco.ELECTRICITY, True),
-        colo_per_kw_month=pick("colo", "--colo-per-kw-month", tco.COLOCATION, True),
+        pue=pick("pue", "--pue", where.pue, False),
+        electricity_per_kwh=pick("electricity", "--electricity", where.electricity, True),
+        colo_per_kw_month=pick("colo", "--colo-per-kw-month", where.colocation, True),
         gpus=args["count"],
         years=args["years"],
     )
@@ -277,6 +278,11 @@ def tco_command(
         "--provider",
         help="Compare only these providers' offers (repeatable).",
     ),
+    country: str | None = typer.Option(
+        None,
+        "--country",
+        help="On-prem defaults of US or CN (default: CN for --currency CNY, else US).",
+    ),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """On-prem against every cloud option: cost per useful GPU-hour, per year, break-even.
@@ -306,7 +312,8 @@ def tco_command(
     for rate in fx or ():
         table.add(rate)
     model = tco.resolve_model(gpu)
-    onprem, given, server = _onprem(args, model, table, currency)
+    where = tco.country_for(country, currency)
+    onprem, given, server = _onprem(args, model, table, currency, where)
     pm = plugins.load()
     job = Job(
         gpu=model,
@@ -325,7 +332,7 @@ def tco_command(
     rates = table.used(set(CURRENCIES), currency)
     if json_output:
         data = _json(model, args, currency, server, given, cost, onprem, rows, rates)
-        print_json(data | {"failures": cloud.failures})
+        print_json(data | {"failures": cloud.failures, "country": where.name, "note": where.note})
         return
     _print_inputs(given, args)
     _print_onprem(label, cost, onprem, use)
@@ -345,6 +352,9 @@ def tco_command(
             f"{rate.as_of.isoformat()})",
             markup=False,
         )
+    console.print(f"defaults: {where.name} (--country)", markup=False)
+    if where.note:
+        console.print(where.note, markup=False)
     for name, reason in sorted(cloud.failures.items()):
         console.print(Text(f"failed: {name}: {reason}", style="red"))
 
@@ -390,7 +400,10 @@ def _print_onprem(label: str, cost: tco.OnPremCost, onprem: tco.OnPrem, use: Dec
         markup=False,
     )
     if cost.per_year is None:
-        console.print("on-prem is unknown: give --server-price and --power-kw", markup=False)
+        console.print(
+            "on-prem is unknown: give --server-price, --power-kw or --colo-per-kw-month",
+            markup=False,
+        )
         return
     full = tco.per_useful_gpu_hour(cost.per_year, onprem.gpus, Decimal(1))
     useful = tco.per_useful_gpu_hour(cost.per_year, onprem.gpus, use)

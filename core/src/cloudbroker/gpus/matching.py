@@ -102,6 +102,9 @@ def match(query: str, offered: Iterable[str], providers: Sequence[str] = ()) -> 
     same = len(names) == 1 and _key(names[0]) == _key(query)
     what = names[0] if same else f"{' '.join(query.split())} ({', '.join(names)})"
     caveats = "".join(f"; {n}: {BY_NAME[n].caveat}" for n in names if BY_NAME[n].caveat)
+    caveats += "".join(
+        f"; not sold here: {n}: {BY_NAME[n].not_sold}" for n in names if BY_NAME[n].not_sold
+    )
     scope = f"the catalog of {', '.join(providers)}" if providers else "the installed catalogs"
     others = [
         display(s, "offered" if s in offered else "not offered")

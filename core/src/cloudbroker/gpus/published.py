@@ -23,6 +23,7 @@ class GpuModel:
     aliases: tuple[str, ...] = ()  # other names people and clouds use for exactly this part
     caveat: str = ""  # said wherever the model shows (e.g. an unconfirmed chip)
     about: str = ""  # how the name was decided, with its source (shown by `gpus NAME`)
+    not_sold: str = ""  # where no catalog sells it: why, with its source (a quote says so)
 
     @property
     def family_name(self) -> str:
@@ -39,15 +40,17 @@ def _gpu(
     aliases: tuple[str, ...] = (),
     caveat: str = "",
     about: str = "",
+    not_sold: str = "",
 ) -> GpuModel:
     memory = None if gb is None else Decimal(gb)
-    return GpuModel(name, vendor, memory, source, family, aliases, caveat, about)
+    return GpuModel(name, vendor, memory, source, family, aliases, caveat, about, not_sold)
 
 
 _AWS = "AWS DescribeInstanceTypes SizeInMiB via skypilot-catalog (shared/reference/prices/aws.csv)"
 _ALIYUN = "Alibaba GpuInfo (shared/reference/prices/aliyun.csv)"
 _CHINA2 = "shared/reference/prices-china-2.md section 2"
 _NV = "NVIDIA"
+_COVERAGE = "shared/reference/prices-china-3.md coverage table (2026-12-01)"
 
 #: Every model, newest data-centre parts first. Memory: cloud-reported figures (AWS
 #: SizeInMiB) are what a job sees; datasheet figures are nominal and can be ~7% higher than
@@ -66,6 +69,9 @@ MODELS: tuple[GpuModel, ...] = (
     _gpu(
         "H800", _NV, "80", "NVIDIA H800 SXM5 datasheet: 80 GB HBM3 (nominal)",
         about="the H100 variant NVIDIA sells in China",
+        not_sold="no H800 type with a published price was found: Aliyun and Tencent sell it "
+        f"as HCC types priced on request (HCCPNV4h / HCCPNV5 not in any catalog), Huawei's "
+        f"not found ({_COVERAGE})",
     ),
     _gpu(
         "H20", _NV, "96", "NVIDIA HGX H20 spec: 96 GB HBM3 (Tom's Hardware, 2024; nominal)",
@@ -96,6 +102,8 @@ MODELS: tuple[GpuModel, ...] = (
     _gpu(
         "A800-80GB", _NV, "80", "NVIDIA A800 80GB datasheet: 80 GB HBM2e (nominal)",
         family="A800", aliases=("A800 80G",), about="the A100 variant NVIDIA sells in China",
+        not_sold="Aliyun lists its A800 type (ebmgn7v) with 40 GB per GPU; no Tencent or Huawei "
+        f"A800 with a price was found ({_COVERAGE})",
     ),
     _gpu(
         "A800-40GB", _NV, "40", "Alibaba GpuInfo 'A800 40G' (shared/reference/prices/aliyun.csv)",
@@ -103,6 +111,17 @@ MODELS: tuple[GpuModel, ...] = (
         about="the A100 variant NVIDIA sells in China; Aliyun sells ebmgn7v as A800",
     ),
     _gpu("A30", _NV, "24", "NVIDIA A30 datasheet: 24 GB HBM2 (nominal)"),
+    _gpu(
+        "Ascend-910B", "Huawei", "64",
+        "Huawei Ascend 910B2/910B3: 65,536 MiB per chip (Project-HAMi ascend-device-plugin "
+        "ascend-device-configmap.yaml, memoryCapacity); '64GB HBM2e' (ai.gitee.com/docs/compute/"
+        "clusters_gpu/ascend_gpu, read 2026-12-01)",
+        aliases=("910B", "昇腾910B"),
+        about="a Huawei Ascend NPU, not an NVIDIA GPU: software runs on CANN (torch_npu, "
+        "MindSpore), not CUDA",
+        not_sold="Huawei Cloud's Ascend flavors are not in the Huawei catalog: no published "
+        f"Huawei price or flavor list with prices was found ({_COVERAGE})",
+    ),
     _gpu("L40S", _NV, "44.7", f"{_AWS}: g6e 45776 MiB (datasheet 48 GB)"),
     _gpu(
         "L20", _NV, "48",
@@ -126,6 +145,16 @@ MODELS: tuple[GpuModel, ...] = (
     ),
     _gpu("A10G", _NV, "22.35", f"{_AWS}: g5 22888 MiB (datasheet 24 GB)", about="AWS's A10 (g5)"),
     _gpu("L4", _NV, "22.35", f"{_AWS}: g6 22888 MiB (datasheet 24 GB)"),
+    _gpu(
+        "RTX-4090", _NV, "24",
+        "NVIDIA GeForce RTX 4090 specifications: 24 GB GDDR6X (nominal; nvidia.com/en-us/"
+        "geforce/graphics-cards/40-series/rtx-4090/)",
+        aliases=("4090", "GeForce RTX 4090"),
+        about="a consumer card, rented by the hour from GPU marketplaces in China",
+        not_sold="none of the four clouds' catalogs sells it; it is rented from GPU "
+        "marketplaces (AutoDL, 恒源云, 矩池云, Featurize ...), for which no stored price page "
+        f"was found ({_COVERAGE})",
+    ),
     _gpu("T4", _NV, "16", f"{_AWS}: g4dn 16 GiB"),
     _gpu(
         "V100-32GB", _NV, "32", f"{_AWS}: p3dn 32 GiB",

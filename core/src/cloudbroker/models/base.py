@@ -24,7 +24,11 @@ class Source(Model):
 
     name: str = Field(description="Publisher and document, e.g. 'AWS EC2 docs: capacity blocks'")
     url: str | None = None
-    as_of: date
+    as_of: date = Field(description="When the fact was true: the price's own date where given")
+    read_on: date | None = Field(
+        default=None,
+        description="When we read it; equal to as_of when the source does not date the price",
+    )
     trust: str | None = Field(
         default=None,
         pattern=r"^(high|medium|low)(: .+)?$",

@@ -83,6 +83,10 @@ class Rate(Model):
     price: Money | None
     source: Source
     note: str = ""
+    ceiling: Money | None = Field(
+        default=None, description="When price is unknown: a documented upper bound of it"
+    )
+    ceiling_note: str = ""
 
 
 class BandwidthTier(Model):
@@ -105,6 +109,31 @@ class Route(Model):
     bandwidth_tiers: tuple[BandwidthTier, ...] | None = None
     source: Source
     note: str = ""
+    private: bool = Field(
+        default=False,
+        description="A private line (Aliyun CEN, Tencent CCN): used only on request (--route "
+        "private), as a buyer moving a dataset does not buy one for it",
+    )
+
+
+class ObjectStoreTerms(Model):
+    """The region's object store (OSS, COS, S3) as a route for a dataset kept in it.
+
+    Its own rates, by the terms of the region the bytes leave: into compute in the same
+    region, out to the internet, and replicated to another region of the same cloud (per GB).
+    A rate left out (None) is a route this store does not offer here, or one priced as the
+    region's VM traffic (AWS S3 out to the internet or another region).
+    """
+
+    name: str = Field(description="The service, e.g. 'OSS'")
+    same_region: Rate | None = None
+    internet: Rate | None = None
+    cross_region: Rate | None = None
+    cross_region_area: str | None = Field(
+        default=None,
+        description="Replication at that rate only to regions of this price area (the rate "
+        "found is this area's); None: to any region",
+    )
 
 
 class EgressTerms(Model):
@@ -125,6 +154,7 @@ class EgressTerms(Model):
         le=2,
         description="2 when both the sending and the receiving zone pay the rate (AWS)",
     )
+    object_store: ObjectStoreTerms | None = None
 
 
 class StorageTerms(Model):
@@ -146,6 +176,18 @@ class RegionTerms(Model):
     spot_notice_source: Source | None = None
 
 
+class NotListed(Model):
+    """What a buyer asks for that the catalog does not price, and why (a sourced "not sold
+    here" line, said when a quote finds no offer)."""
+
+    gpu: str = Field(description="A GPU model, or '*' for any")
+    count: int | None = Field(default=None, description="GPUs per instance; None = any")
+    regions: tuple[str, ...] = Field(default=(), description="Where; empty = any region")
+    market: Market | None = Field(default=None, description="None = any market")
+    why: str
+    source: Source
+
+
 class PriceSheet(Model):
     """What ``price`` returns: compute rates plus the hidden-cost terms, all sourced."""
 
@@ -154,6 +196,7 @@ class PriceSheet(Model):
     as_of: date
     compute: tuple[ComputePrice, ...]
     terms: tuple[RegionTerms, ...]
+    not_listed: tuple[NotListed, ...] = ()
 
     def terms_for(self, region: str) -> RegionTerms | None:
         exact = next((t for t in self.terms if t.region == region), None)

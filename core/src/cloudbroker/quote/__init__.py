@@ -27,9 +27,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cloudbroker import gpus
+from cloudbroker import gpus, regions
 from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageError, keyword
-from cloudbroker.models import InstanceType
+from cloudbroker.models import InstanceType, PriceSheet
 from cloudbroker.money import FxTable
 from cloudbroker.quote.engine import QuoteEngine, Ranked, _closest
 from cloudbroker.quote.models import (
@@ -74,13 +74,39 @@ def match_gpus(query: str, known: Iterable[str], providers: Sequence[str] = ()) 
 # -- quoting -----------------------------------------------------------------------------
 
 
+def _places(
+    job: Job, types: dict[str, list[InstanceType]], sheets: dict[str, PriceSheet]
+) -> tuple[Job, tuple[str, ...]]:
+    """The job with its regions resolved per cloud (a city matches each cloud's region in it),
+    and what each city matched; a UsageError names the close regions of an unknown one.
+
+    A region the catalog says it does not price (``PriceSheet.not_listed``, AWS's China
+    regions) is known: the quote then says why it has no offer there."""
+    if not job.regions:
+        return job, ()
+    by_provider: dict[str, set[str]] = {}
+    for provider, ts in types.items():
+        if not job.providers or provider in job.providers:
+            by_provider.setdefault(provider, set()).update(t.region for t in ts if t.region)
+    unpriced = {  # regions only a "not sold here" line names: known, with no offer
+        (provider, region)
+        for provider, sheet in sheets.items()
+        if provider in by_provider
+        for gap in sheet.not_listed
+        for region in gap.regions
+        if region in job.regions and region not in by_provider[provider]
+    }
+    names = [r for r in job.regions if r not in {region for _, region in unpriced}]
+    try:
+        places, said = regions.resolve(names, by_provider) if names else (frozenset(), ())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    places |= unpriced
+    wanted = tuple(sorted({r for _, r in places}))
+    return replace(job, regions=wanted, places=places), said
+
+
 def _check_known(job: Job, types: dict[str, list[InstanceType]], name: Spelling = keyword) -> None:
-    regions = {t.region for ts in types.values() for t in ts}
-    for region in job.regions:
-        if region not in regions:
-            close = difflib.get_close_matches(region, sorted(regions), n=3)
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise UsageError(f"unknown region {region!r}{hint} (see the catalogs' regions)")
     origin = job.data_from
     if origin is not None:
         own = {t.region for t in types.get(origin.provider, [])}
@@ -137,7 +163,9 @@ def quote(
         except UsageError as exc:
             raise UsageError(f"{exc}{failed}") from None
         siblings = gpus.sibling_notes(job.gpu_models, (t for ts in types.values() for t in ts))
-    engine = QuoteEngine(job, sheets, types, fx)
+    job, regions_matched = _places(job, types, sheets)
+    spot = _spot_ranker(pm, job)
+    engine = QuoteEngine(job, sheets, types, fx, spot)
     _check_known(job, types, name)
     ranked = engine.rank()
     smallest: dict[str, int] = {}
@@ -145,7 +173,7 @@ def quote(
         smallest = engine.smallest_sold()  # e.g. A800: sold 8 to an instance only
         if smallest:
             job = replace(job, configs=frozenset(smallest.items()))
-            engine = QuoteEngine(job, sheets, types, fx)
+            engine = QuoteEngine(job, sheets, types, fx, spot)
             ranked = engine.rank()
     if not matched_any(ranked):
         markets = "/".join(m.value for m in job.markets)
@@ -159,8 +187,10 @@ def quote(
                 f"no {markets} offer{where} of a configuration the model fits on ({fits})"
             )
         also = f"; siblings sold: {' | '.join(siblings)}" if siblings else ""
+        gaps = "".join(f"; not sold here: {gap}" for gap in not_listed(job, sheets))
         raise NoOfferError(
-            f"no {markets} offer of {job.count}x {what}{where}; {_closest(engine)}{also}{failed}"
+            f"no {markets} offer of {job.count}x {what}{where}{gaps}; {_closest(engine)}"
+            f"{also}{failed}"
         )
     report = None
     if live is not None:
@@ -190,8 +220,54 @@ def quote(
         failures=failures,
         siblings=siblings,
         smallest_sold=smallest,
+        spot_last=ranked.spot_last,
+        regions_matched=regions_matched,
         live=report,
     )
+
+
+def _spot_ranker(pm: PluginManager, job: Job):
+    """Spot against other markets: each offer's outlook from its published interruption band
+    (or the user's rate); None when the job compares no spot offer with another market."""
+    from cloudbroker.models import Market
+
+    if Market.SPOT not in job.markets or len(set(job.markets)) < 2:
+        return None
+    from cloudbroker import spot_rank, spot_risk
+
+    given = job.spot_interruptions_per_day
+    tables: dict[str, spot_risk.InterruptionTable] = {}
+
+    def rate(provider: str, region: str, instance_type: str) -> spot_risk.InterruptionRate:
+        if given is not None:
+            return spot_risk.override(given)
+        if provider not in tables:
+            tables[provider] = spot_risk.load_table(pm, provider)
+        return tables[provider].rate(region, instance_type)
+
+    return spot_rank.ranker(rate, job.hours, job.spot_restart_minutes, job.spot_checkpoint_minutes)
+
+
+def not_listed(job: Job, sheets: dict[str, PriceSheet]) -> list[str]:
+    """The catalogs' sourced "not sold here" lines (``PriceSheet.not_listed``) this job hits."""
+    found = []
+    for provider, sheet in sheets.items():
+        if job.providers and provider not in job.providers:
+            continue
+        for gap in sheet.not_listed:
+            if (
+                (gap.gpu == "*" or gap.gpu in job.gpu_models)
+                and (gap.count is None or gap.count == job.count)
+                and (gap.market is None or gap.market in job.markets)
+                and (
+                    not gap.regions
+                    or set(gap.regions) & set(job.regions)
+                    or (not job.regions and gap.gpu != "*")  # this GPU, where it is not priced
+                )
+            ):
+                date = gap.source.as_of.isoformat()
+                found.append(f"{provider}: {gap.why} ({gap.source.name}, {date})")
+    return found
 
 
 def matched_any(ranked: Ranked) -> bool:

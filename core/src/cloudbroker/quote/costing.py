@@ -3,25 +3,22 @@ rule, and the hidden costs (egress, storage, snapshots) cached per region."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from functools import cached_property
 
+from cloudbroker import bounds, transfer
 from cloudbroker.costs import (
     SECONDS_PER_HOUR,
-    bandwidth_cost,
-    bandwidth_needed,
     billed_seconds,
-    egress_cost,
-    route,
     storage_cost,
 )
 from cloudbroker.models import (
     ComputePrice,
-    EgressTerms,
     InstanceType,
     PriceSheet,
+    Rate,
     RegionTerms,
-    Route,
     Source,
 )
 from cloudbroker.money import FxTable, Money
@@ -33,9 +30,21 @@ class _RegionCosts:
 
     def __init__(self, lines: list[CostLine]) -> None:
         self.lines = lines
-        self.unknown = tuple(f"{ln.kind}: {ln.why_unknown}" for ln in lines if ln.converted is None)
-        self.complete = not self.unknown
-        self.total = sum((line.converted.amount for line in lines if line.converted), Decimal(0))
+        self.unknown = tuple(
+            f"{ln.kind}: {ln.why_unknown}" for ln in lines if ln.converted is None and not ln.range
+        )
+        self.complete = not self.unknown  # a bounded line (a range) is not a lower bound
+        # the known lines plus each range's high end (the offer ranks by it), and the spread
+        self.total = sum((_known(line) for line in lines), Decimal(0))
+        self.spread = sum(
+            (ln.range[1].amount - ln.range[0].amount for ln in lines if ln.range), Decimal(0)
+        )
+
+
+def _known(line: CostLine) -> Decimal:
+    if line.converted is not None:
+        return line.converted.amount
+    return line.range[1].amount if line.range else Decimal(0)
 
 
 class Costing:
@@ -109,6 +118,27 @@ class Costing:
             why_unknown="" if amount is not None else why_unknown or "price not published",
         )
 
+    def _bounded(
+        self,
+        line: CostLine,
+        provider: str,
+        region: str,
+        pick: Callable[[RegionTerms], Rate],
+        cost: Callable[[Rate], Money | None],
+    ) -> CostLine:
+        """``line`` as a range when its unknown rate is bounded (:mod:`cloudbroker.bounds`)."""
+        if line.amount is not None:
+            return line
+        found = bounds.bound(
+            self.sheets[provider], region, pick, lambda m: m.amount * self._rate(m.currency)
+        )
+        if found is None:
+            return line
+        low, high = self._convert(cost(found.low)), self._convert(cost(found.high))
+        if low is None or high is None:
+            return line
+        return line.model_copy(update={"range": (low, high), "bound": found.why})
+
     def _hidden(self, provider: str, region: str) -> _RegionCosts:
         key = (provider, region)
         cached = self._region_costs.get(key)
@@ -124,36 +154,41 @@ class Costing:
             lines.append(self._data_egress(provider, region))
         if job.checkpoint_gb and terms is not None:
             rate = terms.storage.object_storage_gb_month
-            lines.append(
-                self._line(
-                    "storage",
-                    f"{job.checkpoint_gb} GB object storage for {job.hours} h",
-                    storage_cost(rate, job.checkpoint_gb, job.hours),
-                    f"GB x rate per GB-month x hours / 730 {_note(rate.note)}",
-                    rate.source,
-                    f"{provider} object-storage price for this region not found",
-                )
+
+            def kept(r: Rate) -> Money | None:
+                return storage_cost(r, job.checkpoint_gb, job.hours)
+
+            line = self._line(
+                "storage",
+                f"{job.checkpoint_gb} GB object storage for {job.hours} h",
+                kept(rate),
+                f"GB x rate per GB-month x hours / 730 {_note(rate.note)}",
+                rate.source,
+                f"{provider} object-storage price for this region not found",
             )
+            lines.append(self._bounded(line, provider, region, _object_storage, kept))
             if job.snapshot_days:
                 snap = terms.storage.snapshot_gb_month
                 hours = job.snapshot_days * 24
-                lines.append(
-                    self._line(
-                        "snapshot",
-                        f"{job.checkpoint_gb} GB snapshots for {job.snapshot_days} days",
-                        storage_cost(
-                            snap, job.checkpoint_gb, hours, terms.storage.snapshot_free_gb
-                        ),
-                        f"(GB - {terms.storage.snapshot_free_gb} free) x rate per GB-month x days"
-                        f" / 30.4 {_note(snap.note)}",
-                        snap.source,
-                        f"{provider} snapshot price for this region not found",
-                    )
+                free = terms.storage.snapshot_free_gb
+
+                def snapped(r: Rate) -> Money | None:
+                    return storage_cost(r, job.checkpoint_gb, hours, free)
+
+                line = self._line(
+                    "snapshot",
+                    f"{job.checkpoint_gb} GB snapshots for {job.snapshot_days} days",
+                    snapped(snap),
+                    f"(GB - {free} free) x rate per GB-month x days / 30.4 {_note(snap.note)}",
+                    snap.source,
+                    f"{provider} snapshot price for this region not found",
                 )
+                lines.append(self._bounded(line, provider, region, _snapshots, snapped))
         return lines
 
     def _data_egress(self, provider: str, region: str) -> CostLine:
-        """The dataset's move into ``region``, priced by the terms of the region it leaves."""
+        """The dataset's move into ``region``: every route priced from the region it leaves,
+        the cheapest a buyer can use (:mod:`cloudbroker.transfer`)."""
         job = self.job
         origin = job.data_from
         assert origin is not None
@@ -168,73 +203,34 @@ class Costing:
                 None,
                 f"no {origin.provider} transfer terms for {origin.region}",
             )
-        egress = terms.egress
-        if origin.provider != provider:
-            free = egress.internet_free_gb
-            return self._line(
-                "egress",
-                label + " (cross-cloud, internet rates)",
-                egress_cost(egress, job.data_gb, "internet"),
-                f"source's internet egress tiers, cumulative, after {free} GB free quota: the "
-                "rate for traffic leaving a VM or elastic IP in the source region, as the data "
-                "source names a region, not a service (data served straight from object storage,"
-                " such as Aliyun OSS, Tencent COS or Huawei OBS, is billed at that service's own "
-                f"internet rate, which these terms do not hold) {_note(egress.internet_note)}",
-                egress.internet_source,
-                f"{origin.provider} internet egress price from {origin.region} not found",
-            )
-        if origin.region != region:
-            here = self.sheets[provider].terms_for(region)
-            return self._cross_region(label, egress, region, here.area if here else None)
-        rate = egress.cross_zone
-        sides = egress.cross_zone_sides
-        return self._line(
-            "egress",
-            label + " (same region; priced as cross-zone, the worst case)",
-            egress_cost(egress, job.data_gb, "cross-zone"),
-            "GB x cross-zone rate"
-            + (" x 2 (charged out of one zone and into the other)" if sides == 2 else "")
-            + f" {_note(rate.note)}",
-            rate.source,
-            f"{provider} cross-zone price not found",
+        here = self.sheets[provider].terms_for(region)
+        area = here.area if here else None
+        move = transfer.Move(
+            job.data_gb, job.hours, origin.provider, origin.region, terms, provider, region, area
         )
-
-    def _cross_region(
-        self, label: str, egress: EgressTerms, region: str, area: str | None
-    ) -> CostLine:
-        """Cross-region: the source's route to this region (or its area), else its default."""
-        job = self.job
-        origin = job.data_from
-        assert origin is not None
-        way = route(egress, region, area)
-        to = way.to if isinstance(way, Route) else "any other region"
-        why = f"{origin.provider} cross-region price from {origin.region} to this region not found"
-        if isinstance(way, Route) and way.bandwidth_tiers:
-            mbps = bandwidth_needed(job.data_gb, job.hours)
-            ladder = ", ".join(
-                f"{t.price_per_mbps_month.amount} {t.price_per_mbps_month.currency}"
-                + (f" to {t.up_to_mbps} Mbps" if t.up_to_mbps is not None else " beyond")
-                for t in way.bandwidth_tiers
-            )
-            return self._line(
-                "egress",
-                f"{label} (cross-region private link: {mbps} Mbps for a month)",
-                bandwidth_cost(way.bandwidth_tiers, mbps),
-                f"sold as bandwidth, not per GB: the Mbps that move {job.data_gb} GB within the "
-                f"job's {job.hours} h (1 GB = 8,000 Mb), rounded up to whole Mbps, bought for "
-                f"one month on the cumulative ladder per Mbps-month ({ladder}); a longer "
-                f"window needs less bandwidth {_note(way.note)}",
-                way.source,
-                why,
-            )
-        return self._line(
+        way, others = transfer.choose(
+            transfer.ways(move),
+            "private" if job.route == "private" else "public",
+            lambda money: money.amount * self._rate(money.currency),
+        )
+        line = self._line(
             "egress",
-            label + " (cross-region)",
-            None if way.price is None else way.price * job.data_gb,
-            f"GB x source's cross-region rate to {to} {_note(way.note)}",
+            f"{label} via {way.name}",
+            way.cost,
+            way.rule + transfer.describe(others),
             way.source,
-            why,
+            way.why_unknown,
         )
+        border = transfer.crosses_border(terms.area, area)
+        return line.model_copy(update={"route": way.name, "crosses_border": border})
+
+
+def _object_storage(terms: RegionTerms) -> Rate:
+    return terms.storage.object_storage_gb_month
+
+
+def _snapshots(terms: RegionTerms) -> Rate:
+    return terms.storage.snapshot_gb_month
 
 
 def _note(note: str) -> str:

@@ -28,6 +28,7 @@ from cloudbroker.quote.models import CostLine, Job, Quote, Ranking
 
 if TYPE_CHECKING:
     from cloudbroker.availability import Board
+    from cloudbroker.spot_rank import Outlook
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Ranked:
     refused: list[str] = field(default_factory=list)
     listed_last: int = 0  # live: offers that cannot be launched now, ranked after the others
     hidden: int = 0  # live: the same, left out on request
+    spot_last: dict[str, int] = field(default_factory=dict)  # why -> spot offers ranked last
 
 
 class _TypeIndex:
@@ -64,9 +66,10 @@ class _TypeIndex:
 
 
 # An offer's place in the ranking: (cannot be launched now (live: sold out, not offered)?,
-# lower bound (an unknown hidden cost, ranked after the complete ones unless ranking by
-# LOWER_BOUND)?, the known part of the total, its position among the priced offers).
-_Key = tuple[bool, bool, Decimal, int]
+# a spot offer that may never finish (cloudbroker.spot_rank)?, lower bound (an unknown hidden
+# cost, ranked after the complete ones unless ranking by LOWER_BOUND)?, the known part of the
+# total (spot: its expected compute), its position among the priced offers).
+_Key = tuple[bool, bool, bool, Decimal, int]
 
 
 class QuoteEngine(Costing):
@@ -78,9 +81,12 @@ class QuoteEngine(Costing):
         sheets: dict[str, PriceSheet],
         types: dict[str, list[InstanceType]],
         fx: FxTable,
+        spot: Callable[[str, str, str], Outlook] | None = None,
     ) -> None:
         super().__init__(job, sheets, types, fx)
         self._indexes: dict[bool, _TypeIndex] = {}  # by ``any_count``
+        # spot against other markets: ranked by expected compute (cloudbroker.spot_rank)
+        self._spot = spot if len(set(job.markets)) > 1 else None
 
     def _offer_types(self, any_count: bool) -> _TypeIndex:
         """The types whose GPUs fit the job, keyed as prices name them.
@@ -137,6 +143,7 @@ class QuoteEngine(Costing):
                     t is not None
                     and price.market in job.markets
                     and (not job.regions or price.region in job.regions)
+                    and (not job.places or (provider, price.region) in job.places)
                 ):
                     yield provider, t, price
 
@@ -181,11 +188,12 @@ class QuoteEngine(Costing):
                 )
         hidden = self._hidden(t.provider, price.region)
         lines.extend(hidden.lines)
-        total = None
+        total = total_low = None
         if price.price is not None:
-            total = Money.of(
-                sum((ln.converted.amount for ln in lines if ln.converted), Decimal(0)), job.currency
-            )
+            known = sum((ln.converted.amount for ln in lines if ln.converted), Decimal(0))
+            total = Money.of(known + hidden.total - _known_hidden(hidden), job.currency)
+            if hidden.spread:
+                total_low = Money.of(total.amount - hidden.spread, job.currency)
         gpu_hours = job.hours * t.gpu.count
         return Quote(
             rank=rank,
@@ -201,6 +209,7 @@ class QuoteEngine(Costing):
             billed_hours=billed / SECONDS_PER_HOUR,
             lines=tuple(lines),
             total=total,
+            total_low=total_low,
             complete=hidden.complete,
             unknown=hidden.unknown,
             per_gpu_hour=None
@@ -244,6 +253,7 @@ class QuoteEngine(Costing):
         unpriced: list[tuple[InstanceType, ComputePrice]] = []
         keyed: list[_Key] = []
         per_region: dict[_RegionCosts, int] = {}  # priced offers by their hidden costs
+        spot_last: Counter[str] = Counter()
         lower_bounds_last = self.job.ranking is Ranking.COMPLETE
         matched = left_out = 0
         # one pass from matching to ranking key: each price is read while it is at hand
@@ -258,9 +268,16 @@ class QuoteEngine(Costing):
                 unpriced.append((t, p))
             else:
                 hidden = self._hidden(provider, p.region)
-                known = p.price.amount * billing[1] * self._rate(p.price.currency) + hidden.total
+                compute = p.price.amount * billing[1] * self._rate(p.price.currency)
+                risky = False
+                if self._spot is not None and p.market is Market.SPOT:
+                    outlook = self._spot(provider, p.region, t.name)
+                    compute, risky = compute * outlook.factor, outlook.last
+                    if risky:
+                        spot_last[outlook.why] += 1
+                known = compute + hidden.total
                 lower_bound = lower_bounds_last and not hidden.complete
-                keyed.append((last(t, p), lower_bound, known, len(priced)))
+                keyed.append((last(t, p), risky, lower_bound, known, len(priced)))
                 priced.append((t, p))
                 per_region[hidden] = per_region.get(hidden, 0) + 1
         keyed.sort()
@@ -283,6 +300,7 @@ class QuoteEngine(Costing):
             refused=[self._refusal(who, market, rule) for (who, market), rule in refused.items()],
             listed_last=0 if live is None else sum(last(t, p) for t, p in (*priced, *unpriced)),
             hidden=left_out,
+            spot_last=dict(spot_last.most_common()),
         )
 
     def _top(
@@ -366,6 +384,11 @@ class QuoteEngine(Costing):
     @property
     def currencies(self) -> set[str]:
         return self._currencies
+
+
+def _known_hidden(hidden: _RegionCosts) -> Decimal:
+    """The hidden lines' known amounts (without the ranges' high ends)."""
+    return sum((ln.converted.amount for ln in hidden.lines if ln.converted), Decimal(0))
 
 
 def _closest(engine: QuoteEngine) -> str:

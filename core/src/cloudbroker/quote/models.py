@@ -52,6 +52,16 @@ class Job:
     # ``count`` was not asked for: when no instance with that many GPUs matches, each model
     # is quoted at the fewest GPUs it is sold with (QuoteResult.smallest_sold says so).
     count_is_default: bool = False
+    # how a dataset may move: "public" (internet, the object store's own egress or
+    # replication) or "private" (a private line such as CEN / CCN, where one exists)
+    route: str = "public"
+    # (provider, region) pairs ``regions`` resolved to (a city matches each cloud's region in
+    # it: cloudbroker.regions); empty: ``regions`` alone filters
+    places: frozenset[tuple[str, str]] = field(default=frozenset())
+    # spot against other markets (cloudbroker.spot_rank): the spot-risk inputs
+    spot_restart_minutes: Decimal = Decimal(10)
+    spot_checkpoint_minutes: Decimal | None = None  # None: no checkpoints planned
+    spot_interruptions_per_day: Decimal | None = None  # the user's rate, else published bands
 
 
 class CostLine(Model):
@@ -62,6 +72,12 @@ class CostLine(Model):
     rule: str
     source: Source | None = None
     why_unknown: str = ""  # when amount is None: what is not known, e.g. a price not published
+    # an unknown amount bounded from published facts: (low, high) in the quote's currency,
+    # and where the bound comes from; the offer ranks by the high end (cloudbroker.bounds)
+    range: tuple[Money, Money] | None = None
+    bound: str = ""
+    route: str = ""  # egress: the route the data takes, e.g. "OSS internet egress, 0.50 CNY/GB"
+    crosses_border: bool = False  # egress: the data crosses the Chinese mainland border
 
 
 class Quote(Model):
@@ -78,7 +94,8 @@ class Quote(Model):
     hourly: Money | None  # per hour, as published
     billed_hours: DecimalStr
     lines: tuple[CostLine, ...]
-    total: Money | None  # None when the compute price is unknown
+    total: Money | None  # None when the compute price is unknown; a range's high end
+    total_low: Money | None = None  # with a bounded line (CostLine.range): the low end
     complete: bool  # False when a hidden-cost rate is unknown: total is a lower bound
     unknown: tuple[str, ...] = ()  # the unknown lines, "kind: why", when not complete
     per_gpu_hour: Money | None
@@ -108,6 +125,9 @@ class QuoteResult(Model):
     siblings: tuple[str, ...] = ()  # siblings of the GPU asked for that are sold, and where
     # GPU model -> the count quoted instead of the job's default count, which none is sold with
     smallest_sold: dict[str, int] = Field(default_factory=dict)
+    regions_matched: tuple[str, ...] = ()  # what each city given as --region matched
+    # why -> spot offers ranked after every offer on another market (cloudbroker.spot_rank)
+    spot_last: dict[str, int] = Field(default_factory=dict)
     live: LiveReport | None = None  # quote --live: how old each provider's availability is
 
 

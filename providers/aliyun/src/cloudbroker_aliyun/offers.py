@@ -279,6 +279,7 @@ def price_sheet(ctx: HookContext, regions: list[str] | None, catalog: Catalog) -
         as_of=today,
         compute=compute,
         terms=catalog.terms,
+        not_listed=catalog.not_listed,
     )
 
 

@@ -274,6 +274,7 @@ def price_sheet(ctx: HookContext, regions: list[str] | None, catalog: Catalog) -
         as_of=date.today(),
         compute=tuple(compute),
         terms=catalog.terms,
+        not_listed=catalog.not_listed,
     )
 
 

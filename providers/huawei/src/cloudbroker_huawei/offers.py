@@ -79,6 +79,7 @@ def price_sheet(ctx: HookContext, regions: list[str] | None, catalog: Catalog) -
         as_of=date.today(),
         compute=compute_prices(types, rates, catalog.rules[Market.ON_DEMAND], date.today(), reason),
         terms=catalog.terms,
+        not_listed=catalog.not_listed,
     )
 
 

@@ -280,6 +280,7 @@ def price_sheet(ctx: HookContext, wanted: list[str] | None, catalog: Catalog) ->
         as_of=today(),
         compute=tuple(compute),
         terms=terms,
+        not_listed=catalog.not_listed,
     )
 
 
