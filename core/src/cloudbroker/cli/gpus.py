@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from cloudbroker import gpus, plugins
+from cloudbroker import gpus, plugins, throughput
 from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.output import console, field, print_json
 from cloudbroker.cli.table import Column, FitTable, amount, show
@@ -22,6 +22,8 @@ CAUTION = "*"  # after a price whose source is old or second-hand
 OVERVIEW = (
     Column("gpu", "GPU"),
     Column("memory", "GB", justify="right"),
+    Column("bf16", "bf16 TFLOPS", 1, "right"),
+    Column("cannot", "cannot run", 2),
     Column("aliases", "aliases", 2),
     Column("vendor", "vendor", 3),
     Column("provider", "provider"),
@@ -45,6 +47,65 @@ def _memory(name: str) -> str:
     model = gpus.BY_NAME.get(name)
     gb = None if model is None else model.memory_gb
     return "?" if gb is None else f"{gb.normalize():f}"
+
+
+def _bf16(name: str) -> str:
+    """The dense bf16 peak ("-": cannot run it, "?": unknown)."""
+    peak = throughput.peak_of(name)
+    if peak is None:
+        return "?"
+    if not peak.can_run("bf16"):
+        return "-"
+    span = peak.peak("bf16")
+    return "?" if span is None else _span(span)
+
+
+def _span(span: tuple[float, float]) -> str:
+    low, high = span
+    return f"{low:,g}" if low == high else f"{low:,g}-{high:,g}"
+
+
+def _cannot(name: str) -> str:
+    peak = throughput.peak_of(name)
+    if peak is None:
+        return "?"
+    return ", ".join(p for p in throughput.PRECISIONS if not peak.can_run(p)) or "-"
+
+
+def _peaks(name: str) -> None:
+    """``gpus NAME``: dense peak by precision, bandwidth, what it cannot run, the sources."""
+    peak = throughput.peak_of(name)
+    if peak is None:
+        field("peaks", "unknown (not a GPU the throughput table covers)")
+        return
+    figures = []
+    for precision in throughput.PRECISIONS:
+        if peak.can_run(precision):
+            span = peak.peak(precision)
+            figures.append(f"{precision} {'unknown' if span is None else _span(span)}")
+    field("peaks", " · ".join(figures) + " TFLOPS dense (sparsity not counted)")
+    bandwidth = peak.bandwidth_gbs
+    field("bandwidth", "unknown" if bandwidth is None else f"{_span(bandwidth)} GB/s")
+    for precision in throughput.PRECISIONS:
+        if not peak.can_run(precision):
+            field("cannot run", peak.refusal(precision))
+    field("source", peak.source + ("" if peak.checked else " (figures not re-read from the URL)"))
+    for note in peak.notes:
+        field("", note)
+
+
+def _peaks_json(name: str) -> dict[str, Any] | None:
+    peak = throughput.peak_of(name)
+    if peak is None:
+        return None
+    return {
+        "tflops_dense": {p: None if v is None else list(v) for p, v in peak.tflops.items()},
+        "bandwidth_gbs": None if peak.bandwidth_gbs is None else list(peak.bandwidth_gbs),
+        "cannot_run": {p: peak.refusal(p) for p in throughput.PRECISIONS if not peak.can_run(p)},
+        "interconnect": peak.interconnect,
+        "source": peak.source,
+        "checked": peak.checked,
+    }
 
 
 class _Cells:
@@ -84,6 +145,8 @@ def _overview(listing: Listing, names: list[str], cells: _Cells) -> FitTable:
             row = {
                 "gpu": name if first else "",
                 "memory": _memory(name) if first else "",
+                "bf16": _bf16(name) if first else "",
+                "cannot": _cannot(name) if first else "",
                 "aliases": aliases[i] if i < len(aliases) else "",
                 "vendor": model.vendor if first and model else "",
                 "provider": "-" if first and not providers else "",
@@ -147,12 +210,15 @@ def _about(name: str, offered: set[str]) -> None:
         field("siblings", ", ".join(sibs))
     if model.about:
         field("about", model.about)
+    _peaks(name)
 
 
 def _footer(listing: Listing, cells: _Cells, hidden: list[Column]) -> list[str | Text]:
     notes: list[str | Text] = [
         "GPUs: GPU counts per instance on sale; prices: the cheapest instance's price divided by "
-        "its GPUs; unknown: sold, no published price; -: not sold (in that market)"
+        "its GPUs; unknown: sold, no published price; -: not sold (in that market)",
+        "bf16 TFLOPS: dense data-sheet peak (- cannot run it, ? unknown); cannot run: precisions "
+        "without tensor cores on that architecture; `gpus NAME` shows every peak and its source",
     ]
     sources = sorted(
         {(provider, region or "-", price.source) for provider, region, price in cells.cautioned},
@@ -225,7 +291,7 @@ def _model_json(name: str, listing: Listing, today: date) -> dict[str, Any]:
             "caveat": model.caveat or None,
             "about": model.about or None,
         }
-    return facts | {"providers": providers}
+    return facts | {"peaks": _peaks_json(name), "providers": providers}
 
 
 def _json(listing: Listing, names: list[str], detail: bool, today: date) -> dict[str, Any]:

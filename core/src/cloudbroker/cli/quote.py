@@ -75,6 +75,30 @@ def quote_command(
         options.TEXT, None, "--recompute", help="With --model: none|selective|full."
     ),
     hours: Decimal = options.option(options.HOURS, "1", "--hours", help="Job length in hours."),
+    tokens: int | None = options.option(
+        options.WORK_TOKENS, None, "--tokens", help="Work: tokens through --model (2e9)."
+    ),
+    samples: int | None = options.option(
+        options.SAMPLES, None, "--samples", help="Work: samples per epoch (CNN presets)."
+    ),
+    epochs: Decimal | None = options.option(
+        options.EPOCHS, None, "--epochs", help="Work: epochs over --samples."
+    ),
+    work: str | None = options.option(
+        options.TEXT, None, "--work", help='Work timed once: "36 h on 1x A100-80GB".'
+    ),
+    deadline: float | None = options.option(
+        options.DURATION, None, "--deadline", help="Work: drop what cannot finish by (48h)."
+    ),
+    step_time: float | None = options.option(
+        options.DURATION, None, "--step-time", help="Work: one measured step (1.9s), with --on."
+    ),
+    on: str | None = options.option(
+        options.TEXT, None, "--on", help="GPUs --step-time was measured on (8x A100-80GB)."
+    ),
+    mfu: Decimal | None = options.option(
+        options.MFU, None, "--mfu", help="Work: share of the dense peak achieved (0.4)."
+    ),
     market: str = options.option(
         options.TEXT, "on-demand", "--market", help=f"One of {', '.join(MARKETS)}."
     ),
@@ -170,6 +194,7 @@ def quote_command(
         zero=zero,
         gpus=gpus,
         recompute=recompute,
+        work=api.WorkArgs(tokens, samples, epochs, work, deadline, step_time, on, mfu),
         name=option_name,
     )
     job, table, sized = request.job, request.fx, request.sized

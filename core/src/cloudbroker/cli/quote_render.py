@@ -36,11 +36,15 @@ COLUMNS = (
     Column("uplift", "min. uplift", 8, "right"),
     Column("egress", "egress", 9, "right"),
     Column("storage", "storage + snap.", 10, "right"),
+    Column("to-finish", "hours", 0, "right"),  # work-based quotes only
+    Column("finish", "done by (UTC)", 4),  # work-based quotes only
     Column("total", "total", 0, "right"),
     Column("per-gpu-hour", "per GPU-h", 6, "right"),
     Column("markers", "", 0),
 )
 WIDE_ONLY = {"zones", "vcpus", "memory", "billed", "compute"}
+WORK_ONLY = {"to-finish", "finish"}
+AT_RISK = "~"  # after the hours of an offer whose slow estimate misses the deadline
 HIDDEN_COSTS = {  # shown by default when not zero for a shown offer
     "uplift": ("minimum-uplift",),
     "egress": ("egress",),
@@ -68,6 +72,19 @@ def _sum(q: Quote, *kinds: str) -> str:
         return "-"
     total = q.line(*kinds)
     return "unknown" if total is None else amount(total.amount)
+
+
+def _finish(q: Quote) -> dict[str, str]:
+    """The hours to finish and when (work-based quotes); measured hours marked as such."""
+    finish = getattr(q, "finish", None)  # the fast path's light quotes have none
+    if finish is None:
+        return {"to-finish": "-", "finish": "-"}
+    risk = AT_RISK if finish.at_risk else ""
+    measured = " (measured)" if finish.measured else ""
+    return {
+        "to-finish": f"{_hours(finish.hours)}{risk}{measured}",
+        "finish": finish.finish_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"),
+    }
 
 
 def _markers(q: Quote) -> str:
@@ -126,6 +143,7 @@ def _row(q: Quote) -> dict[str, str]:
         "total": "unknown" if q.total is None else amount(q.total.amount),
         "per-gpu-hour": "-" if q.per_gpu_hour is None else amount(q.per_gpu_hour.amount),
         "markers": _markers(q),
+        **_finish(q),
     }
 
 
@@ -145,10 +163,13 @@ def _default(column: Column, quotes: tuple[Quote, ...]) -> bool:
 def _table(result: QuoteResult, *, every: bool) -> FitTable:
     """Every column if ``every`` (--wide, --columns), else those of the default view."""
     quotes = (*result.quotes, *result.unpriced)
+    work = getattr(result, "work", None) is not None
     columns = [
         c
         for c in COLUMNS
-        if (every or _default(c, quotes)) and (c.key != "availability" or result.live)
+        if (every or _default(c, quotes))
+        and (c.key != "availability" or result.live)
+        and (c.key not in WORK_ONLY or work)
     ]
     table = FitTable(columns, title=f"GPU offers, totals in {result.currency}")
     rows = [_row(q) for q in quotes]
@@ -182,6 +203,7 @@ def _footer(result: QuoteResult) -> list[str | Text]:
             f"({rate.source}, {rate.as_of.isoformat()})"
         )
     notes.extend(_ranking_notes(result))
+    notes.extend(_work_notes(result))
     if any(q.flags for q in (*result.quotes, *result.unpriced)):
         notes.append("⚑: a data-quality flag on the source row (see --explain N)")
     if any(_cautions(q) for q in result.quotes):
@@ -199,6 +221,34 @@ def _footer(result: QuoteResult) -> list[str | Text]:
     for provider, reason in sorted(result.failures.items()):
         notes.append(Text(f"failed: {provider}: {reason}", style="red"))
     notes.append(f"{result.matched} matching offers; showing {len(result.quotes)} ranked")
+    return notes
+
+
+def _work_notes(result: QuoteResult) -> list[str | Text]:
+    """How a work-based quote ranked, and what it left out (how many, and why)."""
+    report = getattr(result, "work", None)
+    if report is None:
+        return []
+    notes: list[str | Text] = [
+        "ranked by total cost to finish: each offer priced for the hours its GPUs take "
+        "(estimates from data-sheet peaks, published MFU and scaling; --explain N shows the "
+        "arithmetic, the range and the sources)"
+    ]
+    if report.measured:
+        notes.append(f"measured: {report.measured}; every other configuration derived from it")
+    if any(q.finish and q.finish.at_risk for q in result.quotes):
+        notes.append(f"{AT_RISK}: the slow end of the estimate misses the deadline")
+    if report.missed_deadline:
+        limit = f"{report.deadline_hours.normalize():f} h" if report.deadline_hours else ""
+        notes.append(
+            Text(
+                f"deadline {limit}: {len(report.missed_deadline)} configurations cannot finish "
+                f"in time, left out: {'; '.join(report.missed_deadline)}",
+                style="yellow",
+            )
+        )
+    notes.extend(f"cannot run, left out: {why}" for why in report.cannot_run)
+    notes.extend(f"not quoted by work: {why}" for why in report.unknown)
     return notes
 
 
@@ -306,5 +356,17 @@ def _explain(q: Quote) -> None:
         a = q.availability
         field("availability", f"{_availability(q)}: {a.detail}" if a.detail else _availability(q))
         field("", f"source: {a.source.name}, read {age(a.read_at)} ago")
+    finish = getattr(q, "finish", None)
+    if finish is not None:
+        hours = (
+            "measured" if finish.measured else f"range {_hours(finish.fast)}-{_hours(finish.slow)}"
+        )
+        field(
+            "to finish",
+            f"{_hours(finish.hours)} h ({hours}), done by "
+            f"{finish.finish_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC",
+        )
+        for line in finish.lines:
+            field("", line)
     bound = "" if q.complete else f" (a lower bound; unknown: {'; '.join(q.unknown)})"
     console.print(Text(f"  total = sum of lines = {_cash(q.total)}{bound}"))
