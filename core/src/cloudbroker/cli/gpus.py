@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from itertools import groupby
 from typing import Any
@@ -22,10 +23,10 @@ CAUTION = "*"  # after a price whose source is old or second-hand
 OVERVIEW = (
     Column("gpu", "GPU"),
     Column("memory", "GB", justify="right"),
-    Column("bf16", "bf16 TFLOPS", 1, "right"),
-    Column("cannot", "cannot run", 2),
     Column("aliases", "aliases", 2),
     Column("vendor", "vendor", 3),
+    Column("bf16", "bf16 TFLOPS", 4, "right"),
+    Column("cannot", "cannot run", 5),
     Column("provider", "provider"),
     Column("counts", "GPUs", 1, "right"),
     Column("on_demand", "on-demand", justify="right"),
@@ -89,9 +90,15 @@ def _peaks(name: str) -> None:
     for precision in throughput.PRECISIONS:
         if not peak.can_run(precision):
             field("cannot run", peak.refusal(precision))
-    field("source", peak.source + ("" if peak.checked else " (figures not re-read from the URL)"))
+    checked = "" if peak.checked else "; figures not re-read from the page"
+    field("source", _sites(peak.source) + f" (full URLs: --json{checked})")
     for note in peak.notes:
         field("", note)
+
+
+def _sites(text: str) -> str:
+    """Sources with each URL cut to its site, so that a line fits the screen."""
+    return re.sub(r"https?://([^/\s)]+)[^\s)]*", r"\1", text)
 
 
 def _peaks_json(name: str) -> dict[str, Any] | None:
