@@ -107,8 +107,11 @@ _H100 = (
     "PCIe 51 / 378 / 756 / 1,513 (2 TB/s); sparse figures are twice these"
 )
 _H800 = (
-    "NVIDIA H800 SXM5: the H100 SXM compute with NVLink cut to 400 GB/s (NVIDIA H800 product "
-    "brief, not public; same figures as H100 SXM as reported by the trade press)"
+    "H800 SXM5 (no public NVIDIA data sheet): the H100's silicon with NVLink cut to 400 GB/s and "
+    "FP64 to 1 TFLOPS, FP16/BF16/FP8 as the H100 SXM "
+    "(https://www.philisun.com/technical-analysis/nvidia-h800-vs-h100-a-technical-deep-dive-"
+    "into-politically-defined-ai-chips/; https://aiwiki.ai/wiki/nvidia_h800); H100 SXM figures: "
+    + _H100
 )
 _H20 = (
     "H20 figures as reported from NVIDIA's partner spec (no public NVIDIA data sheet): FP32 44, "
