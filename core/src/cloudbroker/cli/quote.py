@@ -18,7 +18,7 @@ from cloudbroker.cli.quote_render import age as age
 from cloudbroker.errors import UsageError
 from cloudbroker.models import Market
 from cloudbroker.money import FxRate
-from cloudbroker.quote import quote, read_catalogs
+from cloudbroker.quote import Job, Quote, quote, read_catalogs
 
 if TYPE_CHECKING:
     from cloudbroker.availability import Live
@@ -40,6 +40,14 @@ def live_options(live: bool, max_age: float | None, available_only: bool) -> Liv
         cache=Cache(default_dir()),
         available_only=available_only,
     )
+
+
+def _finishing(job: Job, offer: Quote | None) -> Job:
+    """A work-based job as the economics sections see it: the offer's GPUs for its hours."""
+    if offer is None or offer.finish is None:
+        return job
+    config = frozenset({(offer.gpu.model, offer.gpu.count)})
+    return replace(job, hours=offer.finish.hours, configs=config, work=None)
 
 
 @app.command("quote", rich_help_panel="Plan")
@@ -207,6 +215,8 @@ def quote_command(
     result = quote(pm, job, table, live_read, catalogs, name=option_name)
     if result.smallest_sold:  # what was quoted instead of 1 GPU: the "rent how?" sections too
         job = replace(job, configs=frozenset(result.smallest_sold.items()))
+    if result.work is not None:  # the "rent how?" sections: the offer shown, for its hours
+        job = _finishing(job, result.quotes[(explain or 1) - 1] if result.quotes else None)
     if json_output:
         print_json(
             result.model_dump(mode="json")
