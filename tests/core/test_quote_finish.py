@@ -243,6 +243,7 @@ def test_the_table_shows_hours_and_the_footer_what_was_left_out(clean_env):
     assert "hours" in done.stdout.splitlines()[1]
     assert "ranked by total cost to finish" in done.stdout
     assert "cannot finish in time, left out" in done.stdout
+    assert "not quoted by work, a figure unknown" not in done.stdout  # A100s: all known
     explain = run_cli(
         "quote", "--model", "Llama-2-7B", "--mode", "lora", "--tokens", "2e8", "--gpu", "A100",
         "--explain", "1", env=clean_env,
@@ -274,6 +275,7 @@ def test_the_api_takes_the_same_arguments(clean_env):
         (["--model", "Llama-2-7B", "--tokens", "1e9", "--step-time", "2s"], "go together"),
         (["--model", "Llama-2-7B", "--tokens", "1e9", "--mfu", "1.5"], "--mfu must be"),
         (["--work", "36 h on 1x V100-32GB", "--precision", "bf16"], "cannot run bf16"),
+        (["--model", "Llama-2-7B", "--tokens", "1e9", "--live"], "not available with work"),
     ],
 )
 def test_bad_work_options_are_one_line_errors(clean_env, argv, words):

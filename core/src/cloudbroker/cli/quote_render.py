@@ -247,8 +247,18 @@ def _work_notes(result: QuoteResult) -> list[str | Text]:
                 style="yellow",
             )
         )
-    notes.extend(f"cannot run, left out: {why}" for why in report.cannot_run)
-    notes.extend(f"not quoted by work: {why}" for why in report.unknown)
+    grouped: dict[str, list[str]] = {}  # "bf16: <why>" -> the GPUs refused for it
+    for refusal in report.cannot_run:
+        gpu, _, rest = refusal.partition(" cannot run ")
+        grouped.setdefault(rest.partition("; it runs")[0], []).append(gpu)
+    for why, models in grouped.items():
+        notes.append(f"cannot run {why}; left out: {', '.join(models)}")
+    if report.unknown:
+        names = ", ".join(why.split(":", 1)[0] for why in report.unknown)
+        notes.append(
+            f"not quoted by work, a figure unknown (no data sheet found): {names} "
+            "(`cloudbroker gpus NAME` shows what is known; --json has each reason)"
+        )
     return notes
 
 
