@@ -204,6 +204,10 @@ def test_work_timed_once_is_exact_on_its_gpus_and_scaled_on_the_others():
     eight = plan.estimate("A100-80GB", 8)
     assert isinstance(same, throughput.Estimate) and same.measured and same.mid == 36
     assert isinstance(eight, throughput.Estimate) and 36 / 8 < eight.mid < 36 / 8 / 0.8
+    # the 40 GB part computes as the 80 GB one: what both share cancels, no invented spread
+    forty = plan.estimate("A100-40GB", 1)
+    assert isinstance(forty, throughput.Estimate) and not forty.measured
+    assert forty.fast == pytest.approx(36) and forty.slow == pytest.approx(36)
 
 
 def test_mfu_override_scales_the_hours():

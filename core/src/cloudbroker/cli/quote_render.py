@@ -240,10 +240,12 @@ def _work_notes(result: QuoteResult) -> list[str | Text]:
         notes.append(f"{AT_RISK}: the slow end of the estimate misses the deadline")
     if report.missed_deadline:
         limit = f"{report.deadline_hours.normalize():f} h" if report.deadline_hours else ""
+        missed = report.missed_deadline
+        more = f"; {len(missed) - 4} more (--json lists all)" if len(missed) > 4 else ""
         notes.append(
             Text(
-                f"deadline {limit}: {len(report.missed_deadline)} configurations cannot finish "
-                f"in time, left out: {'; '.join(report.missed_deadline)}",
+                f"deadline {limit}: {len(missed)} configurations cannot finish in time, left "
+                f"out (closest first): {'; '.join(missed[:4])}{more}",
                 style="yellow",
             )
         )

@@ -42,10 +42,10 @@ def rank_to_finish(
     configs = sorted({(t.gpu.model, t.gpu.count) for t, _ in probe.candidates(any_count)})
     cannot: list[str] = []
     unknown: list[str] = []
-    missed: list[str] = []
+    missed: list[tuple[float, str]] = []  # the closest misses first
     rankings: list[Ranked] = []
     currencies: set[str] = set()
-    deadline = job.deadline_hours
+    deadline = None if job.deadline_hours is None else job.deadline_hours.normalize()
     for gpu, count in configs:
         estimate = plan.estimate(gpu, count)
         if isinstance(estimate, Refusal):
@@ -53,7 +53,7 @@ def rank_to_finish(
             continue
         where = f"{count}x {gpu}"
         if deadline is not None and estimate.mid > deadline:
-            missed.append(f"{where}: {estimate.describe()} > {deadline.normalize():f} h")
+            missed.append((estimate.mid, f"{where}: {estimate.describe()} > {deadline:f} h"))
             continue
         hours = Decimal(str(estimate.mid)).quantize(_HOURS) or _HOURS
         if limits.HOURS.problem(hours):
@@ -74,7 +74,7 @@ def rank_to_finish(
         )
     report = WorkReport(
         deadline_hours=deadline,
-        missed_deadline=tuple(missed),
+        missed_deadline=tuple(why for _, why in sorted(missed)),
         cannot_run=tuple(dict.fromkeys(cannot)),
         unknown=tuple(dict.fromkeys(unknown)),
         measured=plan.measured.how if plan.measured else "",

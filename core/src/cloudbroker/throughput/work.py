@@ -189,9 +189,11 @@ class Plan:
             return Estimate(gpu, count, m.hours, m.hours, m.hours, tuple(lines), measured=True)
         ref = peak_of(m.gpu)
         assert ref is not None
-        (_, ref_mid, _), _ = self._rate(ref, m.count)
-        ref_mid /= self._overhead(m.gpu, m.count)[0]
-        hours = [m.hours * ref_mid / r for r in (fast, mid, slow)]
+        rates, _ = self._rate(ref, m.count)
+        ref_factor = self._overhead(m.gpu, m.count)[0]
+        # each end against the same end: what the two configurations share cancels out
+        ratios = [r / ref_factor / own for r, own in zip(rates, (fast, mid, slow), strict=True)]
+        hours = [m.hours * min(ratios), m.hours * ratios[1], m.hours * max(ratios)]
         lines = [
             *self.work_lines,
             *self.calibration_lines,
