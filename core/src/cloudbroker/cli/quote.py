@@ -102,7 +102,7 @@ def quote_command(
         options.DURATION, None, "--step-time", help="Work: one measured step (1.9s), with --on."
     ),
     on: str | None = options.option(
-        options.TEXT, None, "--on", help="GPUs --step-time was measured on (8x A100-80GB)."
+        options.TEXT, None, "--on", help="GPUs --step-time was measured on: 8xA100-80GB."
     ),
     mfu: Decimal | None = options.option(
         options.MFU, None, "--mfu", help="Work: share of the dense peak achieved (0.4)."

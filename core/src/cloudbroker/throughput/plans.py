@@ -125,8 +125,13 @@ def calibrated(
     if refusal is None and plan.flops is not None:
         rate, _ = result._rate(PEAKS[model], n)
         implied = plan.flops / (hours * 3600) / rate[1] * mid_mfu(result, model)
+        default = mid_mfu(result, model)
         result = _replace_lines(
-            result, (f"implied MFU on {n}x {model}: {implied:.3f} (the model's default, scaled)",)
+            result,
+            (
+                f"implied MFU on {n}x {model}: {implied:.3f} (the measured rate over peak x "
+                f"scaling; the model's default is {default:.3f})",
+            ),
         )
     return result
 
