@@ -295,3 +295,26 @@ def test_the_fast_path_leaves_work_based_quotes_to_the_full_path():
         ["--deadline", "48h"], ["--step-time", "2s"], ["--on", "A10"], ["--mfu", "0.4"],
     ):  # fmt: skip
         assert fast.parse([*plain, *extra]) is None, extra
+
+
+def test_step_time_on_the_command_line_says_what_was_measured(clean_env):
+    done = run_cli(
+        "quote", "--model", "Llama-2-7B", "--mode", "lora", "--tokens", "2e8", "--gpu", "A100",
+        "--step-time", "1.9s", "--on", "8xA100-80GB", "--json", env=clean_env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert "1.9 s on 8x A100-80GB" in result["work"]["measured"]
+    measured = [q for q in result["quotes"] if q["finish"]["measured"]]
+    assert measured and all(q["gpu"]["count"] == 8 for q in measured)
+    # 2e8 tokens / (2,048 x 8 per step) = 12,207 steps x 1.9 s = 6.44 h on the measured GPUs
+    assert {q["finish"]["hours"] for q in measured} == {"6.44"}
+
+
+def test_an_offer_whose_slow_end_misses_the_deadline_is_marked():
+    plan = lora_7b(1e8, "fp16")
+    a100 = plan.estimate("A100-80GB", 1)
+    assert isinstance(a100, throughput.Estimate) and a100.fast < a100.mid < a100.slow
+    deadline = Decimal(str(round((a100.mid + a100.slow) / 2, 2)))
+    ranked, _ = finish([("a100", "A100-80GB", 1, "r1", "2")], plan, deadline_hours=deadline)
+    assert ranked.quotes[0].finish.at_risk
