@@ -50,7 +50,7 @@ def test_the_introduction_and_the_notebook_examples_run(clean_env, capsys):
     assert result.currency == "CNY" and len(rows) == len(result.quotes) > 0
     assert len({q.market for q in result.cheapest_by_market}) > 1  # market="any"
     run(sized, namespace)
-    assert namespace["sizing"].remedies  # 70B QLoRA fits no single GPU: remedies are listed
+    assert namespace["sizing"].remedies  # 70B LoRA fits no single GPU: remedies are listed
     assert namespace["result"].quotes[0].market == "spot"
     capsys.readouterr()
     run(errors, namespace)

@@ -125,3 +125,8 @@ FAILURES: Range[int] = Range(1, 1_000, "consecutive failed checks", whole=True)
 PLACEMENTS: Range[int] = Range(1, 1_000_000, "placements", whole=True)
 #: A placement's budget, in the currency it is given in.
 BUDGET: Range[Decimal] = Range(0, 1_000_000_000_000, "", open_low=True)
+#: Work-based quotes (``quote --tokens / --samples --epochs / --mfu``).
+WORK_TOKENS: Range[int] = Range(1, 10**15, "tokens", "a quadrillion", whole=True)
+SAMPLES: Range[int] = Range(1, 10**12, "samples per epoch", whole=True)
+EPOCHS: Range[Decimal] = Range(0, 100_000, "epochs", open_low=True)
+MFU: Range[Decimal] = Range(0, 1, "", "a share of the dense peak: 0.4 is 40 %", open_low=True)

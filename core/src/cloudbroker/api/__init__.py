@@ -17,17 +17,20 @@ loads the plugins and quotes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import date
+from dataclasses import dataclass, replace
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
-from cloudbroker import limits, sizing
+from cloudbroker import limits, sizing, throughput
 from cloudbroker import plugins as _plugins
+from cloudbroker.api import work as _work
 from cloudbroker.api.arguments import Names, Number, _bounded, _names
 from cloudbroker.api.placing import Broker
 from cloudbroker.api.placing import not_terminated as not_terminated  # the CLI uses these
 from cloudbroker.api.placing import place_request as place_request
 from cloudbroker.api.syncing import sync
+from cloudbroker.api.work import WorkArgs
 from cloudbroker.api.workloads import prepare_size as prepare_size
 from cloudbroker.api.workloads import size
 from cloudbroker.errors import Spelling, UsageError, keyword
@@ -37,7 +40,7 @@ from cloudbroker.plugins import PluginManager
 from cloudbroker.quote import Job, Location, QuoteResult, Ranking
 from cloudbroker.quote import quote as run_quote
 
-__all__ = ["Broker", "load_plugins", "quote", "size", "sync"]
+__all__ = ["Broker", "WorkArgs", "load_plugins", "quote", "size", "sync"]
 
 
 def load_plugins(
@@ -154,16 +157,31 @@ def prepare_quote(
     gpus: int | None = None,
     recompute: str | None = None,
     route: str = "public",
+    work: WorkArgs | None = None,
+    start: datetime | None = None,
     name: Spelling = keyword,
 ) -> QuoteRequest:
     """Check :func:`quote`'s arguments and build the job (no provider is asked yet)."""
-    if not gpu and not model:
+    work = work or WorkArgs()
+    if not gpu and not model and work.work is None:
         raise UsageError(
             f"give {name('gpu')} MODEL (e.g. A100), or {name('model')} NAME to size the job"
         )
+    plan, deadline = _work.plan(
+        work, model=model, mode=mode, precision=precision, batch=batch, seq=seq, name=name
+    )
+    if plan is not None and Decimal(str(hours)) != 1:
+        raise UsageError(
+            f"{name('hours')} is for a fixed-length job; with work the hours are estimated per "
+            "offer (give one or the other)"
+        )
     sized: dict[tuple[str, int], str] = {}
-    if model:
+    if model and not throughput.find_cnn(model):  # CNN presets are not sized (no memory model)
+        precision = _work.sizing_precision(work, precision)
         sized = sizing.placements(model, mode, precision, batch, seq, zero, gpus, recompute, name)
+        if plan is not None and plan.kind != "decode":  # recompute to fit costs FLOPs
+            chosen = {c: how.rpartition("recompute ")[2] for c, how in sized.items()}
+            plan = replace(plan, recompute=tuple(sorted(chosen.items())))
     configs = frozenset(sized)
     explicit_count = count is not None
     count = 1 if count is None else limits.GPUS.check(count, name("count"))
@@ -191,6 +209,9 @@ def prepare_quote(
         configs=frozenset(c for c in configs if c[1] == count) if explicit_count else configs,
         count_is_default=not explicit_count,
         route=_route(route, name),
+        work=plan,
+        deadline_hours=deadline,
+        start=start,
     )
     return QuoteRequest(job, table, sized)
 
@@ -221,6 +242,15 @@ def quote(
     gpus: int | None = None,
     recompute: str | None = None,
     route: str = "public",
+    tokens: Number | None = None,
+    samples: Number | None = None,
+    epochs: Number | None = None,
+    work: str | None = None,
+    deadline: Number | None = None,
+    step_time: Number | None = None,
+    on: str | None = None,
+    mfu: Number | None = None,
+    start: datetime | None = None,
     plugins: PluginManager | None = None,
 ) -> QuoteResult:
     """Rank the offers of every provider for a job, every hidden cost itemised.
@@ -233,6 +263,14 @@ def quote(
     "private" moves the data over a private line (CEN, CCN) where one exists. With
     ``model`` (a preset of :func:`size`) instead of ``gpu``, every configuration it fits is
     quoted. Raises :class:`~cloudbroker.quote.NoOfferError` when nothing matches.
+
+    Work instead of ``hours`` (:mod:`cloudbroker.throughput`): ``tokens`` through a transformer
+    ``model``, ``samples`` x ``epochs`` through a CNN preset (``"ResNet-152"``), or ``work=
+    "36 h on 1x A100-80GB"``; each (GPU, count) is then quoted for the hours it takes
+    (``Quote.finish``) and ranked by the total to finish. ``deadline`` (seconds) drops what
+    cannot finish by then (``QuoteResult.work`` says which and why); ``step_time`` (seconds)
+    measured ``on`` ``"8x A100-80GB"`` calibrates the estimate; ``mfu`` overrides the share of
+    peak; ``start`` (default now) dates the finish.
 
     >>> result = quote(gpu="A100", count=8, hours=36)
     >>> best = result.quotes[0]
@@ -264,5 +302,7 @@ def quote(
         gpus=gpus,
         recompute=recompute,
         route=route,
+        work=WorkArgs(tokens, samples, epochs, work, deadline, step_time, on, mfu),
+        start=start,
     )
     return run_quote(plugins or load_plugins(), request.job, request.fx)

@@ -29,6 +29,7 @@ def prepare_size(
     context: int | None = None,
     concurrency: int | None = None,
     headroom: Number = 10,
+    conservative: bool = False,
     name: Spelling = keyword,
 ) -> tuple[sizing.Workload, float]:
     """Check :func:`size`'s arguments: the workload, and the share of memory kept free."""
@@ -55,6 +56,7 @@ def prepare_size(
         lora_rank=lora_rank,
         context=context,
         concurrency=concurrency,
+        conservative=conservative,
         name=name,
     )
     return work, float(limits.PERCENT.check(headroom, name("headroom"))) / 100
@@ -81,12 +83,16 @@ def size(
     context: int | None = None,
     concurrency: int | None = None,
     headroom: Number = 10,
+    conservative: bool = False,
 ) -> SizeResult:
     """GPU memory per GPU for a model and workload, where it fits, and what would make it fit.
 
     As ``cloudbroker size``: a preset ``model`` (``"Llama-3-8B"``), or a custom one by
     ``params`` (``"7B"``) with ``layers``, ``hidden`` and ``heads``; ``mode`` train, lora,
-    qlora or infer; ``headroom`` the percent of each GPU's memory kept free (10).
+    qlora or infer; ``headroom`` the percent of each GPU's memory kept free (10). LoRA and
+    QLoRA assume FlashAttention-style attention (selective recompute) unless ``recompute`` is
+    given; ``conservative`` sizes them with none, the upper bound (``SizeResult.cheaper``
+    names the GPUs more recompute makes fit).
 
     >>> result = size("Llama-3-8B", mode="infer")
     >>> f"{result.estimate.total_bytes / 2**30:.1f} GiB", [fit.count for fit in result.fits[1]][0]
@@ -114,5 +120,6 @@ def size(
         context=context,
         concurrency=concurrency,
         headroom=headroom,
+        conservative=conservative,
     )
     return sizing.report(work, share)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from itertools import groupby
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from cloudbroker import gpus, plugins
+from cloudbroker import gpus, plugins, throughput
 from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.output import console, field, print_json
 from cloudbroker.cli.table import Column, FitTable, amount, show
@@ -24,6 +25,8 @@ OVERVIEW = (
     Column("memory", "GB", justify="right"),
     Column("aliases", "aliases", 2),
     Column("vendor", "vendor", 3),
+    Column("bf16", "bf16 TFLOPS", 4, "right"),
+    Column("cannot", "cannot run", 5),
     Column("provider", "provider"),
     Column("counts", "GPUs", 1, "right"),
     Column("on_demand", "on-demand", justify="right"),
@@ -45,6 +48,71 @@ def _memory(name: str) -> str:
     model = gpus.BY_NAME.get(name)
     gb = None if model is None else model.memory_gb
     return "?" if gb is None else f"{gb.normalize():f}"
+
+
+def _bf16(name: str) -> str:
+    """The dense bf16 peak ("-": cannot run it, "?": unknown)."""
+    peak = throughput.peak_of(name)
+    if peak is None:
+        return "?"
+    if not peak.can_run("bf16"):
+        return "-"
+    span = peak.peak("bf16")
+    return "?" if span is None else _span(span)
+
+
+def _span(span: tuple[float, float]) -> str:
+    low, high = span
+    return f"{low:,g}" if low == high else f"{low:,g}-{high:,g}"
+
+
+def _cannot(name: str) -> str:
+    peak = throughput.peak_of(name)
+    if peak is None:
+        return "?"
+    return ", ".join(p for p in throughput.PRECISIONS if not peak.can_run(p)) or "-"
+
+
+def _peaks(name: str) -> None:
+    """``gpus NAME``: dense peak by precision, bandwidth, what it cannot run, the sources."""
+    peak = throughput.peak_of(name)
+    if peak is None:
+        field("peaks", "unknown (not a GPU the throughput table covers)")
+        return
+    figures = []
+    for precision in throughput.PRECISIONS:
+        if peak.can_run(precision):
+            span = peak.peak(precision)
+            figures.append(f"{precision} {'unknown' if span is None else _span(span)}")
+    field("peaks", " · ".join(figures) + " TFLOPS dense (sparsity not counted)")
+    bandwidth = peak.bandwidth_gbs
+    field("bandwidth", "unknown" if bandwidth is None else f"{_span(bandwidth)} GB/s")
+    for precision in throughput.PRECISIONS:
+        if not peak.can_run(precision):
+            field("cannot run", peak.refusal(precision))
+    checked = "" if peak.checked else "; figures not re-read from the page"
+    field("source", _sites(peak.source) + f" (full URLs: --json{checked})")
+    for note in peak.notes:
+        field("", note)
+
+
+def _sites(text: str) -> str:
+    """Sources with each URL cut to its site, so that a line fits the screen."""
+    return re.sub(r"https?://([^/\s)]+)[^\s)]*", r"\1", text)
+
+
+def _peaks_json(name: str) -> dict[str, Any] | None:
+    peak = throughput.peak_of(name)
+    if peak is None:
+        return None
+    return {
+        "tflops_dense": {p: None if v is None else list(v) for p, v in peak.tflops.items()},
+        "bandwidth_gbs": None if peak.bandwidth_gbs is None else list(peak.bandwidth_gbs),
+        "cannot_run": {p: peak.refusal(p) for p in throughput.PRECISIONS if not peak.can_run(p)},
+        "interconnect": peak.interconnect,
+        "source": peak.source,
+        "checked": peak.checked,
+    }
 
 
 class _Cells:
@@ -84,6 +152,8 @@ def _overview(listing: Listing, names: list[str], cells: _Cells) -> FitTable:
             row = {
                 "gpu": name if first else "",
                 "memory": _memory(name) if first else "",
+                "bf16": _bf16(name) if first else "",
+                "cannot": _cannot(name) if first else "",
                 "aliases": aliases[i] if i < len(aliases) else "",
                 "vendor": model.vendor if first and model else "",
                 "provider": "-" if first and not providers else "",
@@ -149,12 +219,15 @@ def _about(name: str, offered: set[str]) -> None:
         field("about", model.about)
     if model.not_sold and name not in offered:
         field("not sold here", model.not_sold)
+    _peaks(name)
 
 
 def _footer(listing: Listing, cells: _Cells, hidden: list[Column]) -> list[str | Text]:
     notes: list[str | Text] = [
         "GPUs: GPU counts per instance on sale; prices: the cheapest instance's price divided by "
-        "its GPUs; unknown: sold, no published price; -: not sold (in that market)"
+        "its GPUs; unknown: sold, no published price; -: not sold (in that market)",
+        "bf16 TFLOPS: dense data-sheet peak (- cannot run it, ? unknown); cannot run: precisions "
+        "without tensor cores on that architecture; `gpus NAME` shows every peak and its source",
     ]
     sources = sorted(
         {(provider, region or "-", price.source) for provider, region, price in cells.cautioned},
@@ -228,7 +301,7 @@ def _model_json(name: str, listing: Listing, today: date) -> dict[str, Any]:
             "about": model.about or None,
             "not_sold": model.not_sold or None,
         }
-    return facts | {"providers": providers}
+    return facts | {"peaks": _peaks_json(name), "providers": providers}
 
 
 def _json(listing: Listing, names: list[str], detail: bool, today: date) -> dict[str, Any]:

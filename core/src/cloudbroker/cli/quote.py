@@ -18,7 +18,7 @@ from cloudbroker.cli.quote_render import age as age
 from cloudbroker.errors import UsageError
 from cloudbroker.models import Market
 from cloudbroker.money import FxRate
-from cloudbroker.quote import quote, read_catalogs
+from cloudbroker.quote import Job, Quote, quote, read_catalogs
 
 if TYPE_CHECKING:
     from cloudbroker.availability import Live
@@ -40,6 +40,14 @@ def live_options(live: bool, max_age: float | None, available_only: bool) -> Liv
         cache=Cache(default_dir()),
         available_only=available_only,
     )
+
+
+def _finishing(job: Job, offer: Quote | None) -> Job:
+    """A work-based job as the economics sections see it: the offer's GPUs for its hours."""
+    if offer is None or offer.finish is None:
+        return job
+    config = frozenset({(offer.gpu.model, offer.gpu.count)})
+    return replace(job, hours=offer.finish.hours, configs=config, work=None)
 
 
 @app.command("quote", rich_help_panel="Plan")
@@ -75,6 +83,30 @@ def quote_command(
         options.TEXT, None, "--recompute", help="With --model: none|selective|full."
     ),
     hours: Decimal = options.option(options.HOURS, "1", "--hours", help="Job length in hours."),
+    tokens: int | None = options.option(
+        options.WORK_TOKENS, None, "--tokens", help="Work: tokens through --model (2e9)."
+    ),
+    samples: int | None = options.option(
+        options.SAMPLES, None, "--samples", help="Work: samples per epoch (CNN presets)."
+    ),
+    epochs: Decimal | None = options.option(
+        options.EPOCHS, None, "--epochs", help="Work: epochs over --samples."
+    ),
+    work: str | None = options.option(
+        options.TEXT, None, "--work", help='Work timed once: "36 h on 1x A100-80GB".'
+    ),
+    deadline: float | None = options.option(
+        options.DURATION, None, "--deadline", help="Work: drop what cannot finish by (48h)."
+    ),
+    step_time: float | None = options.option(
+        options.DURATION, None, "--step-time", help="Work: one measured step (1.9s), with --on."
+    ),
+    on: str | None = options.option(
+        options.TEXT, None, "--on", help="GPUs --step-time was measured on: 8xA100-80GB."
+    ),
+    mfu: Decimal | None = options.option(
+        options.MFU, None, "--mfu", help="Work: share of the dense peak achieved (0.4)."
+    ),
     market: str = options.option(
         options.TEXT, "on-demand", "--market", help=f"One of {', '.join(MARKETS)}."
     ),
@@ -174,6 +206,7 @@ def quote_command(
         gpus=gpus,
         recompute=recompute,
         route=route,
+        work=api.WorkArgs(tokens, samples, epochs, work, deadline, step_time, on, mfu),
         name=option_name,
     )
     job, table, sized = request.job, request.fx, request.sized
@@ -192,6 +225,8 @@ def quote_command(
     result = quote(pm, job, table, live_read, catalogs, name=option_name)
     if result.smallest_sold:  # what was quoted instead of 1 GPU: the "rent how?" sections too
         job = replace(job, configs=frozenset(result.smallest_sold.items()))
+    if result.work is not None:  # the "rent how?" sections: the offer shown, for its hours
+        job = _finishing(job, result.quotes[(explain or 1) - 1] if result.quotes else None)
     if json_output:
         print_json(
             result.model_dump(mode="json")

@@ -37,11 +37,15 @@ COLUMNS = (
     Column("uplift", "min. uplift", 8, "right"),
     Column("egress", "egress", 9, "right"),
     Column("storage", "storage + snap.", 10, "right"),
+    Column("to-finish", "hours", 0, "right"),  # work-based quotes only
+    Column("finish", "done by (UTC)", 4),  # work-based quotes only
     Column("total", "total", 0, "right"),
     Column("per-gpu-hour", "per GPU-h", 6, "right"),
     Column("markers", "", 0),
 )
 WIDE_ONLY = {"zones", "vcpus", "memory", "billed", "compute"}
+WORK_ONLY = {"to-finish", "finish"}
+AT_RISK = "~"  # after the hours of an offer whose slow estimate misses the deadline
 HIDDEN_COSTS = {  # shown by default when not zero for a shown offer
     "uplift": ("minimum-uplift",),
     "egress": ("egress",),
@@ -84,6 +88,19 @@ def _ends(line: CostLine) -> tuple[Decimal, Decimal] | None:
         return line.converted.amount, line.converted.amount
     bounded = getattr(line, "range", None)
     return None if bounded is None else (bounded[0].amount, bounded[1].amount)
+
+
+def _finish(q: Quote) -> dict[str, str]:
+    """The hours to finish and when (work-based quotes); measured hours marked as such."""
+    finish = getattr(q, "finish", None)  # the fast path's light quotes have none
+    if finish is None:
+        return {"to-finish": "-", "finish": "-"}
+    risk = AT_RISK if finish.at_risk else ""
+    measured = " (measured)" if finish.measured else ""
+    return {
+        "to-finish": f"{_hours(finish.hours)}{risk}{measured}",
+        "finish": finish.finish_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"),
+    }
 
 
 def _markers(q: Quote) -> str:
@@ -148,6 +165,7 @@ def _row(q: Quote) -> dict[str, str]:
         "total": "unknown" if q.total is None else _total(q),
         "per-gpu-hour": "-" if q.per_gpu_hour is None else amount(q.per_gpu_hour.amount),
         "markers": _markers(q),
+        **_finish(q),
     }
 
 
@@ -176,10 +194,13 @@ def _default(column: Column, quotes: tuple[Quote, ...]) -> bool:
 def _table(result: QuoteResult, *, every: bool) -> FitTable:
     """Every column if ``every`` (--wide, --columns), else those of the default view."""
     quotes = (*result.quotes, *result.unpriced)
+    work = getattr(result, "work", None) is not None
     columns = [
         c
         for c in COLUMNS
-        if (every or _default(c, quotes)) and (c.key != "availability" or result.live)
+        if (every or _default(c, quotes))
+        and (c.key != "availability" or result.live)
+        and (c.key not in WORK_ONLY or work)
     ]
     table = FitTable(columns, title=f"GPU offers, totals in {result.currency}")
     rows = [_row(q) for q in quotes]
@@ -219,6 +240,7 @@ def _footer(result: QuoteResult) -> list[str | Text]:
             "the cloud's other regions (or a documented ceiling): the line is a range, ranked by "
             "its high end (see --explain N)"
         )
+    notes.extend(_work_notes(result))
     if any(q.flags for q in (*result.quotes, *result.unpriced)):
         notes.append("⚑: a data-quality flag on the source row (see --explain N)")
     if any(_cautions(q) for q in result.quotes):
@@ -260,6 +282,44 @@ def _dates(source: Source) -> str:
 def _crosses_border(q: Quote) -> bool:
     """Whether the offer's dataset crosses the mainland border (a plain quote moves none)."""
     return any(ln.kind == "egress" and getattr(ln, "crosses_border", False) for ln in q.lines)
+def _work_notes(result: QuoteResult) -> list[str | Text]:
+    """How a work-based quote ranked, and what it left out (how many, and why)."""
+    report = getattr(result, "work", None)
+    if report is None:
+        return []
+    notes: list[str | Text] = [
+        "ranked by total cost to finish: each offer priced for the hours its GPUs take "
+        "(estimates from data-sheet peaks, published MFU and scaling; --explain N shows the "
+        "arithmetic, the range and the sources)"
+    ]
+    if report.measured:
+        notes.append(f"measured: {report.measured}; every other configuration derived from it")
+    if any(q.finish and q.finish.at_risk for q in result.quotes):
+        notes.append(f"{AT_RISK}: the slow end of the estimate misses the deadline")
+    if report.missed_deadline:
+        limit = f"{report.deadline_hours.normalize():f} h" if report.deadline_hours else ""
+        missed = report.missed_deadline
+        more = f"; {len(missed) - 4} more (--json lists all)" if len(missed) > 4 else ""
+        notes.append(
+            Text(
+                f"deadline {limit}: {len(missed)} configurations cannot finish in time, left "
+                f"out (closest first): {'; '.join(missed[:4])}{more}",
+                style="yellow",
+            )
+        )
+    grouped: dict[str, list[str]] = {}  # "bf16: <why>" -> the GPUs refused for it
+    for refusal in report.cannot_run:
+        gpu, _, rest = refusal.partition(" cannot run ")
+        grouped.setdefault(rest.partition("; it runs")[0], []).append(gpu)
+    for why, models in grouped.items():
+        notes.append(f"cannot run {why}; left out: {', '.join(models)}")
+    if report.unknown:
+        names = ", ".join(why.split(":", 1)[0] for why in report.unknown)
+        notes.append(
+            f"not quoted by work, a figure unknown (no data sheet found): {names} "
+            "(`cloudbroker gpus NAME` shows what is known; --json has each reason)"
+        )
+    return notes
 
 
 def age(read_at: datetime) -> str:
@@ -385,6 +445,18 @@ def _explain(q: Quote) -> None:
         a = q.availability
         field("availability", f"{_availability(q)}: {a.detail}" if a.detail else _availability(q))
         field("", f"source: {a.source.name}, read {age(a.read_at)} ago")
+    finish = getattr(q, "finish", None)
+    if finish is not None:
+        hours = (
+            "measured" if finish.measured else f"range {_hours(finish.fast)}-{_hours(finish.slow)}"
+        )
+        field(
+            "to finish",
+            f"{_hours(finish.hours)} h ({hours}), done by "
+            f"{finish.finish_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC",
+        )
+        for line in finish.lines:
+            field("", line)
     bound = "" if q.complete else f" (a lower bound; unknown: {'; '.join(q.unknown)})"
     if getattr(q, "total_low", None):
         bound += f" (a range from {_cash(q.total_low)}; ranked by its high end)"

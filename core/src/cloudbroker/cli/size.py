@@ -104,6 +104,12 @@ def size_command(
         help="Inference: sequences served at once (default 1).",
     ),
     headroom: str = typer.Option("10", "--headroom", help="Percent of GPU memory kept free."),
+    conservative: bool = typer.Option(
+        False,
+        "--conservative",
+        help="LoRA/QLoRA: size with no recompute and stored attention scores (the upper "
+        "bound), not the FlashAttention-style default.",
+    ),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Estimate GPU memory per GPU (weights, gradients, optimizer, activations, KV cache)."""
@@ -127,6 +133,7 @@ def size_command(
         context=context,
         concurrency=concurrency,
         headroom=options.PERCENT.parse(headroom.strip().removesuffix("%"), "--headroom"),
+        conservative=conservative,
         name=option_name,
     )
     result = sizing.report(work, share)
@@ -187,6 +194,7 @@ def _as_json(result: sizing.SizeResult) -> dict:
             for count, e in by_count.items()
         ],
         "fits": [asdict(f) for fl in fits.values() for f in fl],
+        "cheaper_fits": [{"with": how, "fits": models} for how, models in result.cheaper],
         "remedies": [
             {
                 "lever": r.lever,
@@ -234,6 +242,12 @@ def _render(result: sizing.SizeResult) -> None:
     _print_fits(work, share, by_count, fits)
     if not result.fits_anywhere:
         _print_remedies(work, by_count, result.remedies)
+    for how, models in result.cheaper:
+        console.print(
+            f"Also fits {work.gpus} GPU{'s' if work.gpus > 1 else ''} with {how}: "
+            f"{', '.join(models)} (--recompute {how.split()[0]})",
+            markup=False,
+        )
     console.print("Assumptions:")
     _bullets(list(est.assumptions))
 

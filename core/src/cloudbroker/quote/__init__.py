@@ -32,14 +32,17 @@ from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageEr
 from cloudbroker.models import InstanceType, PriceSheet
 from cloudbroker.money import FxTable
 from cloudbroker.quote.engine import QuoteEngine, Ranked, _closest
+from cloudbroker.quote.finish import rank_to_finish
 from cloudbroker.quote.models import (
     CostLine,
+    Finish,
     Job,
     LiveReport,
     Location,
     Quote,
     QuoteResult,
     Ranking,
+    WorkReport,
 )
 
 if TYPE_CHECKING:
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CostLine",
+    "Finish",
     "Job",
     "LiveReport",
     "Location",
@@ -56,6 +60,7 @@ __all__ = [
     "QuoteResult",
     "Ranked",
     "Ranking",
+    "WorkReport",
     "match_gpus",
     "matched_any",
     "quote",
@@ -167,6 +172,8 @@ def quote(
     spot = _spot_ranker(pm, job)
     engine = QuoteEngine(job, sheets, types, fx, spot)
     _check_known(job, types, name)
+    if job.work is not None:
+        return _quote_work(job, sheets, types, fx, failures, siblings, live, name)
     ranked = engine.rank()
     smallest: dict[str, int] = {}
     if not ranked.matched and job.count_is_default and not job.configs:
@@ -268,6 +275,47 @@ def not_listed(job: Job, sheets: dict[str, PriceSheet]) -> list[str]:
                 date = gap.source.as_of.isoformat()
                 found.append(f"{provider}: {gap.why} ({gap.source.name}, {date})")
     return found
+def _quote_work(
+    job: Job,
+    sheets: dict[str, PriceSheet],
+    types: dict[str, list[InstanceType]],
+    fx: FxTable,
+    failures: dict[str, str],
+    siblings: tuple[str, ...],
+    live: Live | None,
+    name: Spelling,
+) -> QuoteResult:
+    """A work-based quote (:mod:`cloudbroker.quote.finish`): offers ranked by total to finish."""
+    if live is not None:
+        raise UsageError(
+            f"{name('live')} is not available with work-based quotes yet; quote offline, then "
+            f"check the chosen offer with {name('live')} and {name('hours')}"
+        )
+    ranked, report, currencies = rank_to_finish(job, sheets, types, fx)
+    if not matched_any(ranked):
+        reasons = [*report.cannot_run, *report.unknown, *ranked.refused]
+        if report.missed_deadline:
+            missed = "; ".join(report.missed_deadline)
+            reasons.insert(0, f"{len(report.missed_deadline)} cannot finish in time: {missed}")
+        raise NoOfferError(
+            "no offer can do this work: " + ("; ".join(reasons) or "nothing matched the filters")
+        )
+    return QuoteResult(
+        currency=job.currency,
+        ranking=job.ranking,
+        quotes=tuple(ranked.quotes),
+        unpriced=tuple(ranked.unpriced),
+        cheapest_by_market=tuple(ranked.by_market),
+        matched=ranked.matched,
+        lower_bounds=ranked.lower_bounds,
+        unknown=ranked.unknown,
+        refused=tuple(ranked.refused),
+        fx=tuple(fx.used(currencies, job.currency)),
+        catalogs={p: s.as_of for p, s in sheets.items()},
+        failures=failures,
+        siblings=siblings,
+        work=report,
+    )
 
 
 def matched_any(ranked: Ranked) -> bool:

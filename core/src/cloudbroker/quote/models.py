@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -17,6 +18,9 @@ from cloudbroker.models import (
 )
 from cloudbroker.money import DecimalStr, FxRate, Money
 from cloudbroker.vocabulary import Ranking, line_sum
+
+if TYPE_CHECKING:
+    from cloudbroker.throughput import Plan
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,33 @@ class Job:
     spot_restart_minutes: Decimal = Decimal(10)
     spot_checkpoint_minutes: Decimal | None = None  # None: no checkpoints planned
     spot_interruptions_per_day: Decimal | None = None  # the user's rate, else published bands
+    # the job's work (cloudbroker.throughput): each (GPU model, count) is quoted for the hours
+    # it takes, and ranked by the total to finish; ``hours`` is then unused
+    work: Plan | None = None
+    deadline_hours: Decimal | None = None  # with ``work``: drop what cannot finish in time
+    start: datetime | None = None  # with ``work``: when the job starts (default: now, UTC)
+
+
+class Finish(Model):
+    """How long the job takes on an offer's GPUs and when it is done (work-based quotes)."""
+
+    hours: DecimalStr  # the central estimate, what the offer is priced for
+    fast: DecimalStr  # the range where sources disagree
+    slow: DecimalStr
+    finish_at: datetime
+    measured: bool = False  # the configuration the user timed (its hours are not estimated)
+    at_risk: bool = False  # the slow end misses the deadline
+    lines: tuple[str, ...] = ()  # the arithmetic and sources (quote --explain)
+
+
+class WorkReport(Model):
+    """What a work-based quote left out, and why."""
+
+    deadline_hours: DecimalStr | None = None
+    missed_deadline: tuple[str, ...] = ()  # "4x T4: 61.2 h > 48 h"
+    cannot_run: tuple[str, ...] = ()  # "V100-32GB (Volta) cannot run bf16: ..."
+    unknown: tuple[str, ...] = ()  # "L20N-72GB: bf16 peak unknown (...)"
+    measured: str = ""  # which figure was measured ("" when none)
 
 
 class CostLine(Model):
@@ -103,6 +134,7 @@ class Quote(Model):
     price_as_of: date | None = None  # the compute price's source date (None: no price row)
     price_trust: str | None = None  # its trust when second-hand ("medium: ..."), see cautions()
     availability: Availability | None = None  # the live figure of its zone (quote --live)
+    finish: Finish | None = None  # work-based quotes: the hours to finish and when
 
     def line(self, *kinds: str) -> Money | None:
         """Sum of the converted lines of ``kinds`` (None if there is none or one is unknown)."""
@@ -129,6 +161,7 @@ class QuoteResult(Model):
     # why -> spot offers ranked after every offer on another market (cloudbroker.spot_rank)
     spot_last: dict[str, int] = Field(default_factory=dict)
     live: LiveReport | None = None  # quote --live: how old each provider's availability is
+    work: WorkReport | None = None  # work-based quotes: what cannot finish or run, and why
 
 
 class LiveReport(Model):

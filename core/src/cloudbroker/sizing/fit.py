@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from cloudbroker.errors import Spelling, UsageError, keyword
 from cloudbroker.sizing.lines import Estimate, estimate
@@ -191,6 +191,9 @@ class SizeResult:
     by_count: dict[int, Estimate]
     fits: dict[int, list[GpuFit]]
     remedies: list[Remedy]
+    # (more recompute, the GPU models it makes fit at the workload's count that did not):
+    # cheaper GPUs for more compute, shown even when the job fits somewhere already
+    cheaper: list[tuple[str, list[str]]] = field(default_factory=list)
 
     @property
     def fits_anywhere(self) -> bool:
@@ -203,7 +206,29 @@ def report(work: Workload, headroom: float = DEFAULT_HEADROOM) -> SizeResult:
     by_count = count_estimates(work, counts)
     found = {count: fits(est, headroom) for count, est in by_count.items()}
     fixes = [] if any(found.values()) else remedies(work, headroom, counts)
-    return SizeResult(estimate(work), headroom, by_count, found, fixes)
+    return SizeResult(
+        estimate(work), headroom, by_count, found, fixes, cheaper_fits(work, headroom)
+    )
+
+
+#: Extra compute of each recompute level (Korthikanti et al., arXiv:2205.05198: selective
+#: +2.7% FLOPs on GPT-3; full recompute repeats the forward pass, +33%).
+RECOMPUTE_COST = {"selective": "+2.7% compute", "full": "+33% compute"}
+
+
+def cheaper_fits(work: Workload, headroom: float) -> list[tuple[str, list[str]]]:
+    """GPU models that more recompute makes the workload fit, at its own GPU count."""
+    if not work.training or work.recompute is None:
+        return []
+    have = {f.gpu_model for f in fits(estimate(work), headroom)}
+    found = []
+    for level in RECOMPUTE[RECOMPUTE.index(work.recompute) + 1 :]:
+        more = [f.gpu_model for f in fits(estimate(replace(work, recompute=level)), headroom)]
+        new = [m for m in more if m not in have]
+        if new:
+            found.append((f"{level} recompute ({RECOMPUTE_COST[level]})", new))
+            have |= set(new)
+    return found
 
 
 def placements(

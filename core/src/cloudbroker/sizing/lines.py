@@ -18,6 +18,7 @@ from cloudbroker.sizing.presets import (
     BITS,
     CUDA_CONTEXT_BYTES,
     DEFAULT_LORA_RANK,
+    DEFAULT_RECOMPUTE_NOTE,
     EMBED_NOTE,
     KORTHIKANTI,
     OPTIMIZER_BYTES,
@@ -145,6 +146,8 @@ def _training_lines(work: Workload) -> tuple[list[Line], list[str]]:
             "LoRA activations use the full-training formula, an upper bound: frozen layers "
             "need fewer saved tensors."
         )
+        if work.recompute == "selective":
+            notes.append(DEFAULT_RECOMPUTE_NOTE)
         if work.precision in ("int8", "int4"):
             notes.append(f"Quantized base: {EMBED_NOTE}.")
     lines.append(_activation_line(work, 4 if fp32 else 2))

@@ -52,6 +52,18 @@ DEFAULT_SEQ = 2048
 #: LoRA, arXiv:2106.09685, adapt W_q and W_v). Each d_in x d_out matrix adds r(d_in + d_out).
 DEFAULT_LORA_RANK = 8
 
+#: What LoRA/QLoRA users run: FlashAttention-style kernels (PyTorch sdpa, the default attention
+#: of transformers since 4.36, or flash-attn) never store the s x s attention scores, which is
+#: what Korthikanti et al.'s selective recompute leaves out (sbh·34 per layer instead of
+#: sbh(34 + 5as/h)); FlashAttention's memory is linear in the sequence length (Dao et al.,
+#: arXiv:2205.14135). ``--conservative`` keeps the old no-recompute upper bound.
+DEFAULT_RECOMPUTE = {"lora": "selective", "qlora": "selective"}
+DEFAULT_RECOMPUTE_NOTE = (
+    "LoRA/QLoRA default to selective recompute, the memory of FlashAttention-style attention "
+    "(PyTorch sdpa, flash-attn: the s x s scores are never stored; Dao et al., "
+    "arXiv:2205.14135); --conservative sizes with no recompute (the upper bound)."
+)
+
 ANATOMY = "transformers docs model_memory_anatomy.md"
 ZERO_SOURCE = "Rajbhandari et al., ZeRO, SC'20, arXiv:1910.02054 (K = 12 for mixed-precision Adam)"
 KORTHIKANTI = "Korthikanti et al., arXiv:2205.05198 (Table 2; output layer 5sbh + 4sbv)"

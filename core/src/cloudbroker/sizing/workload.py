@@ -11,6 +11,7 @@ from decimal import Decimal
 from cloudbroker.errors import Spelling, UsageError, keyword
 from cloudbroker.sizing.presets import (
     DEFAULT_LORA_RANK,
+    DEFAULT_RECOMPUTE,
     DEFAULT_SEQ,
     MODES,
     OPTIMIZERS,
@@ -196,9 +197,13 @@ def make_workload(
     lora_rank: int | None = None,
     context: int | None = None,
     concurrency: int | None = None,
+    conservative: bool = False,
     name: Spelling = keyword,
 ) -> Workload:
-    """Validate the options for ``mode`` and fill defaults; refuse options the mode ignores."""
+    """Validate the options for ``mode`` and fill defaults; refuse options the mode ignores.
+
+    LoRA/QLoRA default to selective recompute, what FlashAttention-style attention stores
+    (:data:`DEFAULT_RECOMPUTE`); ``conservative`` sizes with none, the upper bound."""
     mode = _choice(mode, MODES, name("mode"))
     for value, field in (
         (batch, "batch"),
@@ -260,7 +265,11 @@ def make_workload(
         optimizer=_choice(optimizer or "adamw", OPTIMIZERS, name("optimizer")),
         batch=batch or 1,
         seq=seq or DEFAULT_SEQ,
-        recompute=_choice(recompute or "none", RECOMPUTE, name("recompute")),
+        recompute=_choice(
+            recompute or ("none" if conservative else DEFAULT_RECOMPUTE.get(mode, "none")),
+            RECOMPUTE,
+            name("recompute"),
+        ),
         zero=zero or 0,
         lora_rank=(lora_rank or DEFAULT_LORA_RANK) if mode != "train" else None,
     )
