@@ -19,6 +19,21 @@ from urllib.parse import parse_qs, urlsplit
 from cloudbroker.testing.emulator.state import FAULT_KINDS, Fault, Instance, InstanceRunner, State
 from cloudbroker.testing.emulator.wire import ApiError, Request, Response
 
+_log = logging.getLogger("cloudbroker.emulator")
+
+
+def _jsonable(extra: dict[str, Any]) -> dict[str, Any]:
+    """The entries of an instance's ``extra`` that JSON can carry (an emulator may keep a
+    recorded answer, bytes and all, there: the state must still render)."""
+    kept = {}
+    for key, value in extra.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        kept[key] = value
+    return kept
+
 
 class Emulator:
     """Base class of a cloud emulator; see the module docstring for what to implement."""
@@ -172,7 +187,7 @@ class Emulator:
         with self.state.lock:
             found: dict[str, Any] = {
                 "instances": [
-                    {**asdict(i), "state": i.state(self.boot_seconds)}
+                    {**asdict(i), "extra": _jsonable(i.extra), "state": i.state(self.boot_seconds)}
                     for i in self.state.instances.values()
                 ],
                 "faults": [asdict(f) for f in self.state.faults],
@@ -273,13 +288,22 @@ class Emulator:
                     body=self.rfile.read(length) if length else b"",
                 )
                 request.raw_query = split.query  # type: ignore[attr-defined]
-                response = emulator._serve(request)
-                if response is None:
-                    self.close_connection = True
-                    self.connection.shutdown(2)
-                    return
-                body = response.body
-                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                try:
+                    response = emulator._serve(request)
+                    if response is None:
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    body = response.body
+                    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                except Exception as exc:  # an emulator bug: answered as such, never a hang-up
+                    _log.exception(
+                        "%s emulator failed on %s %s", emulator.name, self.command, split.path
+                    )
+                    response = Response(
+                        500, {"error": f"emulator failure: {type(exc).__name__}: {exc}"}
+                    )
+                    payload = json.dumps(response.body).encode()
                 self.send_response(response.status)
                 self.send_header("Content-Type", response.content_type)
                 self.send_header("Content-Length", str(len(payload)))
