@@ -247,6 +247,8 @@ class Planning(BrokerCore):
                 f"on two different clouds ({tried})"
             )
         a, b, cost = best
+        for role, cloud in (("primary", a), ("standby", b)):
+            self._check_reach(role, cloud, buckets[cloud])
 
         def side(quotes: list[Quote], bucket: BucketRef) -> PlannedSide:
             region, sheet = quotes[0].region, sheets[quotes[0].provider]
@@ -276,6 +278,23 @@ class Planning(BrokerCore):
             max_hours=None if request.max_hours is None else str(request.max_hours),
         )
         return spec.model_dump(mode="json")
+
+    def _check_reach(self, role: str, cloud: str, bucket: BucketRef) -> None:
+        """Refuse a side whose instances could not reach its bucket: the job would run and
+        never read or write a checkpoint (the two roles swap at a failover: both checked)."""
+        where = f"{bucket.provider}:{bucket.bucket}/{bucket.path}".rstrip("/")
+        if not self.pm.implements(cloud, "sync_storage"):
+            raise UsageError(
+                f"the {role} {cloud} could not reach its bucket {where}: {cloud} does not "
+                "implement sync_storage"
+            )
+        remote = self.pm.sync_storage(cloud, bucket)
+        if remote.instance_access is None:
+            raise UsageError(
+                f"the {role} {cloud} could not reach its bucket {where}: {cloud}'s sync_storage "
+                "says no way for its instances to get storage access (instance_credentials, "
+                "instance_keys or instance_env_auth; docs/plugins.md, storage access)"
+            )
 
     def _check_budget(self, request: PlaceRequest, name: Spelling) -> None:
         """A budget in another currency than the plan's needs a dated rate between the two."""

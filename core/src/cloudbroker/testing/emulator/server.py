@@ -13,11 +13,14 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 from cloudbroker.testing.emulator.state import FAULT_KINDS, Fault, Instance, InstanceRunner, State
 from cloudbroker.testing.emulator.wire import ApiError, Request, Response
+
+if TYPE_CHECKING:
+    from cloudbroker.models import InstanceCredentials
 
 _log = logging.getLogger("cloudbroker.emulator")
 
@@ -42,6 +45,15 @@ class Emulator:
     boot_seconds = 0.2
     #: (status, code, message) for each injectable fault, in the cloud's vocabulary.
     fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {}
+    #: For ``cloudbroker sandbox``: the variables pointing the plugin at this emulator, each a
+    #: template of ``{api}`` (its URL), ``{storage}`` (the cloud's S3 store), ``{key}`` and
+    #: ``{secret}`` (the sandbox's keys: this emulator's and the store's).
+    sandbox_env: ClassVar[dict[str, str]] = {}
+    #: ``[providers.<name>]`` in the sandbox's config: settings a launch needs (``image``).
+    sandbox_settings: ClassVar[dict[str, Any]] = {}
+    #: How the cloud's instances read their role's storage credentials, which the sandbox's
+    #: metadata service for the cloud then serves; None: the cloud has no instance roles.
+    instance_credentials: ClassVar[InstanceCredentials | None] = None
 
     def __init__(
         self, *, access_key: str, secret_key: str, host: str = "127.0.0.1", port: int = 0
@@ -287,7 +299,7 @@ class Emulator:
                     headers={k.lower(): v for k, v in self.headers.items()},
                     body=self.rfile.read(length) if length else b"",
                 )
-                request.raw_query = split.query  # type: ignore[attr-defined]
+                request.raw_query = split.query
                 try:
                     response = emulator._serve(request)
                     if response is None:
