@@ -294,3 +294,44 @@ def test_the_providers_command_shows_no_storage_column_for_one_set_of_keys(clean
     result = run_cli("providers", "--json", env={**clean_env, "CLOUDBROKER_PLUGINS": "aliyun"})
     [row] = [r for r in json.loads(result.stdout) if r["name"] == "aliyun"]
     assert row["status"] == "ok" and row["storage_credentials"] is None
+
+
+# -- 7. cross-region bytes billed as internet egress -----------------------------------------
+
+TERMS = {
+    "region": "*", "internet_source": "s", "internet_free_gb": "100",
+    "internet_tiers": [["10240", "0.05 EUR"], ["", "0.04 EUR"]],
+    "cross_region_source": "s", "cross_zone": "0 EUR", "cross_zone_source": "s",
+    "object_storage_gb_month_source": "s", "snapshot_gb_month_source": "s",
+}  # fmt: skip
+
+
+def test_cross_region_as_internet_shares_the_free_allowance_and_the_tiers():
+    from cloudbroker import catalog
+    from cloudbroker.costs import egress_cost
+    from cloudbroker.models import PriceSheet, Source
+    from cloudbroker.rclone_session import Side
+    from cloudbroker.storage import BYTES_PER_GB, price_egress
+
+    sources = {"s": Source(name="a source", as_of="2026-11-01")}
+    terms = catalog._region_terms({**TERMS, "cross_region_as_internet": True}, sources, "t")
+    assert terms.egress.cross_region_internet
+    # 150 GB: the first 100 free, as for internet egress, then 50 at the first tier
+    assert egress_cost(terms.egress, Decimal(150), "cross-region").amount == Decimal("2.50")
+    plain = catalog._region_terms({**TERMS, "cross_region": "0.01 EUR"}, sources, "t")
+    assert egress_cost(plain.egress, Decimal(150), "cross-region").amount == Decimal("1.50")
+    sheet = PriceSheet(provider="acme", currency="EUR", as_of="2026-11-01", compute=(),
+                       terms=(terms,))  # fmt: skip
+    remote = StorageRemote(options={}, bucket="b")
+
+    def side(region: str) -> Side:
+        ref = BucketRef(provider="acme", bucket="ckpt", region=region)
+        return Side("source", ref, remote, "src", region)
+
+    cost, _, how = price_egress(sheet, side("r1"), side("r2"), int(150 * BYTES_PER_GB))
+    assert cost is not None and cost.amount == Decimal("2.50")
+    assert "bills cross-region r1 -> r2 as internet egress" in how and "100 GB free" in how
+    with pytest.raises(Exception, match="give it or cross_region / cross_region_to, not both"):
+        catalog._region_terms(
+            {**TERMS, "cross_region_as_internet": True, "cross_region": "0.01 EUR"}, sources, "t"
+        )

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from cloudbroker import gpus
 from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageError, keyword
-from cloudbroker.models import InstanceType
+from cloudbroker.models import InstanceType, Market, PriceSheet
 from cloudbroker.money import FxTable
 from cloudbroker.quote.engine import QuoteEngine, Ranked, _closest
 from cloudbroker.quote.models import (
@@ -189,7 +189,20 @@ def quote(
         siblings=siblings,
         smallest_sold=smallest,
         live=report,
+        spot_notices=_spot_notices(ranked.quotes, sheets),
     )
+
+
+def _spot_notices(quotes: list[Quote], sheets: dict[str, PriceSheet]) -> dict[str, tuple[int, ...]]:
+    """The warning each provider's terms give before a spot reclaim, where its spot offers
+    are (what a job has to checkpoint and stop in)."""
+    found: dict[str, set[int]] = {}
+    for q in quotes:
+        if q.market is Market.SPOT and q.provider in sheets:
+            terms = sheets[q.provider].terms_for(q.region)
+            if terms is not None and terms.spot_notice_seconds:
+                found.setdefault(q.provider, set()).add(terms.spot_notice_seconds)
+    return {p: tuple(sorted(s)) for p, s in sorted(found.items())}
 
 
 def matched_any(ranked: Ranked) -> bool:

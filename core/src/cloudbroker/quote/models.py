@@ -109,6 +109,9 @@ class QuoteResult(Model):
     # GPU model -> the count quoted instead of the job's default count, which none is sold with
     smallest_sold: dict[str, int] = Field(default_factory=dict)
     live: LiveReport | None = None  # quote --live: how old each provider's availability is
+    # provider -> the spot notices its terms declare for the regions of its spot offers shown
+    # (seconds, sorted); a provider declaring none is left out
+    spot_notices: dict[str, tuple[int, ...]] = Field(default_factory=dict)
 
 
 class LiveReport(Model):
