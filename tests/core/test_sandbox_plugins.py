@@ -63,3 +63,24 @@ def test_a_refusal_stays_a_usage_error_with_the_emulators_reason(recorder):
         faults.control(_info(recorder), "aws", "reclaim", {"wrong": 1})
     assert type(refused.value).__name__ == "UsageError"
     assert "bad control request" in str(refused.value)
+
+
+def test_a_plugin_emulator_that_says_not_how_to_reach_it_is_left_out(caplog):
+    from cloudbroker.sandbox.clouds import Cloud
+    from cloudbroker.sandbox.supervisor import _runnable
+
+    def env(*_: str) -> dict[str, str]:
+        return {}
+
+    silent = Cloud("silent", "tests_silent", f"{__name__}:Recorder", env)
+    broken = Cloud("broken", "tests_broken", "no_such_module_32:Emulator", env)
+    told = Cloud("told", "tests_told", f"{__name__}:Told", env)
+    with caplog.at_level("WARNING", logger="cloudbroker.sandbox"):
+        assert _runnable([silent, broken, told]) == [told]
+    said = caplog.text
+    assert "silent left out" in said and "declares no sandbox_env" in said
+    assert "broken left out" in said and "no_such_module_32" in said
+
+
+class Told(Emulator):
+    sandbox_env = {"CLOUDBROKER_TOLD_ENDPOINT": "{api}"}  # noqa: RUF012

@@ -88,7 +88,7 @@ def run(directory: Path, time_factor: float) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     pids = PidBook(directory)
-    clouds = installed()
+    clouds = _runnable(installed())
     stores: dict[str, Store] = {}
     gates: dict[str, Gate] = {}
     emulators: dict[str, Any] = {}
@@ -146,6 +146,34 @@ def run(directory: Path, time_factor: float) -> None:
         with ThreadPoolExecutor(max_workers=len(stores) or 1) as pool:
             list(pool.map(lambda store: store.stop(), stores.values()))
         log.info("sandbox stopped")
+
+
+def _runnable(clouds: list[Any]) -> list[Any]:
+    """The clouds to run: a plugin's emulator that does not import, or says nothing of how
+    to point the plugin at it (``sandbox_env``), is left out with the reason in the log (an
+    enabled plugin with no endpoint override would call its real cloud)."""
+    from cloudbroker.sandbox.clouds import CLOUDS
+
+    builtin = {cloud.name for cloud in CLOUDS}
+    kept = []
+    for cloud in clouds:
+        if cloud.name not in builtin:
+            try:
+                declared = cloud.emulator_class().sandbox_env
+            except Exception as exc:  # a third party's module: any failure is its own
+                log.warning(
+                    "sandbox: %s left out: its emulator %s: %s", cloud.name, cloud.emulator, exc
+                )
+                continue
+            if not declared:
+                log.warning(
+                    "sandbox: %s left out: %s declares no sandbox_env (docs/plugins.md, 10)",
+                    cloud.name,
+                    cloud.emulator,
+                )
+                continue
+        kept.append(cloud)
+    return kept
 
 
 def _record(cloud: Any, emulators: dict, gates: dict, stores: dict, runners: dict) -> dict:
