@@ -15,7 +15,15 @@ from cloudbroker import limits
 from cloudbroker.broker.budget import budget_money
 from cloudbroker.broker.core import BrokerCore
 from cloudbroker.costs import egress_cost
-from cloudbroker.errors import CloudBrokerError, Spelling, UsageError, keyword, quoted
+from cloudbroker.errors import (
+    AuthError,
+    CloudBrokerError,
+    ConfigError,
+    Spelling,
+    UsageError,
+    keyword,
+    quoted,
+)
 from cloudbroker.models import BillingRule, BucketRef, EgressTerms, Market, PriceSheet
 from cloudbroker.money import Money
 from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
@@ -281,14 +289,20 @@ class Planning(BrokerCore):
 
     def _check_reach(self, role: str, cloud: str, bucket: BucketRef) -> None:
         """Refuse a side whose instances could not reach its bucket: the job would run and
-        never read or write a checkpoint (the two roles swap at a failover: both checked)."""
+        never read or write a checkpoint (the two roles swap at a failover: both checked).
+        Without the cloud's credentials or settings the remote cannot be described yet: ``up``
+        asks for it again before launching, and fails there with what is missing."""
         where = f"{bucket.provider}:{bucket.bucket}/{bucket.path}".rstrip("/")
         if not self.pm.implements(cloud, "sync_storage"):
             raise UsageError(
                 f"the {role} {cloud} could not reach its bucket {where}: {cloud} does not "
                 "implement sync_storage"
             )
-        remote = self.pm.sync_storage(cloud, bucket)
+        try:
+            remote = self.pm.sync_storage(cloud, bucket)
+        except (AuthError, ConfigError):
+            return  # planning needs no credentials nor settings: `up` asks again, and says
+            # what is missing
         if remote.instance_access is None:
             raise UsageError(
                 f"the {role} {cloud} could not reach its bucket {where}: {cloud}'s sync_storage "
