@@ -170,6 +170,7 @@ class FakeCloud:
             options={"provider": "Other", "endpoint": f"http://{self.name}"},
             bucket=bucket.bucket,
             path=bucket.path,
+            instance_env_auth=True,
         )
 
     @hookimpl

@@ -272,6 +272,14 @@ def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str
         )
     except (KeyError, ValueError) as exc:
         raise CatalogError(f"{where}.cross_region_to: {exc}") from None
+    as_internet = region.get("cross_region_as_internet", False)
+    if not isinstance(as_internet, bool):
+        raise CatalogError(f"{where}.cross_region_as_internet: true or false, got {as_internet!r}")
+    if as_internet and (str(region.get("cross_region", "")).strip() or routes):
+        raise CatalogError(
+            f"{where}: cross_region_as_internet bills cross-region bytes as internet egress; "
+            "give it or cross_region / cross_region_to, not both"
+        )
     return RegionTerms(
         region=region["region"],
         area=region.get("area"),
@@ -282,6 +290,7 @@ def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str
             internet_note=region.get("internet_note", ""),
             cross_region=_rate(region, "cross_region", sources, where),
             cross_region_to=routes,
+            cross_region_internet=as_internet,
             cross_zone=_rate(region, "cross_zone", sources, where),
             cross_zone_sides=region.get("cross_zone_sides", 1),
             object_store=_object_store(region, sources, where),

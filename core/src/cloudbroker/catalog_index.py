@@ -216,6 +216,8 @@ class Index:
         #: the plugin's hooks, and where its credentials would come from (``providers``)
         self.hooks: tuple[str, ...] = header["hooks"]
         self.credentials: tuple[tuple[str, ...], tuple[str, ...]] = header["credentials"]
+        #: object storage's own key variables, where the plugin has them apart
+        self.storage_credentials: tuple[str, ...] = tuple(header.get("storage_credentials", ()))
         self._blocks: dict[str, tuple[int, int]] = header["blocks"]
         self._start = start
 
@@ -290,6 +292,7 @@ def save(pm: "PluginManager", catalogs: "Catalogs") -> None:
             refreshed=_refreshed(provider, endpoint_env),
             hooks=tuple(record.hooks),
             credentials=(tuple(description.credential_env), tuple(description.credential_files)),
+            storage_credentials=tuple(description.storage_credential_env),
         )
         _write(cache_dir() / f"{provider}.idx", header, blocks)
 

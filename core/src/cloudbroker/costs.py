@@ -134,7 +134,8 @@ def egress_cost(terms: EgressTerms, gb: Decimal, kind: TransferKind) -> Money | 
 
     Same zone is free; cross-zone uses the flat rate on each side that pays it; cross-region
     the default per-GB rate (see :func:`route` for a given destination); across clouds
-    (``internet``) the source's cumulative tiers apply after its free quota.
+    (``internet``) the source's cumulative tiers apply after its free quota, and so they do
+    across regions of a cloud that bills those as internet egress (``cross_region_internet``).
     """
     if kind == "same-zone":
         from cloudbroker.money import Money
@@ -143,7 +144,7 @@ def egress_cost(terms: EgressTerms, gb: Decimal, kind: TransferKind) -> Money | 
         return None if currency is None else Money.of(0, currency)
     if kind == "cross-zone":
         return _flat(terms.cross_zone, gb, terms.cross_zone_sides)
-    if kind == "cross-region":
+    if kind == "cross-region" and not terms.cross_region_internet:
         return _flat(terms.cross_region, gb)
     if not terms.internet_tiers:
         return None

@@ -132,6 +132,7 @@ class Result(NamedTuple):
     smallest_sold: MappingProxyType[str, int] = _NONE
     regions_matched: tuple[str, ...] = ()
     live: None = None
+    spot_notices: MappingProxyType[str, tuple[int, ...]] = _NONE  # spot is never a plain quote
 
 
 class _Type(NamedTuple):
@@ -278,17 +279,19 @@ class _Ranker:
         ask = self.ask
         billing = self._billing(book, o.rule)
         assert billing is not None
-        billed, billed_units, actual_units = billing
+        billed = billing[0]
         unit_seconds = self.books[book].rules[o.rule].unit_seconds
         lines: list[Line] = []
         hourly = total = per_gpu_hour = None
         if o.amount is not None and o.currency is not None:
             per_unit = Decimal(o.amount)
             hourly = Cash(per_unit * (SECONDS_PER_HOUR / Decimal(unit_seconds)), o.currency)
-            lines.append(self._line("compute", Cash(per_unit * actual_units, o.currency)))
-            uplift = billed_units - actual_units
-            if uplift:
-                lines.append(self._line("minimum-uplift", Cash(per_unit * uplift, o.currency)))
+            seconds = ask.hours * SECONDS_PER_HOUR
+            compute = per_unit * seconds / unit_seconds  # from seconds, as the engine does
+            lines.append(self._line("compute", Cash(compute, o.currency)))
+            if billed != seconds:
+                uplift = per_unit * billed / unit_seconds - compute
+                lines.append(self._line("minimum-uplift", Cash(uplift, o.currency)))
             total = Cash(sum((ln.converted.amount for ln in lines), Decimal(0)), ask.currency)
             per_gpu_hour = Cash(total.amount / (ask.hours * o.gpu_count), ask.currency)
         return Quote(

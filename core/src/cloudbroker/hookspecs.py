@@ -224,8 +224,11 @@ def sync_storage(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
     how an instance of this cloud reads its role's short-lived credentials from the cloud's
     metadata service. The launch preamble renders it, so a placement's job reaches this
     bucket with no secret in its user data; the core reads the role's name from the
-    ``instance_role`` setting and the service's address from ``metadata_endpoint``. Left
-    None, the instance's rclone reads AWS-style credentials from its environment.
+    ``instance_role`` setting and the service's address from ``metadata_endpoint``. A cloud
+    without instance roles sets ``instance_keys`` instead (keys scoped to the bucket, which
+    the preamble writes to a root-only file and :func:`cloudbroker.launching.redact` hides),
+    and one whose image provides credentials ``instance_env_auth``; ``place`` refuses a side
+    whose remote says none of the three.
 
     :param ctx: the provider's context.
     :param bucket: the bucket (and path inside it).

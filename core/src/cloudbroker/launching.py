@@ -42,6 +42,12 @@ METADATA_ENV = "CLOUDBROKER_METADATA_ENDPOINT"
 #: Where the preamble writes on the instance (the sandbox moves both under its directory).
 ENV_FILE = "/etc/cloudbroker.env"
 TOOLS_DIR = "/opt/cloudbroker"
+#: Where the preamble writes a cloud's scoped storage keys (mode 0600; read by ENV_FILE), on
+#: a cloud without instance roles (``StorageRemote.instance_keys``).
+KEYS_FILE = "/etc/cloudbroker.keys"
+#: The lines around the keys in the user data: :func:`redact` replaces what is between.
+KEYS_BEGIN = "# cloudbroker storage keys: begin (redacted wherever cloudbroker shows this)"
+KEYS_END = "# cloudbroker storage keys: end"
 #: Lifetime asked for a metadata session token: one is fetched per rclone call.
 TOKEN_TTL_SECONDS = 300
 
@@ -135,9 +141,11 @@ def user_data(
     instances get credentials (:class:`~cloudbroker.models.InstanceCredentials`), it also
     installs an ``rclone`` wrapper first on ``PATH`` that reads the instance role's
     short-lived credentials from the cloud's metadata service on every call (they rotate)
-    and hands them to the real rclone by environment; otherwise rclone's ``env_auth`` reads
-    AWS-style credentials from the instance's environment. No secret is ever put in user
-    data, which a cloud console shows to anyone with read access.
+    and hands them to the real rclone by environment. A cloud without instance roles gives
+    scoped keys instead (``instance_keys``): they are written to :data:`KEYS_FILE` (mode
+    0600) between :data:`KEYS_BEGIN` and :data:`KEYS_END`, the only secret user data ever
+    holds, which :func:`redact` hides wherever cloudbroker shows it. Otherwise rclone's
+    ``env_auth`` reads AWS-style credentials from the instance's environment.
     """
     settings = settings or {}
     env = {
@@ -152,12 +160,27 @@ def user_data(
         "RCLONE_CONFIG_CKPT_NO_CHECK_BUCKET": "true",
     }
     recipe = remote.instance_credentials
-    if recipe is None:
+    if remote.instance_keys:
+        pass  # read from KEYS_FILE, sourced by ENV_FILE below
+    elif recipe is None:
         env["RCLONE_CONFIG_CKPT_ENV_AUTH"] = "true"
     elif settings.get(METADATA_SETTING):
         env[METADATA_ENV] = settings[METADATA_SETTING]
     exports = [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     lines = ["#!/bin/bash", f"# cloudbroker placement {placement_id} ({side})"]
+    if remote.instance_keys:
+        keys = {
+            f"RCLONE_CONFIG_CKPT_{k.upper()}": v.get_secret_value()
+            for k, v in sorted(remote.instance_keys.items())
+        }
+        lines += [
+            KEYS_BEGIN,
+            f"(umask 077 && cat > {KEYS_FILE}) <<'CBKEYS'",
+            *(f"export {k}={shlex.quote(v)}" for k, v in keys.items()),
+            "CBKEYS",
+            KEYS_END,
+        ]
+        exports.append(f". {KEYS_FILE}")
     if recipe is not None:
         exports.append(f"export PATH={TOOLS_DIR}/bin:$PATH")
         lines += [
@@ -179,6 +202,20 @@ def user_data(
             f"exec {TOOLS_DIR}/job",
         ]
     return "\n".join(lines) + "\n"
+
+
+def redact(text: str) -> str:
+    """User data with the storage keys' block (see :func:`user_data`) replaced by a note."""
+    kept, inside = [], False
+    for line in text.splitlines(keepends=True):
+        if line.rstrip("\n") == KEYS_BEGIN:
+            inside = True
+            kept.append(f"# [storage keys redacted: written to {KEYS_FILE}]\n")
+        elif line.rstrip("\n") == KEYS_END and inside:
+            inside = False
+        elif not inside:
+            kept.append(line)
+    return "".join(kept)
 
 
 #: Extracts a string value by key from a flat or nested JSON answer (keys are unique).

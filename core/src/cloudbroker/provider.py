@@ -47,6 +47,20 @@ class Description:
     #: Variables that point the provider's API somewhere else (an emulator, a proxy);
     #: default ``CLOUDBROKER_<NAME>_ENDPOINT``. See :func:`user_catalog_dir`.
     endpoint_env: tuple[str, ...] = ()
+    #: Object storage's own keys, for a cloud whose storage does not take the compute
+    #: credentials; empty: ``credential_env`` serves both.
+    storage_credential_env: tuple[str, ...] = ()
+    storage_credential_hint: str = ""
+
+    def storage_credentials(self, ctx: HookContext) -> CredentialStatus | None:
+        """Like :meth:`credentials`, for the storage keys; None when there are none apart."""
+        if not self.storage_credential_env:
+            return None
+        source = credential_source(ctx.env, self.storage_credential_env, ())
+        if source is not None:
+            return CredentialStatus(configured=True, source=source)
+        hint = self.storage_credential_hint or f"set {' and '.join(self.storage_credential_env)}"
+        return CredentialStatus(configured=False, hint=hint)
 
     def credentials(self, ctx: HookContext) -> CredentialStatus:
         """Where credentials would come from, checked without reading or logging any value."""
@@ -64,6 +78,7 @@ class Description:
             currency=self.currency,
             regions=regions,
             credentials=self.credentials(ctx),
+            storage_credentials=self.storage_credentials(ctx),
             catalog_as_of=as_of,
             homepage=self.homepage,
         )

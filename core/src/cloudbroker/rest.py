@@ -31,7 +31,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,12 +124,16 @@ class JsonApi:
         body: Any = None,
         *,
         region: str | None = None,
-        query: Mapping[str, str] | None = None,
+        query: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """One API call, retried on throttling and unavailability; the decoded JSON answer.
 
-        Retrying a request that creates something is safe only when the cloud deduplicates
-        it (a client token in ``body``): launches must carry one.
+        ``query`` is a mapping, or (name, value) pairs where a name repeats
+        (``[("type", "a"), ("type", "b")]``). ``headers`` are this call's own, sent on every
+        attempt (``{"Idempotency-Key": request.idempotency_key}``); the auth headers win
+        over them. Retrying a request that creates something is safe only when the cloud
+        deduplicates it (a client token in ``body`` or such a header): launches must carry one.
         """
         url = self.endpoint(ctx, region) + path
         if query:
@@ -145,6 +149,7 @@ class JsonApi:
                 headers={
                     "Accept": "application/json",
                     **({"Content-Type": "application/json"} if payload else {}),
+                    **(headers or {}),
                     **self.auth(ctx, method, path, payload),
                 },
             )

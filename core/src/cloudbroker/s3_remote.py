@@ -22,10 +22,16 @@ def s3_remote(
     secret_access_key: str,
     session_token: str | None = None,
     instance_credentials: InstanceCredentials | None = None,
+    instance_keys: tuple[str, str] | None = None,
     **options: str | None,
 ) -> StorageRemote:
     """``bucket`` on rclone's S3 backend with ``provider`` and the non-secret ``options``
-    (``endpoint``, ``region``...; those given as None are left out)."""
+    (``endpoint``, ``region``...; those given as None are left out).
+
+    How instances reach it: ``instance_credentials`` (their role, through the metadata
+    service) or, on a cloud without instance roles, ``instance_keys`` (access key id and
+    secret, scoped to the bucket), which the broker passes in the launch's user data.
+    """
     secrets = {
         "access_key_id": SecretStr(access_key_id),
         "secret_access_key": SecretStr(secret_access_key),
@@ -38,4 +44,10 @@ def s3_remote(
         bucket=bucket.bucket,
         path=bucket.path,
         instance_credentials=instance_credentials,
+        instance_keys={}
+        if instance_keys is None
+        else {
+            "access_key_id": SecretStr(instance_keys[0]),
+            "secret_access_key": SecretStr(instance_keys[1]),
+        },
     )

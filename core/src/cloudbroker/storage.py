@@ -234,9 +234,22 @@ def _cross_region(
     else its default cross-region rate."""
     provider, to = source.ref.provider, destination.region
     assert source.region is not None and to is not None  # transfer_kind checked both
+    leg = f"{source.region} -> {to}"
+    if terms.egress.cross_region_internet:
+        cost = egress_cost(terms.egress, gb, "cross-region")
+        if cost is None:
+            return None, gb, f"unknown: {provider} bills {leg} as internet egress, unpublished"
+        free = terms.egress.internet_free_gb
+        return (
+            cost,
+            gb,
+            (
+                f"{provider} bills cross-region {leg} as internet egress (region {terms.region} "
+                f"tiers, sharing its {free} GB free per month)"
+            ),
+        )
     there = sheet.terms_for(to)
     way = route(terms.egress, to, there.area if there else None)
-    leg = f"{source.region} -> {to}"
     if way.price is None:
         if isinstance(way, Route) and way.bandwidth_tiers:
             why = "is sold as bandwidth per month (a private link), not per GB"

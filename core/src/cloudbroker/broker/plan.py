@@ -20,6 +20,7 @@ from cloudbroker.errors import (
     AuthError,
     CloudBrokerError,
     NotFoundError,
+    ConfigError,
     Spelling,
     UsageError,
     keyword,
@@ -279,6 +280,8 @@ class Planning(BrokerCore):
                 f"on two different clouds ({tried})"
             )
         a, b, cost = best
+        for role, cloud in (("primary", a), ("standby", b)):
+            self._check_reach(role, cloud, buckets[cloud])
 
         def side(quotes: list[Quote], bucket: BucketRef) -> PlannedSide:
             region, sheet = quotes[0].region, sheets[quotes[0].provider]
@@ -308,6 +311,29 @@ class Planning(BrokerCore):
             max_hours=None if request.max_hours is None else str(request.max_hours),
         )
         return spec.model_dump(mode="json")
+
+    def _check_reach(self, role: str, cloud: str, bucket: BucketRef) -> None:
+        """Refuse a side whose instances could not reach its bucket: the job would run and
+        never read or write a checkpoint (the two roles swap at a failover: both checked).
+        Without the cloud's credentials or settings the remote cannot be described yet: ``up``
+        asks for it again before launching, and fails there with what is missing."""
+        where = f"{bucket.provider}:{bucket.bucket}/{bucket.path}".rstrip("/")
+        if not self.pm.implements(cloud, "sync_storage"):
+            raise UsageError(
+                f"the {role} {cloud} could not reach its bucket {where}: {cloud} does not "
+                "implement sync_storage"
+            )
+        try:
+            remote = self.pm.sync_storage(cloud, bucket)
+        except (AuthError, ConfigError):
+            return  # planning needs no credentials nor settings: `up` asks again, and says
+            # what is missing
+        if remote.instance_access is None:
+            raise UsageError(
+                f"the {role} {cloud} could not reach its bucket {where}: {cloud}'s sync_storage "
+                "says no way for its instances to get storage access (instance_credentials, "
+                "instance_keys or instance_env_auth; docs/plugins.md, storage access)"
+            )
 
     def _check_budget(self, request: PlaceRequest, name: Spelling) -> None:
         """A budget in another currency than the plan's needs a dated rate between the two."""

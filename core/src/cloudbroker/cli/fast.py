@@ -140,6 +140,9 @@ def providers() -> list[dict[str, Any]]:
             raise Fallback(f"{name}: no current index")
         index.close()  # the header is all it reads
         source = credential_source(env, *index.credentials)
+        storage = index.storage_credentials and credential_source(
+            env, index.storage_credentials, ()
+        )
         rows.append(
             {
                 "name": name,
@@ -148,6 +151,9 @@ def providers() -> list[dict[str, Any]]:
                 "status": "ok",
                 "hooks": list(index.hooks),
                 "credentials": {"configured": source is not None, "source": source},
+                "storage_credentials": {"configured": storage is not None, "source": storage}
+                if index.storage_credentials
+                else None,
                 "catalog_as_of": index.as_of.isoformat(),
             }
         )

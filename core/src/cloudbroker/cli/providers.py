@@ -41,6 +41,9 @@ def providers_command(
                 "status": status,
                 "hooks": list(record.hooks),
                 "credentials": info.credentials.model_dump(mode="json") if info else None,
+                "storage_credentials": info.storage_credentials.model_dump(mode="json")
+                if info and info.storage_credentials
+                else None,
                 "catalog_as_of": info.catalog_as_of.isoformat()
                 if info and info.catalog_as_of
                 else None,

@@ -36,7 +36,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         table.add_row(
             row["name"],
             state,
-            "-" if creds is None else f"yes ({creds['source']})" if creds["configured"] else "no",
+            _credentials(creds, row.get("storage_credentials")),
             row["catalog_as_of"] or "-",
             row["version"] or "-",
             row["distribution"] or "-",
@@ -54,6 +54,17 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         console.print(f"not shown at {console.width} columns: {', '.join(others)}", markup=False)
     for problem in problems:
         _indented(problem)
+
+
+def _said(creds: dict[str, Any]) -> str:
+    return f"yes ({creds['source']})" if creds["configured"] else "no"
+
+
+def _credentials(creds: dict[str, Any] | None, storage: dict[str, Any] | None) -> str:
+    """``yes (env X)``; with object storage's own keys, theirs apart: ``...; storage: no``."""
+    if creds is None:
+        return "-"
+    return _said(creds) + ("" if storage is None else f"; storage: {_said(storage)}")
 
 
 def _indented(text: str) -> None:

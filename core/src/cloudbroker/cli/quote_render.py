@@ -34,7 +34,8 @@ COLUMNS = (
     Column("hourly", "hourly", 7, "right"),
     Column("billed", "billed h", 99, "right"),
     Column("compute", "compute", 99, "right"),
-    Column("uplift", "min. uplift", 8, "right"),
+    # shown only when not zero, and then it explains the total: never left out for sameness
+    Column("uplift", "min. uplift", 8, "right", explains=True),
     Column("egress", "egress", 9, "right"),
     Column("storage", "storage + snap.", 10, "right"),
     Column("to-finish", "hours", 0, "right"),  # work-based quotes only
@@ -265,7 +266,13 @@ def _footer(result: QuoteResult) -> list[str | Text]:
         notes.extend(_live_notes(result.live))
     for provider, reason in sorted(result.failures.items()):
         notes.append(Text(f"failed: {provider}: {reason}", style="red"))
-    notes.append(f"{result.matched} matching offers; showing {len(result.quotes)} ranked")
+    if result.spot_notices:
+        said = ", ".join(
+            f"{p} {' or '.join(f'{s} s' for s in seconds)}"
+            for p, seconds in result.spot_notices.items()
+        )
+        notes.append(f"spot notice before a reclaim (the providers' terms): {said}")
+    notes.append(_shown(result))
     return notes
 
 
@@ -320,6 +327,15 @@ def _work_notes(result: QuoteResult) -> list[str | Text]:
             "(`cloudbroker gpus NAME` shows what is known; --json has each reason)"
         )
     return notes
+def _shown(result: QuoteResult) -> str:
+    """How many of the matching offers the table shows: zones of one price share a row, so
+    rows are counted apart from offers; unpriced offers are shown, never ranked."""
+    offers = sum(1 + len(q.other_zones) for q in result.quotes)
+    unpriced = sum(1 + len(q.other_zones) for q in result.unpriced)
+    said = f"{result.matched} matching offers; showing {offers} ranked"
+    if offers != len(result.quotes):
+        said += f" in {len(result.quotes)} rows (the zones of one price share a row)"
+    return said + (f" and {unpriced} unpriced" if unpriced else "")
 
 
 def age(read_at: datetime) -> str:

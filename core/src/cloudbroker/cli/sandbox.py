@@ -12,7 +12,8 @@ from cloudbroker.cli.output import err_console, print_json
 from cloudbroker.errors import UsageError
 
 sandbox_app = typer.Typer(
-    help="A local sandbox of every installed cloud: try placements and failover offline.",
+    help="A local sandbox of every installed cloud with an emulator (the built-ins and any "
+    "plugin shipping one): try placements and failover offline.",
     no_args_is_help=True,
 )
 app.add_typer(sandbox_app, name="sandbox", rich_help_panel="Setup")

@@ -33,6 +33,9 @@ class Column:
     header: str
     priority: int = 0  # otherwise: the lower, the more important
     justify: Literal["left", "right"] = "left"
+    #: Its value explains another (a minimum uplift, the total): kept by its priority even
+    #: when every row has the same value, which otherwise makes a column the first left out.
+    explains: bool = False
 
 
 def amount(value: Decimal, places: int = 2) -> str:
@@ -71,11 +74,16 @@ class FitTable:
     def fit(self, width: int) -> list[Column]:
         """The columns shown at ``width``, in table order (always-shown ones even if too wide).
 
-        A column with the same value on every row tells least, so it is the first left out.
+        A column with the same value on every row tells least, so it is the first left out
+        (unless it ``explains`` another).
         """
         kept = [c for c in self.columns if c.priority == 0]
         optional = [c for c in self.columns if c.priority]
-        for column in sorted(optional, key=lambda c: (self.same(c) is not None, c.priority)):
+
+        def order(c: Column) -> tuple[bool, int]:
+            return (self.same(c) is not None and not c.explains, c.priority)
+
+        for column in sorted(optional, key=order):
             if self.width([*kept, column]) <= width:
                 kept.append(column)
         return [c for c in self.columns if c in kept]

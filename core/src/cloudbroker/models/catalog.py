@@ -147,6 +147,11 @@ class EgressTerms(Model):
     cross_region_to: tuple[Route, ...] = Field(
         default=(), description="Per destination region or area; a region beats its area"
     )
+    cross_region_internet: bool = Field(
+        default=False,
+        description="Cross-region bytes are billed as internet egress: the internet tiers, "
+        "sharing internet_free_gb (cross_region is then not a rate of its own)",
+    )
     cross_zone: Rate
     cross_zone_sides: int = Field(
         default=1,

@@ -43,7 +43,8 @@ class LaunchRequest(Model):
     key_name: str | None = None
     disk_gb: int = Field(default=100, gt=0)
     disk_category: str | None = None
-    user_data: str | None = None
+    #: Never in a repr: it may hold a cloud's scoped storage keys (see StorageRemote).
+    user_data: str | None = Field(default=None, repr=False)
     tags: dict[str, str] = Field(default_factory=dict)
 
 

@@ -61,3 +61,6 @@ class ProviderInfo(Model):
     credentials: CredentialStatus
     catalog_as_of: date | None = None
     homepage: str | None = None
+    storage_credentials: CredentialStatus | None = Field(
+        default=None, description="Object storage's own keys; None: the credentials serve both"
+    )

@@ -94,9 +94,12 @@ class InstanceCredentials(Model):
 class StorageRemote(Model):
     """A bucket described as an rclone remote; secrets are passed to rclone by env only.
 
-    ``instance_credentials`` says how an instance of the cloud gets its own credentials for
-    this bucket (from its role, through the metadata service); None: the instance's rclone
-    reads AWS-style credentials from its environment (``env_auth``).
+    How an instance of the cloud reaches this bucket, one of: ``instance_credentials`` (its
+    role's credentials, from the metadata service), ``instance_keys`` (a cloud without
+    instance roles: keys scoped to the bucket, which the broker writes into the launch's
+    user data, in a block :func:`cloudbroker.launching.redact` hides), or
+    ``instance_env_auth`` (the image gives the instance AWS-style credentials that rclone's
+    ``env_auth`` reads). ``place`` refuses a side whose remote declares none.
     """
 
     backend: str = "s3"
@@ -105,3 +108,39 @@ class StorageRemote(Model):
     bucket: str
     path: str = ""
     instance_credentials: InstanceCredentials | None = None
+    instance_keys: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Scoped keys for the instance (rclone option -> value), passed in user data",
+    )
+    instance_env_auth: bool = Field(
+        default=False, description="The image gives instances credentials env_auth reads"
+    )
+
+    @model_validator(mode="after")
+    def _one_access(self) -> StorageRemote:
+        ways = [self.instance_credentials is not None, bool(self.instance_keys)]
+        if sum([*ways, self.instance_env_auth]) > 1:
+            raise ValueError(
+                "give one of instance_credentials, instance_keys and instance_env_auth"
+            )
+        if self.instance_keys and not {"access_key_id", "secret_access_key"} <= set(
+            self.instance_keys
+        ):
+            raise ValueError("instance_keys needs access_key_id and secret_access_key")
+        if unknown := set(self.instance_keys) - _INSTANCE_KEYS:
+            raise ValueError(
+                f"unknown instance_keys {sorted(unknown)}; known: {sorted(_INSTANCE_KEYS)}"
+            )
+        return self
+
+    @property
+    def instance_access(self) -> str | None:
+        """``role``, ``keys``, ``env_auth``, or None: no way for an instance to reach it."""
+        if self.instance_credentials is not None:
+            return "role"
+        if self.instance_keys:
+            return "keys"
+        return "env_auth" if self.instance_env_auth else None
+
+
+_INSTANCE_KEYS = {"access_key_id", "secret_access_key", "session_token"}

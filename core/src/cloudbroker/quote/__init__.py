@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from cloudbroker import gpus, regions
 from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageError, keyword
 from cloudbroker.models import InstanceType, PriceSheet
+from cloudbroker.models import InstanceType, Market, PriceSheet
 from cloudbroker.money import FxTable
 from cloudbroker.quote.engine import QuoteEngine, Ranked, _closest
 from cloudbroker.quote.finish import rank_to_finish
@@ -230,6 +231,7 @@ def quote(
         spot_last=ranked.spot_last,
         regions_matched=regions_matched,
         live=report,
+        spot_notices=_spot_notices(ranked.quotes, sheets),
     )
 
 
@@ -316,6 +318,16 @@ def _quote_work(
         siblings=siblings,
         work=report,
     )
+def _spot_notices(quotes: list[Quote], sheets: dict[str, PriceSheet]) -> dict[str, tuple[int, ...]]:
+    """The warning each provider's terms give before a spot reclaim, where its spot offers
+    are (what a job has to checkpoint and stop in)."""
+    found: dict[str, set[int]] = {}
+    for q in quotes:
+        if q.market is Market.SPOT and q.provider in sheets:
+            terms = sheets[q.provider].terms_for(q.region)
+            if terms is not None and terms.spot_notice_seconds:
+                found.setdefault(q.provider, set()).add(terms.spot_notice_seconds)
+    return {p: tuple(sorted(s)) for p, s in sorted(found.items())}
 
 
 def matched_any(ranked: Ranked) -> bool:

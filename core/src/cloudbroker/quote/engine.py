@@ -158,30 +158,32 @@ class QuoteEngine(Costing):
         job = self.job
         billing = self._billing(price)
         assert billing is not None
-        billed, billed_units, actual_units = billing
+        billed = billing[0]
         rule = price.rule
         lines: list[CostLine] = []
         hourly = None
         if price.price is not None:
             per_unit = price.price
             hourly = per_unit * (SECONDS_PER_HOUR / Decimal(rule.unit_seconds))
+            # money from seconds, one division each: 15.6 x 600 / 3600 is 2.6, where
+            # 15.6 x (600 / 3600) would be 2.600000000000000000000000001
+            compute = _per_seconds(per_unit, job.hours * SECONDS_PER_HOUR, rule.unit_seconds)
             lines.append(
                 self._line(
                     "compute",
                     f"{job.hours} h x {per_unit.amount} {per_unit.currency} "
                     f"per {_unit(rule.unit_seconds)}",
-                    per_unit * actual_units,
+                    compute,
                     f"rate x job time ({rule.description})",
                     price.source,
                 )
             )
-            uplift = billed_units - actual_units
-            if uplift:
+            if billed != job.hours * SECONDS_PER_HOUR:
                 lines.append(
                     self._line(
                         "minimum-uplift",
                         f"billed {_hours(billed)} h for a {job.hours} h job",
-                        per_unit * uplift,
+                        _per_seconds(per_unit, billed, rule.unit_seconds) - compute,
                         f"time {describe_billing(rule)}",
                         rule.source,
                     )
@@ -424,3 +426,8 @@ def _closest(engine: QuoteEngine) -> str:
         if len(hints) == 3:
             break
     return "closest: " + "; ".join(hints)
+
+
+def _per_seconds(rate: Money, seconds: Decimal, unit_seconds: int) -> Money:
+    """``rate`` (per ``unit_seconds``) for ``seconds``: multiplied first, divided once."""
+    return Money.of(rate.amount * seconds / unit_seconds, rate.currency)

@@ -1,4 +1,4 @@
-"""A local sandbox of every installed built-in cloud: try placements and failover offline.
+"""A local sandbox of every installed cloud with an emulator: placements and failover offline.
 
 ``cloudbroker sandbox up`` starts a supervisor (:mod:`.supervisor`) that runs each cloud's
 emulator selling its packaged catalog, an S3-compatible object store per cloud

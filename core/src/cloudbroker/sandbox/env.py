@@ -97,7 +97,12 @@ def write_info(directory: Path, info: dict[str, Any]) -> None:
 
 
 def environment(directory: Path, info: dict[str, Any]) -> dict[str, str]:
-    """The variables to export: sandbox paths, plugins, endpoints and the fake keys."""
+    """The variables to export: sandbox paths, plugins, endpoints and the fake keys.
+
+    ``CLOUDBROKER_PLUGINS`` names every cloud the sandbox runs (the built-ins and each
+    plugin's that ships an emulator): a provider it does not run could be planned on and
+    then not launch. Each cloud's variables are those ``up`` recorded for it.
+    """
     from cloudbroker.sandbox.clouds import CLOUDS
 
     env = {
@@ -110,10 +115,12 @@ def environment(directory: Path, info: dict[str, Any]) -> dict[str, str]:
         "AWS_CONFIG_FILE": str(directory / "aws-config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(directory / "aws-credentials"),
     }
-    for cloud in CLOUDS:
-        if cloud.name in info["clouds"]:
-            c = info["clouds"][cloud.name]
-            env |= cloud.env(c["api"], c["storage"], c["key"], c["secret"])
+    builtin = {cloud.name: cloud for cloud in CLOUDS}
+    for name, c in info["clouds"].items():
+        if isinstance(c.get("env"), dict):
+            env |= {str(k): str(v) for k, v in c["env"].items()}
+        elif name in builtin:
+            env |= builtin[name].env(c["api"], c["storage"], c["key"], c["secret"])
     return env
 
 

@@ -23,19 +23,40 @@ def cloud(info: dict[str, Any], provider: str) -> dict[str, Any]:
 
 
 def control(info: dict[str, Any], provider: str, path: str, body: dict | None = None) -> Any:
-    """One control call; a refusal is a UsageError with the emulator's reason."""
+    """One control call; a refusal is a UsageError with the emulator's reason, an emulator's
+    failure a SandboxError saying so (only a refused connection means it is not up)."""
     url = f"{cloud(info, provider)['api']}/_emulator/{path}"
     data = None if body is None else json.dumps(body).encode()
     try:
         with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as answer:
             return json.loads(answer.read())
     except urllib.error.HTTPError as exc:
-        reason = json.loads(exc.read() or b"{}").get("error", exc.reason)
+        reason = _reason(exc.read(), exc.reason)
+        if exc.code >= 500:
+            raise SandboxError(
+                f"the {provider} emulator failed on {path} (HTTP {exc.code}): {reason}; "
+                "its traceback is in the sandbox's supervisor.log"
+            ) from None
         raise UsageError(f"{provider}: {reason}") from None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
+        refused = getattr(exc, "reason", exc)
+        if isinstance(refused, ConnectionRefusedError):
+            raise SandboxError(
+                f"the {provider} emulator does not answer at {url} (connection refused); "
+                "is the sandbox up?"
+            ) from None
         raise SandboxError(
-            f"the {provider} emulator does not answer ({exc}); is the sandbox up?"
+            f"the {provider} emulator gave no usable answer to {path} ({exc}); "
+            "see the sandbox's supervisor.log"
         ) from None
+
+
+def _reason(body: bytes, default: str) -> str:
+    try:
+        found = json.loads(body or b"{}")
+    except ValueError:
+        return body.decode("utf-8", "replace").strip()[:200] or default
+    return str(found.get("error", default)) if isinstance(found, dict) else default
 
 
 def live_instances(info: dict[str, Any], provider: str) -> list[dict[str, Any]]:

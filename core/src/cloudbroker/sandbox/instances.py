@@ -26,7 +26,7 @@ from typing import Any
 from cloudbroker.sandbox.processes import PidBook
 
 #: Absolute paths the broker's user-data preamble writes; redirected under the instance dir.
-ROOT_PATHS = ("/etc/cloudbroker.env", "/opt/cloudbroker")
+ROOT_PATHS = ("/etc/cloudbroker.env", "/etc/cloudbroker.keys", "/opt/cloudbroker")
 
 
 def localise(script: str, root: Path) -> str:

@@ -31,7 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cloudbroker.models import InstanceCredentials
 
 #: The role attached to every sandbox instance (and made in every sandbox object store).
 ROLE = "cloudbroker-sandbox"
@@ -72,6 +75,28 @@ class Service:
     answer: Callable[[Credentials], dict[str, Any]]
     roles: bool = True  # GET ``credentials`` alone lists the instance's role
     token: Token | None = None
+    roles_path: str | None = None  # where the role is listed, when not at ``credentials``
+
+    @classmethod
+    def from_recipe(cls, recipe: InstanceCredentials) -> Service:
+        """A plugin's cloud, served as its :class:`InstanceCredentials` says it answers."""
+        fields = recipe.fields
+
+        def answer(c: Credentials) -> dict[str, Any]:
+            found = {fields["access_key_id"]: c.key, fields["secret_access_key"]: c.secret}
+            if "session_token" in fields:
+                found[fields["session_token"]] = c.token
+            return found | {"Expiration": _iso(c.expires)}
+
+        roles = "{role}" in recipe.path
+        t = recipe.token
+        return cls(
+            recipe.path.partition("{role}")[0],
+            answer,
+            roles=roles,
+            token=None if t is None else Token(t.path, t.ttl_header, t.header),
+            roles_path=recipe.roles_path if roles else None,
+        )
 
 
 SERVICES: dict[str, Service] = {
@@ -141,8 +166,14 @@ SERVICES: dict[str, Service] = {
 class MetadataServer:
     """One cloud's metadata service on a free port of 127.0.0.1, serving ``mint()``'s answer."""
 
-    def __init__(self, cloud: str, mint: Callable[[], Credentials], role: str = ROLE) -> None:
-        self.service = SERVICES[cloud]
+    def __init__(
+        self,
+        cloud: str,
+        mint: Callable[[], Credentials],
+        role: str = ROLE,
+        service: Service | None = None,
+    ) -> None:
+        self.service = service or SERVICES[cloud]
         self.mint = mint
         self.role = role
         self.tokens: dict[str, float] = {}  # token -> monotonic expiry
@@ -174,7 +205,7 @@ class MetadataServer:
                 valid = self.tokens.get(token or "", 0.0) > time.monotonic()
             if not valid:
                 return 401, "a valid metadata token is required\n"
-        if spec.roles and path == spec.credentials:
+        if spec.roles and path in (spec.credentials, spec.roles_path):
             return 200, self.role
         if path == (spec.credentials + self.role if spec.roles else spec.credentials):
             return 200, json.dumps(spec.answer(self.mint()), indent=2)

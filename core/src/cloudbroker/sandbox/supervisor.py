@@ -51,16 +51,30 @@ def notice_seconds(provider: str, package: str) -> int:
 
 
 def _config(clouds: list[Any], emulators: dict[str, Any], metadata: dict[str, Any]) -> str:
+    from cloudbroker.sandbox.clouds import launch_settings
+
     lines = []
     for cloud in clouds:
-        settings = dict(cloud.settings)
+        settings = launch_settings(cloud, emulators[cloud.name])
         if cloud.name == "aws":
             settings["image"] = emulators["aws"].linux_image()
-        settings["metadata_endpoint"] = metadata[cloud.name].url
+        if cloud.name in metadata:
+            settings["metadata_endpoint"] = metadata[cloud.name].url
         lines.append(f"[providers.{cloud.name}]")
-        lines += [f'{key} = "{value}"' for key, value in settings.items()]
+        lines += [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
         lines.append("")
     return "\n".join(lines)
+
+
+def _metadata_service(cloud: Any, emulator: Any) -> Any:
+    """The cloud's metadata service: a built-in's own, a plugin's from its recipe (None:
+    the plugin's cloud has no instance roles)."""
+    from cloudbroker.sandbox.metadata import SERVICES, Service
+
+    if cloud.name in SERVICES:
+        return SERVICES[cloud.name]
+    recipe = getattr(emulator, "instance_credentials", None)
+    return None if recipe is None else Service.from_recipe(recipe)
 
 
 def run(directory: Path, time_factor: float) -> None:
@@ -74,7 +88,7 @@ def run(directory: Path, time_factor: float) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     pids = PidBook(directory)
-    clouds = installed()
+    clouds = _runnable(installed())
     stores: dict[str, Store] = {}
     gates: dict[str, Gate] = {}
     emulators: dict[str, Any] = {}
@@ -89,11 +103,13 @@ def run(directory: Path, time_factor: float) -> None:
         for cloud in clouds:
             store = stores[cloud.name]
             gates[cloud.name] = gate = Gate(store.port)
-            mint = StsMinter(store.port, store.key, store.secret, store.role_arn)
-            metadata[cloud.name] = MetadataServer(cloud.name, mint).start()
-            emulator = cloud.emulator_class().from_catalog(
-                access_key=store.key, secret_key=store.secret
-            )
+            emulator_class = cloud.emulator_class()
+            make = getattr(emulator_class, "from_catalog", emulator_class)
+            emulator = make(access_key=store.key, secret_key=store.secret)
+            service = _metadata_service(cloud, emulator)
+            if service is not None:
+                mint = StsMinter(store.port, store.key, store.secret, store.role_arn)
+                metadata[cloud.name] = MetadataServer(cloud.name, mint, service=service).start()
             notice = notice_seconds(cloud.name, cloud.package) * time_factor
             runners[cloud.name] = emulator.runner = ProcessRunner(
                 directory, cloud.name, notice, pids
@@ -110,13 +126,7 @@ def run(directory: Path, time_factor: float) -> None:
                 "started": start_time(os.getpid()),
                 "time_factor": time_factor,
                 "clouds": {
-                    cloud.name: {
-                        "api": emulators[cloud.name].url,
-                        "storage": f"http://127.0.0.1:{gates[cloud.name].port}",
-                        "key": stores[cloud.name].key,
-                        "secret": stores[cloud.name].secret,
-                        "notice_seconds": runners[cloud.name].notice_seconds,
-                    }
+                    cloud.name: _record(cloud, emulators, gates, stores, runners)
                     for cloud in clouds
                 },
             },
@@ -136,6 +146,47 @@ def run(directory: Path, time_factor: float) -> None:
         with ThreadPoolExecutor(max_workers=len(stores) or 1) as pool:
             list(pool.map(lambda store: store.stop(), stores.values()))
         log.info("sandbox stopped")
+
+
+def _runnable(clouds: list[Any]) -> list[Any]:
+    """The clouds to run: a plugin's emulator that does not import, or says nothing of how
+    to point the plugin at it (``sandbox_env``), is left out with the reason in the log (an
+    enabled plugin with no endpoint override would call its real cloud)."""
+    from cloudbroker.sandbox.clouds import CLOUDS
+
+    builtin = {cloud.name for cloud in CLOUDS}
+    kept = []
+    for cloud in clouds:
+        if cloud.name not in builtin:
+            try:
+                declared = cloud.emulator_class().sandbox_env
+            except Exception as exc:  # a third party's module: any failure is its own
+                log.warning(
+                    "sandbox: %s left out: its emulator %s: %s", cloud.name, cloud.emulator, exc
+                )
+                continue
+            if not declared:
+                log.warning(
+                    "sandbox: %s left out: %s declares no sandbox_env (docs/plugins.md, 10)",
+                    cloud.name,
+                    cloud.emulator,
+                )
+                continue
+        kept.append(cloud)
+    return kept
+
+
+def _record(cloud: Any, emulators: dict, gates: dict, stores: dict, runners: dict) -> dict:
+    """What ``sandbox.json`` says of a cloud, with the environment that points cloudbroker at
+    it (so ``sandbox env`` need not import a plugin's emulator)."""
+    found = {
+        "api": emulators[cloud.name].url,
+        "storage": f"http://127.0.0.1:{gates[cloud.name].port}",
+        "key": stores[cloud.name].key,
+        "secret": stores[cloud.name].secret,
+        "notice_seconds": runners[cloud.name].notice_seconds,
+    }
+    return found | {"env": cloud.env(found["api"], found["storage"], found["key"], found["secret"])}
 
 
 # -- what the CLI calls ----------------------------------------------------------------------
@@ -274,7 +325,7 @@ def status(directory: Path) -> dict[str, Any]:
         "up": info["pid"] in running,
         "time_factor": info["time_factor"],
         "clouds": {
-            name: {k: v for k, v in c.items() if k not in ("key", "secret")}
+            name: {k: v for k, v in c.items() if k not in ("key", "secret", "env")}
             for name, c in info["clouds"].items()
         },
         "processes": [{**r, "running": r["pid"] in running} for r in records],

@@ -109,14 +109,18 @@ class ExampleProvider(CatalogProvider):
             or ctx.setting("storage_endpoint")
             or f"https://storage.{region}.cloud.example"
         )
+        keys = {
+            "access_key_id": SecretStr(creds.access_key),
+            "secret_access_key": SecretStr(creds.secret_key),
+        }
         return StorageRemote(
             options={"provider": "Other", "endpoint": storage, "region": region},
-            secrets={
-                "access_key_id": SecretStr(creds.access_key),
-                "secret_access_key": SecretStr(creds.secret_key),
-            },
+            secrets=keys,
             bucket=bucket.bucket,
             path=bucket.path,
+            # Example Cloud has no instance roles: the instance gets keys in its user data
+            # (a real cloud: keys scoped to this bucket, never the account's own)
+            instance_keys=keys,
         )
 
 

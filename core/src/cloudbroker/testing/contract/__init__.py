@@ -22,7 +22,8 @@ validate or an untranslated SDK exception fails here as it would fail for a user
 
 Modules: ``subject`` (:class:`ProviderUnderTest`, :class:`LiveTarget`), ``offline`` (the suite's
 fixtures and the checks that need no endpoint), ``live`` (launch/status/terminate, faults,
-availability), ``rclone_remote`` (:func:`check_rclone_accepts`).
+availability), ``reach`` (hooks written without ``@hookimpl``, rejected catalog rows, storage
+access from instances, a spot reclaim), ``rclone_remote`` (:func:`check_rclone_accepts`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 from cloudbroker.testing.contract.live import LiveChecks
 from cloudbroker.testing.contract.offline import OfflineChecks
 from cloudbroker.testing.contract.rclone_remote import check_rclone_accepts
+from cloudbroker.testing.contract.reach import ReachChecks
 from cloudbroker.testing.contract.subject import (
     DEFAULT_SDK_MODULES,
     LIVE_HOOKS,
@@ -45,10 +47,11 @@ __all__ = [
     "OfflineChecks",
     "ProviderContract",
     "ProviderUnderTest",
+    "ReachChecks",
     "check_rclone_accepts",
 ]
 
 
 # pytest collects a class's tests base-first (reverse MRO): the offline checks run first.
-class ProviderContract(LiveChecks, OfflineChecks):
+class ProviderContract(ReachChecks, LiveChecks, OfflineChecks):
     """Contract tests for one provider; subclass it and override ``provider_under_test``."""

@@ -13,11 +13,29 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 from cloudbroker.testing.emulator.state import FAULT_KINDS, Fault, Instance, InstanceRunner, State
 from cloudbroker.testing.emulator.wire import ApiError, Request, Response
+
+if TYPE_CHECKING:
+    from cloudbroker.models import InstanceCredentials
+
+_log = logging.getLogger("cloudbroker.emulator")
+
+
+def _jsonable(extra: dict[str, Any]) -> dict[str, Any]:
+    """The entries of an instance's ``extra`` that JSON can carry (an emulator may keep a
+    recorded answer, bytes and all, there: the state must still render)."""
+    kept = {}
+    for key, value in extra.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        kept[key] = value
+    return kept
 
 
 class Emulator:
@@ -27,6 +45,15 @@ class Emulator:
     boot_seconds = 0.2
     #: (status, code, message) for each injectable fault, in the cloud's vocabulary.
     fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {}
+    #: For ``cloudbroker sandbox``: the variables pointing the plugin at this emulator, each a
+    #: template of ``{api}`` (its URL), ``{storage}`` (the cloud's S3 store), ``{key}`` and
+    #: ``{secret}`` (the sandbox's keys: this emulator's and the store's).
+    sandbox_env: ClassVar[dict[str, str]] = {}
+    #: ``[providers.<name>]`` in the sandbox's config: settings a launch needs (``image``).
+    sandbox_settings: ClassVar[dict[str, Any]] = {}
+    #: How the cloud's instances read their role's storage credentials, which the sandbox's
+    #: metadata service for the cloud then serves; None: the cloud has no instance roles.
+    instance_credentials: ClassVar[InstanceCredentials | None] = None
 
     def __init__(
         self, *, access_key: str, secret_key: str, host: str = "127.0.0.1", port: int = 0
@@ -172,7 +199,7 @@ class Emulator:
         with self.state.lock:
             found: dict[str, Any] = {
                 "instances": [
-                    {**asdict(i), "state": i.state(self.boot_seconds)}
+                    {**asdict(i), "extra": _jsonable(i.extra), "state": i.state(self.boot_seconds)}
                     for i in self.state.instances.values()
                 ],
                 "faults": [asdict(f) for f in self.state.faults],
@@ -272,14 +299,23 @@ class Emulator:
                     headers={k.lower(): v for k, v in self.headers.items()},
                     body=self.rfile.read(length) if length else b"",
                 )
-                request.raw_query = split.query  # type: ignore[attr-defined]
-                response = emulator._serve(request)
-                if response is None:
-                    self.close_connection = True
-                    self.connection.shutdown(2)
-                    return
-                body = response.body
-                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                request.raw_query = split.query
+                try:
+                    response = emulator._serve(request)
+                    if response is None:
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    body = response.body
+                    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                except Exception as exc:  # an emulator bug: answered as such, never a hang-up
+                    _log.exception(
+                        "%s emulator failed on %s %s", emulator.name, self.command, split.path
+                    )
+                    response = Response(
+                        500, {"error": f"emulator failure: {type(exc).__name__}: {exc}"}
+                    )
+                    payload = json.dumps(response.body).encode()
                 self.send_response(response.status)
                 self.send_header("Content-Type", response.content_type)
                 self.send_header("Content-Length", str(len(payload)))

@@ -6,6 +6,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs
 
 
 class ApiError(Exception):
@@ -26,7 +27,8 @@ class ApiError(Exception):
 @dataclass
 class Request:
     """One API request as received: ``headers`` keys are lower-case, ``query`` keeps the last
-    value of each name, ``body`` is the raw bytes (``json()`` decodes it; ``{}`` if empty)."""
+    value of each name (``query_all(name)`` gives every value of a repeated one), ``body`` is
+    the raw bytes (``json()`` decodes it; ``{}`` if empty)."""
 
     method: str
     path: str
@@ -36,6 +38,12 @@ class Request:
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()).upper())
     #: The ``{name}`` parts of a :class:`JsonEmulator` route, e.g. ``{"id": "exi-00000001"}``.
     params: dict[str, str] = field(default_factory=dict)
+    #: The query string as sent (``a=1&a=2``), for signatures and repeated names.
+    raw_query: str = ""
+
+    def query_all(self, name: str) -> list[str]:
+        """Every value of the query parameter ``name``, in order (``[]`` when absent)."""
+        return parse_qs(self.raw_query, keep_blank_values=True).get(name, [])
 
     def header(self, name: str, default: str = "") -> str:
         return self.headers.get(name.lower(), default)
