@@ -2,7 +2,8 @@
 
 The commands register on the app when their module is imported; the imports below keep the
 order of the help: ``place`` and ``up`` (:mod:`.place`), ``status`` (:mod:`.status`),
-``down``, ``failover``, ``watch`` (:mod:`.control`), ``list`` and ``gc`` (:mod:`.inventory`).
+``down``, ``failover``, ``watch`` (:mod:`.control`), ``list`` and ``gc`` (:mod:`.inventory`),
+``report`` (:mod:`.report`).
 What they share (the broker, the state file, options) is in :mod:`.common`.
 """
 
@@ -12,6 +13,7 @@ from cloudbroker.cli.broker.place import place, up
 from cloudbroker.cli.broker.status import status
 from cloudbroker.cli.broker.control import down, failover, watch
 from cloudbroker.cli.broker.inventory import gc, list_placements
+from cloudbroker.cli.broker.report import report_command
 
 __all__ = [
     "FINAL_SYNC_TIMEOUT",
@@ -21,6 +23,7 @@ __all__ = [
     "gc",
     "list_placements",
     "place",
+    "report_command",
     "status",
     "up",
     "watch",
