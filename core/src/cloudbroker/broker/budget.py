@@ -432,7 +432,8 @@ class Budgeting(Lifecycle, Failover):
         """A last checkpoint sync (primary bucket to standby, bounded), the event, ``down``."""
         pid = placement["id"]
         primary, standby = self._roles(placement)
-        self._emit(pid, "note", f"{spent.text()}: syncing a last checkpoint, then stopping")
+        said = f"{spent.text()}: syncing a last checkpoint, then stopping"
+        self._emit(pid, "note", said, **_detail(spent))
         synced = self._last_sync(placement, primary, standby, self.clock())
         self.store.event(pid, "budget-exhausted", {**_detail(spent), **synced})
         to = placement["spec"]["sides"][standby]["provider"]

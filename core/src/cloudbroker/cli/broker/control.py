@@ -93,6 +93,12 @@ def watch(
         "--metrics-address",
         help="Where the metrics port listens; 0.0.0.0 for every interface (firewall it).",
     ),
+    notify: list[str] = typer.Option(
+        [],
+        "--notify",
+        help="Send alerts (failover, budget, reclaim, sold out, lease lost) to this Apprise "
+        "URL, e.g. slack://... or dingtalk://...; repeatable; also [notify] urls in the config.",
+    ),
     state: str = STATE,
 ) -> None:
     """Health checks, replication every --sync-every of the plan, automatic failover.
@@ -111,17 +117,27 @@ def watch(
         raise UsageError("--exit-after-failover watches one placement; not with --all")
     if max_placements is not None and not all_placements:
         raise UsageError("--max-placements goes with --all")
+    from cloudbroker.config import load_config, notify_urls
+    from cloudbroker.notify import notifying
+
+    urls = [*notify, *notify_urls(load_config())]
     store = _state(state)
     with (
         metrics.serving(metrics_port, store.reopen, metrics_address),  # scrapes' connection
+        notifying(urls, store.reopen) as notifier,
         Lines(console, json_lines=json_output, quiet=quiet) as lines,
     ):
-        broker = _broker(store, lines.broker)
+        broker = _broker(store, lines.broker if notifier is None else notifier.tee(lines.broker))
         broker.final_sync_timeout = final_sync_timeout
         broker.poll_interval = min(broker.poll_interval, interval)
         if all_placements:
             watch_all(
-                broker, lines, interval=interval, failures=failures, max_placements=max_placements
+                broker,
+                lines,
+                interval=interval,
+                failures=failures,
+                max_placements=max_placements,
+                notifier=notifier,
             )
             return
         assert placement_id is not None
