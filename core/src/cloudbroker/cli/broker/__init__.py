@@ -3,7 +3,7 @@
 The commands register on the app when their module is imported; the imports below keep the
 order of the help: ``place`` and ``up`` (:mod:`.place`), ``status`` (:mod:`.status`),
 ``down``, ``failover``, ``watch`` (:mod:`.control`), ``list`` and ``gc`` (:mod:`.inventory`),
-``report`` (:mod:`.report`).
+``report`` (:mod:`.report`), ``watchers`` (:mod:`.watchers`).
 What they share (the broker, the state file, options) is in :mod:`.common`.
 """
 
@@ -14,6 +14,7 @@ from cloudbroker.cli.broker.status import status
 from cloudbroker.cli.broker.control import down, failover, watch
 from cloudbroker.cli.broker.inventory import gc, list_placements
 from cloudbroker.cli.broker.report import report_command
+from cloudbroker.cli.broker.watchers import watchers
 
 __all__ = [
     "FINAL_SYNC_TIMEOUT",
@@ -27,4 +28,5 @@ __all__ = [
     "status",
     "up",
     "watch",
+    "watchers",
 ]

@@ -9,9 +9,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from cloudbroker.broker import Broker
+from cloudbroker.broker.records import ASKED
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _broker, _show, _state
-from cloudbroker.cli.output import console, print_json
+from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import clock, when
 from cloudbroker.cli.table import Column, FitTable
 
@@ -37,7 +39,7 @@ def status(
     """Roles, every instance launched (its state on the cloud now), the spend so far against
     the budget, the last failover's RTO and RPO, and the latest events with their time."""
     broker = _broker(_state(state))
-    report = broker.status(placement_id)
+    report = _asking_clouds(broker, placement_id)
     spent = broker.spend(placement_id)
     report["spend"] = spent.model_dump(mode="json")
     if json_output:
@@ -89,6 +91,19 @@ def status(
             markup=False,
         )
     _print_events(report["events"])
+
+
+def _asking_clouds(broker: Broker, placement_id: str) -> dict[str, Any]:
+    """``broker.status``; on a terminal, a live line saying which clouds it is asking (all
+    at once) while it waits for them."""
+    if not err_console.is_terminal:
+        return broker.status(placement_id)
+    rows = broker.store.instances(broker.store.require_placement(placement_id)["id"])
+    clouds = sorted({r.provider for r in rows if r.instance_id and r.state in ASKED})
+    if not clouds:
+        return broker.status(placement_id)
+    with err_console.status(f"asking {', '.join(clouds)} for the instances' state..."):
+        return broker.status(placement_id)
 
 
 def _print_events(events: list[dict[str, Any]]) -> None:
