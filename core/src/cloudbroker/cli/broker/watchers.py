@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from cloudbroker.cli import app
@@ -11,31 +9,7 @@ from cloudbroker.cli.broker.common import STATE
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.progress import when
 from cloudbroker.state import open_store
-
-#: Placements a watcher should hold a lease of (the others need no watching).
-WATCHED = ("up", "starting", "failing-over")
-
-
-def watchers_report(store: Any) -> dict[str, Any]:
-    """Live watchers with their live leases; live leases of other holders (``watch ID``,
-    ``failover``); placements that should be watched and whose lease no one holds."""
-    live = {w["holder"]: {**w, "leases": []} for w in store.live_watchers()}
-    others, held = [], set()
-    for lease in store.leases():
-        if not lease["live"]:
-            continue
-        held.add(lease["placement_id"])
-        mine = {"placement_id": lease["placement_id"], "token": lease["token"]}
-        if lease["holder"] in live:
-            live[lease["holder"]]["leases"].append(mine)
-        else:
-            others.append({**mine, "holder": lease["holder"]})
-    unwatched = [
-        {"placement_id": p["id"], "status": p["status"]}
-        for p in store.placements(WATCHED)
-        if p["id"] not in held
-    ]
-    return {"watchers": list(live.values()), "other_holders": others, "unwatched": unwatched}
+from cloudbroker.web.data import watchers_report
 
 
 @app.command("watchers", rich_help_panel="Placements and failover")
