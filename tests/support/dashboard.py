@@ -27,7 +27,9 @@ class Served:
     state: Path
 
 
-def served(tmp_path: Path, *, token: str | None = TOKEN, count: int = 2) -> Served:
+def served(
+    tmp_path: Path, *, token: str | None = TOKEN, count: int = 2, quote: object = None
+) -> Served:
     """``count`` placements up (ali primary, ten standby, budgets of 100 USD), a replication
     recorded, and the dashboard on a free loopback port."""
     pm, clouds = fake_world(ali="20", ten="30")
@@ -50,5 +52,5 @@ def served(tmp_path: Path, *, token: str | None = TOKEN, count: int = 2) -> Serv
         )
         broker.up(pid)
         ids.append(pid)
-    board = Dashboard(broker, token, open_reads=True, quote=None)
+    board = Dashboard(broker, token, open_reads=True, quote=quote)  # type: ignore[arg-type]
     return Served(broker, clouds, pm, serve(board, 0), ids, state)

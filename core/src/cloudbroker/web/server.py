@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -162,13 +163,17 @@ class _Handler(BaseHTTPRequestHandler):
         if not form.get("gpu") or self.dashboard.quote is None:
             return pages.quote_page(form, None)
         try:
+            hours = Decimal(form.get("hours") or "1")
+        except ArithmeticError:
+            return pages.quote_page(form, None, "hours must be a number, e.g. 72")
+        try:
             result = self.dashboard.quote(
                 gpu=form["gpu"],
                 count=int(form["count"]) if form.get("count", "").isdigit() else None,
-                hours=form.get("hours") or "1",
+                hours=hours,
                 market=form.get("market") or "on-demand",
             )
-        except (CloudBrokerError, ValueError) as exc:
+        except CloudBrokerError as exc:
             return pages.quote_page(form, None, str(exc))
         return pages.quote_page(form, result)
 
