@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from support.broker_fakes import Clock, FakeReplicator, fake_world
 from support.cli import one_line, run_cli
+from support.webhook import SECRET, Receiver
 
 from cloudbroker import notify
 from cloudbroker.broker import Broker, BrokerEvent, PlaceRequest
@@ -19,48 +18,6 @@ from cloudbroker.models import parse_bucket
 from cloudbroker.money import Money
 from cloudbroker.notify import Notifier, alert_of, check_urls, notifying
 from cloudbroker.state import open_store
-
-SECRET = "s3cr3t-T0KEN"
-
-
-class Receiver:
-    """A local webhook: each POSTed JSON body kept; ``gate`` (when set) holds every answer."""
-
-    def __init__(self, status: int = 200) -> None:
-        self.bodies: list[dict] = []
-        self.arrived = threading.Semaphore(0)
-        self.gate: threading.Event | None = None
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.bodies.append(json.loads(body))
-                receiver.arrived.release()
-                if receiver.gate is not None:
-                    receiver.gate.wait(30)
-                self.send_response(status)
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"json://127.0.0.1:{self.server.server_port}/hook?token={SECRET}"
-
-    def wait(self, count: int) -> list[dict]:
-        """The bodies once ``count`` have arrived (within 20 s: a failure, not a hang)."""
-        while len(self.bodies) < count:
-            assert self.arrived.acquire(timeout=20), f"{len(self.bodies)} of {count} arrived"
-        return self.bodies
-
-    def close(self) -> None:
-        if self.gate is not None:
-            self.gate.set()
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
