@@ -8,6 +8,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
+from support.cli import one_line, run_cli
 from support.dashboard import TOKEN, served
 
 from cloudbroker.errors import UsageError
@@ -129,3 +130,33 @@ def test_the_spend_chart_ends_at_the_guards_total(world):
     guard = spend(world.broker.store, placement, now=now)
     assert abs(points[-1][1] - guard.total.amount) < 1e-9
     assert [v for _, v in points] == sorted(v for _, v in points)  # never goes down
+
+
+@pytest.fixture
+def env(clean_env, tmp_path):
+    return {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
+
+
+def test_serve_refuses_another_address_without_a_token_and_an_empty_token_file(
+    env, tmp_path, world
+):
+    state = str(world.state)
+    served_on = ("serve", "--address", "0.0.0.0", "--port", "0", "--state", state)
+    line = one_line(run_cli(*served_on, env=env))
+    assert "is not loopback: a token is required" in line
+    empty = tmp_path / "token"
+    empty.write_text("\n")
+    line = one_line(run_cli("serve", "--token-file", str(empty), "--state", state, env=env))
+    assert "--token-file is empty" in line
+
+
+def test_the_token_comes_from_its_file_or_the_environment_never_argv(tmp_path, monkeypatch):
+    from cloudbroker.cli.broker.serve import dashboard_token
+
+    monkeypatch.delenv("CLOUDBROKER_DASHBOARD_TOKEN", raising=False)
+    assert dashboard_token(None) is None
+    monkeypatch.setenv("CLOUDBROKER_DASHBOARD_TOKEN", " from-env \n")
+    assert dashboard_token(None) == "from-env"
+    kept = tmp_path / "token"
+    kept.write_text("from-file\n")
+    assert dashboard_token(str(kept)) == "from-file"
