@@ -160,3 +160,13 @@ def test_the_token_comes_from_its_file_or_the_environment_never_argv(tmp_path, m
     kept = tmp_path / "token"
     kept.write_text("from-file\n")
     assert dashboard_token(str(kept)) == "from-file"
+
+
+def test_a_plan_this_version_cannot_price_still_shows(world):
+    spec = dict(world.broker.store.placement(world.placements[0])["spec"])
+    del spec["cost"]
+    world.broker.store.add_placement("pl-other", spec)
+    status, html = get(world.server.url)
+    assert status == 200 and "pl-other" in html and "not priced" in html
+    status, html = get(f"{world.server.url}placements/pl-other")
+    assert status == 200 and "not priced" in html

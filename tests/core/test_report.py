@@ -187,3 +187,14 @@ def test_bad_options_are_one_line(env, tmp_path):
     assert "--json or --csv" in one_line(
         run_cli("report", "--json", "--csv", "--state", str(path), env=env)
     )
+
+
+def test_a_plan_this_version_cannot_price_is_named_not_a_crash(tmp_path):
+    broker, _, moved, _ = two_placements(tmp_path / "s.db")
+    spec = dict(broker.store.placement(moved)["spec"])
+    del spec["cost"]  # as an older or newer version might have written it
+    broker.store.add_placement("pl-other", spec)
+    spent = report(broker.store, since=None, now=time.time())
+    [odd] = [p for p in spent.placements if p.placement_id == "pl-other"]
+    assert odd.lower_bound and "cannot be priced by this version (KeyError)" in odd.unknown[0]
+    assert odd.items == [] and len(spent.placements) == 3

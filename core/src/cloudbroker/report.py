@@ -21,13 +21,15 @@ from decimal import Decimal
 from typing import Any
 
 from cloudbroker.broker.budget import charges
-from cloudbroker.errors import UsageError, quoted
+from cloudbroker.errors import CloudBrokerError, UsageError, quoted
 from cloudbroker.money import FxTable, Money
 
 #: The lines of a report, in the order shown.
 LINES = ("compute", "minimum uplift", "egress", "storage")
 STORAGE_NOT_COUNTED = "object storage is not counted (neither by the budget guard)"
 NOT_REPORTED = "not reported by provider"
+#: What a plan this version cannot price raises (a field renamed, an older record).
+UNPRICEABLE = (CloudBrokerError, LookupError, TypeError, ValueError, ArithmeticError)
 _SINCE = re.compile(r"(\d{1,5})(d|h|m)", re.ASCII)
 _UNIT = {"d": 86400, "h": 3600, "m": 60}
 MAX_SINCE_DAYS = 3660
@@ -164,7 +166,12 @@ def report(
     start = None if since is None else now - since
     placements = []
     for placement in store.placements():
-        lines = charges(store, placement, fx, now, start)
+        try:
+            lines = charges(store, placement, fx, now, start)
+        except UNPRICEABLE as exc:
+            said = f"the plan cannot be priced by this version ({type(exc).__name__})"
+            placements.append(PlacementReport(placement["id"], "?", "USD", unknown=(said,)))
+            continue
         gpu = placement["spec"]["job"]["gpu"]
         sides = placement["spec"]["sides"]
         mine = PlacementReport(placement["id"], gpu, lines.currency, unknown=lines.unknown)

@@ -7,6 +7,7 @@ from typing import Any
 from cloudbroker.broker import Broker
 from cloudbroker.broker.budget import charges, spend
 from cloudbroker.broker.records import last_failover, standby_newest
+from cloudbroker.report import UNPRICEABLE
 
 #: The events of a failover, in order: its timeline.
 TIMELINE = (
@@ -45,8 +46,7 @@ def placement_view(
         **report,
         "events": report["events"][-events_kept:] if events_kept else [],
         "lag_seconds": lag,
-        "spend": spend(store, placement, now=now),
-        "charges": charges(store, placement, now=now),
+        **_priced(store, placement, now),
         "created_at": placement["created_at"],
         "gpu": f"{placement['spec']['job']['count']}x {placement['spec']['job']['gpu']}",
         "timeline": [
@@ -58,6 +58,17 @@ def placement_view(
 
 #: Placements a watcher should hold a lease of (the others need no watching).
 WATCHED = ("up", "starting", "failing-over")
+
+
+def _priced(store: Any, placement: dict[str, Any], now: float) -> dict[str, Any]:
+    """The guard's spend and its charges, or None for both when the plan cannot be priced."""
+    try:
+        return {
+            "spend": spend(store, placement, now=now),
+            "charges": charges(store, placement, now=now),
+        }
+    except UNPRICEABLE:  # the report's: a plan this version cannot read
+        return {"spend": None, "charges": None}
 
 
 def watchers_report(store: Any) -> dict[str, Any]:

@@ -55,6 +55,8 @@ def _money(value: Any) -> str:
 
 def _spend(view: dict[str, Any]) -> str:
     spent = view["spend"]
+    if spent is None:
+        return "not priced (a plan this version cannot read)"
     said = ("≥ " if spent.lower_bound else "") + _money(spent.total)
     if spent.budget is not None:
         used = "" if spent.budget_used is None else f" ({int(spent.budget_used * 100)} %)"
@@ -118,6 +120,17 @@ def placement(view: dict[str, Any], *, actions: bool, said: str = "") -> str:
     parts.append("<h2>instances</h2>" + _instances(view))
     spent = view["spend"]
     parts.append(f'<h2>spend</h2><p class="spend">{escape(_spend(view))}</p>')
+    if spent is not None:
+        parts.append(_spend_chart(view))
+    parts.append("<h2>failover timeline</h2>" + _timeline(view))
+    if actions:
+        parts.append(_actions(pid))
+    parts.append("<h2>events</h2>" + _events(view["events"]))
+    return layout(pid, "".join(parts))
+
+
+def _spend_chart(view: dict[str, Any]) -> str:
+    spent, parts = view["spend"], []
     if spent.unknown:
         parts.append(f'<p class="warn">not priced: {escape("; ".join(spent.unknown))}</p>')
     points = spend_points(view["charges"], view["created_at"], time.time())
@@ -125,11 +138,7 @@ def placement(view: dict[str, Any], *, actions: bool, said: str = "") -> str:
     if spent.budget is not None and spent.budget.currency != spent.total.currency:
         budget = None  # another currency: the line would mislead; the figure above converts
     parts.append(spend_chart(points, budget, spent.total.currency))
-    parts.append("<h2>failover timeline</h2>" + _timeline(view))
-    if actions:
-        parts.append(_actions(pid))
-    parts.append("<h2>events</h2>" + _events(view["events"]))
-    return layout(pid, "".join(parts))
+    return "".join(parts)
 
 
 def _timeline(view: dict[str, Any]) -> str:
