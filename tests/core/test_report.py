@@ -9,14 +9,16 @@ import time
 from decimal import Decimal
 
 import pytest
-from support.broker_fakes import Clock, FakeReplicator, fake_world
+from support.broker_fakes import Clock, FakeCloud, FakeReplicator, fake_world
 from support.cli import one_line, run_cli
 
 from cloudbroker.broker import Broker, PlaceRequest, spend
 from cloudbroker.errors import UsageError
-from cloudbroker.models import parse_bucket
+from cloudbroker.hookspecs import hookimpl
+from cloudbroker.models import Bill, parse_bucket
 from cloudbroker.money import Money
-from cloudbroker.report import parse_since, report
+from cloudbroker.plugins import PluginManager
+from cloudbroker.report import ask_bills, parse_since, report
 from cloudbroker.state import Event, InstanceRow, open_store
 
 GB = 2**30
@@ -198,3 +200,38 @@ def test_a_plan_this_version_cannot_price_is_named_not_a_crash(tmp_path):
     [odd] = [p for p in spent.placements if p.placement_id == "pl-other"]
     assert odd.lower_bound and "cannot be priced by this version (KeyError)" in odd.unknown[0]
     assert odd.items == [] and len(spent.placements) == 3
+
+
+class BilledCloud(FakeCloud):
+    """A fake cloud whose billing API answers for its instances: 1.23 USD each."""
+
+    @hookimpl
+    def billed(self, ctx, instances, start, end):
+        return [
+            Bill(provider=self.name, instance_id=i.instance_id, amount=Money.of("1.23", "USD"),
+                 source="fake billing API")
+            for i in instances
+            if i.provider == self.name and i.instance_id in self.instances
+        ]  # fmt: skip
+
+
+def test_what_a_provider_billed_is_shown_beside_the_estimate_and_never_invented(tmp_path):
+    broker, pm, _, _ = two_placements(tmp_path / "s.db")
+    spent = report(broker.store, since=None, now=time.time())
+    billing = BilledCloud("ali", "20")
+    billing.instances = pm.plugin("ali").instances  # the same instances, with a bill
+    with_bills = PluginManager(env={}, settings={})
+    with_bills.register(billing, "ali")
+    with_bills.register(pm.plugin("ten"), "ten")
+    assert ask_bills(with_bills, spent) == []
+    first, second = spent.placements
+    # the failed-over one ran on ali and ten: only ali's bill is known
+    assert first.billed == Money.of("1.23", "USD") and first.billed_for == 1
+    assert len(first.instances) == 2
+    assert second.billed == Money.of("1.23", "USD") and second.billed_for == 1
+    data = spent.as_json()
+    assert data["placements"][0]["billed"] == {"amount": "1.23", "currency": "USD"}
+    again = report(broker.store, since=None, now=time.time())
+    assert ask_bills(pm, again) == []  # no provider bills: nothing is invented
+    assert [p.billed for p in again.placements] == [None, None]
+    assert again.as_json()["placements"][0]["billed"] == "not reported by provider"

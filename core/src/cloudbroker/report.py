@@ -8,8 +8,9 @@ offer's billing minimum and increment add), ``egress`` (the bytes each copy reco
 internet rates where they left) and ``storage``: object storage is not counted by the guard,
 so it is shown as not counted, never as 0.
 
-What the clouds billed is not asked yet (no provider hook answers it): the report says
-"billed: not reported by provider" beside each estimate.
+A provider may answer what its cloud billed for an instance (the optional fan-out hook
+:func:`cloudbroker.hookspecs.billed`, asked by :func:`ask_bills`): the report puts it beside
+the estimate; where no provider answers it says "billed: not reported by provider".
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from cloudbroker.broker.budget import charges
 from cloudbroker.errors import CloudBrokerError, UsageError, quoted
+from cloudbroker.models import InstanceRef
 from cloudbroker.money import FxTable, Money
 
 #: The lines of a report, in the order shown.
@@ -66,6 +68,9 @@ class PlacementReport:
     currency: str
     items: list[Item] = field(default_factory=list)
     unknown: tuple[str, ...] = ()
+    instances: list[InstanceRef] = field(default_factory=list)  # those that ran in the window
+    billed: Money | None = None  # what the providers that answered billed (None: none did)
+    billed_for: int = 0  # of how many of ``instances``
 
     @property
     def total(self) -> Money:
@@ -137,7 +142,8 @@ class SpendReport:
                         {"cloud": i.provider, "line": i.line, "amount": money(i.amount)}
                         for i in p.items
                     ],
-                    "billed": NOT_REPORTED,
+                    "billed": NOT_REPORTED if p.billed is None else money(p.billed),
+                    "billed_instances": p.billed_for,
                 }
                 for p in self.placements
             ],
@@ -176,6 +182,14 @@ def report(
         sides = placement["spec"]["sides"]
         mine = PlacementReport(placement["id"], gpu, lines.currency, unknown=lines.unknown)
         for run in lines.runs:
+            if run.row.instance_id:
+                mine.instances.append(
+                    InstanceRef(
+                        provider=run.row.provider,
+                        region=run.row.region,
+                        instance_id=run.row.instance_id,
+                    )
+                )
             mine.items.append(Item(placement["id"], run.row.provider, gpu, "compute", run.compute))
             if run.uplift.amount:
                 mine.items.append(
@@ -189,6 +203,32 @@ def report(
         currencies = {p.currency for p in placements}
         currency = currencies.pop() if len(currencies) == 1 else "USD"
     return SpendReport(start, now, currency, placements, fx)
+
+
+def ask_bills(pm: Any, spent: SpendReport, timeout: float | None = None) -> list[str]:
+    """Put beside each placement's estimate what the clouds billed for its instances in the
+    window (the ``billed`` fan-out, every provider that implements it at once); the
+    providers that failed, one line each (the others' answers still count)."""
+    refs = [ref for p in spent.placements for ref in p.instances]
+    if not refs:
+        return []
+    start = spent.since if spent.since is not None else 0.0
+    answers = pm.billed(refs, start, spent.until, timeout=timeout)
+    bills = {
+        (bill.provider, bill.instance_id): bill.amount
+        for found in answers.results.values()
+        for bill in found
+    }
+    for placement in spent.placements:
+        for ref in placement.instances:
+            amount = bills.get((ref.provider, ref.instance_id))
+            if amount is None:
+                continue
+            converted = spent.fx.convert(amount, placement.currency)
+            before = placement.billed
+            placement.billed = converted if before is None else before + converted
+            placement.billed_for += 1
+    return [f"{f.provider}: {f.reason}" for f in answers.failures]
 
 
 def rows_csv(spend: SpendReport) -> list[list[str]]:

@@ -35,6 +35,7 @@ from cloudbroker.models.catalog import (
     Tier,
 )
 from cloudbroker.models.instances import (
+    Bill,
     Instance,
     InstanceRef,
     InstanceState,
@@ -60,6 +61,7 @@ __all__ = [
     "Availability",
     "AvailabilityStatus",
     "BandwidthTier",
+    "Bill",
     "BillingRule",
     "BucketRef",
     "ComputePrice",

@@ -8,9 +8,10 @@ import time
 
 import typer
 
+from cloudbroker import plugins
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _show
-from cloudbroker.cli.output import console, print_json
+from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.table import Column, FitTable
 from cloudbroker.errors import UsageError
 from cloudbroker.money import parse_currency
@@ -18,6 +19,8 @@ from cloudbroker.report import (
     LINES,
     NOT_REPORTED,
     STORAGE_NOT_COUNTED,
+    PlacementReport,
+    ask_bills,
     parse_since,
     quantized,
     report,
@@ -47,13 +50,17 @@ def report_command(
     state: str = STATE,
 ) -> None:
     """What was spent, by placement, cloud, GPU model and line (compute, minimum uplift,
-    egress, storage), from the state store: the budget guard's own figures."""
+    egress, storage), from the state store: the budget guard's own figures; beside them,
+    what the clouds billed where a provider answers (its billing API)."""
     if json_output and csv_output:
         raise UsageError("give --json or --csv, not both")
     window = parse_since(since)
     target = None if currency is None else parse_currency(currency, "--currency")
     store = open_store(state, create=False, read_only=True)
     spent = report(store, since=window, now=time.time(), currency=target)
+    failed = ask_bills(plugins.load(offline=False), spent, timeout=30)
+    for line in failed:
+        err_console.print(f"billed: not asked of {line}", markup=False)
     if json_output:
         print_json(spent.as_json())
         return
@@ -75,7 +82,7 @@ def report_command(
             by_line["minimum uplift"],
             quantized(p.line("egress")),
             p.gpu,
-            NOT_REPORTED,
+            _billed(p),
         )
     console.print()
     _show(table)
@@ -89,3 +96,11 @@ def report_command(
     for p in spent.placements:
         if p.unknown:
             console.print(f"{p.placement_id} not priced: {'; '.join(p.unknown)}", markup=False)
+
+
+def _billed(placement: PlacementReport) -> str:
+    if placement.billed is None:
+        return NOT_REPORTED
+    count = len(placement.instances)
+    part = "" if placement.billed_for == count else f" ({placement.billed_for} of {count})"
+    return quantized(placement.billed) + part
