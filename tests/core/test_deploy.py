@@ -11,6 +11,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +93,31 @@ def test_the_container_runs_the_watcher_as_non_root_and_checks_its_metrics():
     assert watch.params["metrics_address"] == "0.0.0.0"  # else -p could not reach it
     assert f"http://127.0.0.1:{port}/metrics" in instruction("HEALTHCHECK")
     install = instruction("RUN pip install")
-    for extra in ("postgres", "metrics", "sync"):
-        assert extra in re.search(r"core\[([^\]]*)\]", install).group(1)  # type: ignore[union-attr]
+    # the locked versions with their hashes, then the workspace's packages without resolving
+    assert "uv export --frozen --no-dev" in install and "--require-hashes" in install
+    assert "pip install --no-deps ./core" in install
     for provider in ("aws", "aliyun", "tencent", "huawei"):
-        assert f"/providers/{provider}" in install
+        assert f"./providers/{provider}" in install
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    core = next(d for d in root if d.startswith("cloudbroker["))
+    for extra in ("postgres", "metrics", "sync"):
+        assert extra in core
+    # podman keeps a HEALTHCHECK only in the docker format: the build command says so
+    assert "podman build --format docker" in (DEPLOY / "Containerfile").read_text()
+    assert "podman build --format docker" in (DEPLOY / "README.md").read_text()
+
+
+def test_a_build_sends_neither_the_venv_nor_the_git_history():
+    lines = {
+        name: [line for line in (ROOT / name).read_text().splitlines() if line and line[0] != "#"]
+        for name in (".containerignore", ".dockerignore")
+    }
+    assert lines[".containerignore"] == lines[".dockerignore"]
+    for kept_out in (".venv", ".git", ".uvw", "tests"):
+        assert kept_out in lines[".containerignore"]
+    # what the Containerfile copies is not ignored
+    for copied in ("core", "providers", "uv.lock", "pyproject.toml"):
+        assert copied not in lines[".containerignore"]
 
 
 def code_strings() -> set[str]:

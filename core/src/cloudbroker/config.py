@@ -14,6 +14,9 @@ Example::
     security_group = "sg-2ze..."
     key_name = "my-key"
     disk_gb = 200
+
+    [notify]                        # watch's alerts (Apprise URLs; `config show` hides them)
+    urls = ["dingtalk://TOKEN/"]
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ from cloudbroker.errors import CloudBrokerError, ConfigError, UsageError, quoted
 
 #: A setting whose name contains one of these words is shown as ``***`` by ``config show``,
 #: with everything under it. Broad on purpose: hiding a harmless value costs nothing.
+#: ``notify``: Apprise URLs carry the webhook's token (``[notify] urls``).
 SECRET_NAME = re.compile(
-    r"secret|pass|pwd|token|credential|auth|private|key|bearer|jwt|cookie"
+    r"secret|pass|pwd|token|credential|auth|private|key|bearer|jwt|cookie|notify"
     r"|(^|[_-])(ak|sk)($|[_-])",
     re.I,
 )
@@ -169,6 +173,12 @@ def check(config: Mapping[str, Any], path: Path) -> None:
             f"config file {quoted(path, 200)}: {key} must be {expected}, got {_kind(value)}"
         )
 
+    notify = config.get("notify", {})
+    if not isinstance(notify, dict):
+        raise bad("notify", "a table ([notify] with urls = [...])", notify)
+    urls = notify.get("urls", [])
+    if not isinstance(urls, list) or not all(isinstance(url, str) for url in urls):
+        raise bad("notify.urls", 'an array of URL strings, e.g. ["slack://..."]', urls)
     providers = config.get("providers", {})
     if not isinstance(providers, dict):
         raise bad("providers", "a table of [providers.NAME] tables", providers)
@@ -183,6 +193,11 @@ def check(config: Mapping[str, Any], path: Path) -> None:
 
 def provider_settings(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return config.get("providers", {})
+
+
+def notify_urls(config: Mapping[str, Any]) -> list[str]:
+    """``[notify] urls``: where ``watch`` sends its alerts besides each ``--notify``."""
+    return list(config.get("notify", {}).get("urls", []))
 
 
 def secret_name(key: str) -> bool:

@@ -14,7 +14,8 @@ reported as the plugin's failure. Implement hooks with::
 Two kinds of hook:
 
 * **fan-out** (:func:`provider_info`, :func:`list_instance_types`, :func:`price`,
-  :func:`list_instances`, :func:`availability`; :data:`FAN_OUT_HOOKS`): the core calls every
+  :func:`list_instances`, :func:`availability`, :func:`billed`; :data:`FAN_OUT_HOOKS`): the
+  core calls every
   provider's implementation concurrently, one thread each, with a timeout per provider. A
   provider that raises, times out or returns data that does not validate is reported by name
   and left out; the others still answer.
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from cloudbroker.context import HookContext
     from cloudbroker.models import (
         Availability,
+        Bill,
         BucketRef,
         Instance,
         InstanceRef,
@@ -58,7 +60,14 @@ PROJECT = "cloudbroker"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-FAN_OUT_HOOKS = ("provider_info", "list_instance_types", "price", "list_instances", "availability")
+FAN_OUT_HOOKS = (
+    "provider_info",
+    "list_instance_types",
+    "price",
+    "list_instances",
+    "availability",
+    "billed",
+)
 ROUTED_HOOKS = ("launch", "terminate", "instance_status", "sync_storage")
 
 
@@ -156,6 +165,28 @@ def availability(
     :param instance_types: the instance type names to report on.
     :param market: the market to report on (stock differs between on-demand and spot).
     :returns: a list of :class:`~cloudbroker.models.Availability`.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def billed(ctx: HookContext, instances: list[InstanceRef], start: float, end: float) -> list[Bill]:
+    """What the cloud billed for each of ``instances`` (this provider's) from ``start`` to
+    ``end`` (epoch seconds, as the state store records them), for the estimate-versus-billed
+    column of ``cloudbroker report``.
+
+    Fan-out, live, optional: the core passes every provider the instances of the window and
+    each answers for those that are its own (``provider`` equal to its name), from its billing
+    API (Aliyun BSS ``DescribeInstanceBill``, Tencent ``DescribeBillResourceSummary``, Huawei
+    BSS fee records, AWS Cost Explorer). Leave out an instance the bill does not show yet
+    (bills lag by hours): the report then says "not reported by provider", never 0.
+
+    :param ctx: the provider's context.
+    :param instances: the instances the report covers, of every provider.
+    :param start: the window's start, epoch seconds.
+    :param end: the window's end, epoch seconds.
+    :returns: a list of :class:`~cloudbroker.models.Bill`.
 
     .. versionadded:: 0.1
     """

@@ -207,14 +207,20 @@ def _offer_of(spec: dict[str, Any], run: _Run) -> tuple[dict[str, Any] | None, s
     return None, f"which {run.row.instance_type} offer in {run.row.region} is not recorded"
 
 
-def _compute(spec: dict[str, Any], run: _Run, fx: FxTable, currency: str) -> tuple[Money, str]:
-    """What one run cost at its offer's rate, billed as the quote bills it; why not exactly."""
+def _compute(
+    spec: dict[str, Any], run: _Run, fx: FxTable, currency: str
+) -> tuple[Money, Money, str]:
+    """What one run cost at its offer's rate, billed as the quote bills it; the same rate for
+    its run time alone (the difference is the billing minimum's and increment's uplift);
+    why not exactly."""
     who = f"{run.row.provider} {run.row.instance_id or 'launch not confirmed'}"
     offer, why = _offer_of(spec, run)
     if offer is None or offer["hourly"] is None:
-        return Money.of(0, currency), f"{who}: {why or 'hourly price not published'}"
+        zero = Money.of(0, currency)
+        return zero, zero, f"{who}: {why or 'hourly price not published'}"
     hourly = Money.model_validate(offer["hourly"])
-    seconds, note = _seconds(run.end - run.start), ""
+    seconds = ran = _seconds(run.end - run.start)
+    note = ""
     if offer.get("billing") is None:
         note = f"{who}: billing minimum and increment not in the plan (run time priced)"
     else:
@@ -223,13 +229,22 @@ def _compute(spec: dict[str, Any], run: _Run, fx: FxTable, currency: str) -> tup
             note = f"{who}: longer than its offer's longest rental (run time priced)"
         else:
             seconds = billed
-    return fx.convert(hourly * (seconds / SECONDS_PER_HOUR), currency), note
+    cost = fx.convert(hourly * (seconds / SECONDS_PER_HOUR), currency)
+    at_run_time = (
+        cost if seconds == ran else fx.convert(hourly * (ran / SECONDS_PER_HOUR), currency)
+    )
+    return cost, at_run_time, note
 
 
 def _egress(
-    spec: dict[str, Any], events: list[Event], fx: FxTable, currency: str
-) -> tuple[Money, list[str]]:
-    """The bytes each copy recorded, priced by the internet egress terms where they left."""
+    spec: dict[str, Any],
+    events: list[Event],
+    fx: FxTable,
+    currency: str,
+    since: float | None = None,
+) -> tuple[dict[str, Money], list[str]]:
+    """The bytes each copy recorded (those at or after ``since`` if given), priced by the
+    internet egress terms where they left: the cost by side (``a``, ``b``) it left from."""
     from cloudbroker.storage import BYTES_PER_GB
 
     primary, moved, unknown = "a", {"a": 0, "b": 0}, []
@@ -237,7 +252,7 @@ def _egress(
     for event in events:
         if event.kind == "roles-swapped":
             primary = "b" if primary == "a" else "a"
-        elif event.kind in COPIES:
+        elif event.kind in COPIES and (since is None or event.at >= since):
             if event.detail.get("bytes") is not None:
                 moved[primary] += int(event.detail["bytes"])
             elif "error" in event.detail:
@@ -252,7 +267,7 @@ def _egress(
         unknown.append(
             f"egress of {failed} failed cop{'y' if failed == 1 else 'ies'} (bytes moved unknown)"
         )
-    total = Money.of(0, currency)
+    costs: dict[str, Money] = {}
     for side, count in moved.items():
         if not count:
             continue
@@ -268,15 +283,50 @@ def _egress(
                 f"egress of {count:,} bytes out of {provider} (no internet rate in the plan)"
             )
         else:
-            total = total + fx.convert(cost, currency)
-    return total, unknown
+            costs[side] = fx.convert(cost, currency)
+    return costs, unknown
 
 
-def spend(
-    store: _Records, placement: dict[str, Any], fx: FxTable | None = None, now: float | None = None
-) -> Spend:
-    """The placement's spend so far (see the module's docstring), at ``now`` (epoch seconds,
-    default the time now). ``placement`` is the store's record (``id``, ``spec``)."""
+@dataclass(frozen=True)
+class RunCharge:
+    """One instance's run within the window asked: ``billed`` what the budget guard counts
+    for it, ``compute`` its offer's rate for its run time there; the difference, ``uplift``,
+    is what its billing minimum and increment add (counted where the run started)."""
+
+    row: InstanceRow
+    start: float
+    end: float
+    compute: Money
+    billed: Money
+
+    @property
+    def uplift(self) -> Money:
+        return self.billed - self.compute
+
+
+@dataclass(frozen=True)
+class Charges:
+    """Every line of a placement's spend, from ``since`` (None: its start) to ``now``: the
+    runs, the replication egress by the side it left (``a``, ``b``), and what could not be
+    priced. :func:`spend` sums these; ``cloudbroker report`` shows them line by line."""
+
+    currency: str
+    runs: tuple[RunCharge, ...]
+    egress: dict[str, Money]
+    unknown: tuple[str, ...]
+    hours: Decimal  # while any instance ran, within the window
+
+
+def charges(
+    store: _Records,
+    placement: dict[str, Any],
+    fx: FxTable | None = None,
+    now: float | None = None,
+    since: float | None = None,
+) -> Charges:
+    """The lines of the placement's spend (see the module's docstring) at ``now`` (epoch
+    seconds, default the time now), of what happened at or after ``since`` if given: a run
+    that began earlier counts its run time since then, without its billing uplift."""
     import time
 
     fx = fx or FxTable()
@@ -285,16 +335,44 @@ def spend(
     currency = spec["cost"]["total"]["currency"]
     events = store.events(placement["id"])
     runs = _runs(events, store.instances(placement["id"]), now)
-    compute, unknown = Money.of(0, currency), []
+    if since is not None:
+        runs = [r for r in runs if r.end > since or r.start >= since]
+    charged, unknown = [], []
     for run in runs:
-        cost, why = _compute(spec, run, fx, currency)
-        compute = compute + cost
+        billed, at_run_time, why = _compute(spec, run, fx, currency)
         if why:
             unknown.append(why)
-    egress, unpriced = _egress(spec, events, fx, currency)
+        if since is None or run.start >= since:
+            charged.append(RunCharge(run.row, run.start, run.end, at_run_time, billed))
+            continue
+        clipped = _Run(run.row, since, run.end, run.offer)
+        part = _compute(spec, clipped, fx, currency)[1]
+        charged.append(RunCharge(run.row, since, run.end, part, part))
+    egress, unpriced = _egress(spec, events, fx, currency, since)
     unknown += unpriced
+    window = (
+        runs if since is None else [_Run(r.row, max(r.start, since), r.end, r.offer) for r in runs]
+    )
+    return Charges(currency, tuple(charged), egress, tuple(unknown), _union_hours(window))
+
+
+def spend(
+    store: _Records, placement: dict[str, Any], fx: FxTable | None = None, now: float | None = None
+) -> Spend:
+    """The placement's spend so far (see the module's docstring), at ``now`` (epoch seconds,
+    default the time now). ``placement`` is the store's record (``id``, ``spec``)."""
+    fx = fx or FxTable()
+    spec = placement["spec"]
+    lines = charges(store, placement, fx, now)
+    currency, unknown = lines.currency, list(lines.unknown)
+    compute = Money.of(0, currency)
+    for run in lines.runs:
+        compute = compute + run.billed
+    egress = Money.of(0, currency)
+    for cost in lines.egress.values():
+        egress = egress + cost
     total = compute + egress
-    hours = _union_hours(runs)
+    hours = lines.hours
     budget = None if spec.get("budget") is None else Money.model_validate(spec["budget"])
     max_hours = None if spec.get("max_hours") is None else Decimal(spec["max_hours"])
     budget_used = None
@@ -402,7 +480,8 @@ class Budgeting(Lifecycle, Failover):
         """A last checkpoint sync (primary bucket to standby, bounded), the event, ``down``."""
         pid = placement["id"]
         primary, standby = self._roles(placement)
-        self._emit(pid, "note", f"{spent.text()}: syncing a last checkpoint, then stopping")
+        said = f"{spent.text()}: syncing a last checkpoint, then stopping"
+        self._emit(pid, "note", said, **_detail(spent))
         synced = self._last_sync(placement, primary, standby, self.clock())
         self.store.event(pid, "budget-exhausted", {**_detail(spent), **synced})
         to = placement["spec"]["sides"][standby]["provider"]

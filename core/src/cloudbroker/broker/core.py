@@ -180,6 +180,9 @@ class BrokerCore:
                 state = LaunchState.LAUNCH_FAILED if failed else LaunchState.UNCONFIRMED
                 detail["error"] = str(exc)
                 self.store.update_instance(key, state=state, event=state, detail=detail)
+                if failed:
+                    said = f"{provider} refused the launch: {exc}"
+                    self._emit(pid, "warning", said, launch_refused=provider)
                 raise
             self.store.update_instance(
                 key,
@@ -189,10 +192,9 @@ class BrokerCore:
                 detail={"instance_id": instance.instance_id, **detail},
             )
             return next(r for r in self.store.instances(pid) if r.idempotency_key == key)
-        raise CapacityError(
-            f"no capacity for any {provider} offer; tried: {', '.join(no_capacity)}",
-            provider=provider,
-        )
+        said = f"no capacity for any {provider} offer; tried: {', '.join(no_capacity)}"
+        self._emit(pid, "warning", said, launch_refused=provider)
+        raise CapacityError(said, provider=provider)
 
     def _by_stock(self, pid: str, provider: str, offers: list[dict[str, Any]]) -> list[int]:
         """The side's offers in launch order: the cloud is asked again right before launching,

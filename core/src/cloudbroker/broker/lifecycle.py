@@ -17,6 +17,9 @@ from cloudbroker.errors import CloudBrokerError, NotFoundError
 from cloudbroker.models import InstanceState
 from cloudbroker.state import Event, InstanceRow
 
+#: At most this many cloud calls at once for one ``status``.
+STATUS_THREADS = 8
+
 
 def _roles_in_time(events: list[Event]) -> tuple[dict[str, str], set[str]]:
     """Per launch key, its role when launched, and the keys that were ever the primary.
@@ -109,6 +112,7 @@ class Lifecycle(BrokerCore):
         if refresh:
             open_rows = {u.row.idempotency_key: u.reason for u in self._resolve(placement_id)}
         instances = []
+        fetched = self._cloud_states(placement_id) if refresh else {}
         events = self.store.events(placement_id)
         launched_as, was_primary = _roles_in_time(events)
         for row in self.store.instances(placement_id):
@@ -125,7 +129,7 @@ class Lifecycle(BrokerCore):
             if row.idempotency_key in open_rows:
                 entry["error"] = open_rows[row.idempotency_key]
             if refresh and row.state in ASKED and row.instance_id:
-                entry.update(self._cloud_state(row))
+                entry.update(fetched.get(row.idempotency_key) or self._cloud_state(row))
             key = row.idempotency_key
             if entry["state"] not in LIVE:  # an ended instance, or a launch that made none
                 if row.instance_id is None:
@@ -151,6 +155,18 @@ class Lifecycle(BrokerCore):
             "replication_failing": replication_failing(events),
             "events": [{"at": e.at, "kind": e.kind, **e.detail} for e in events],
         }
+
+    def _cloud_states(self, placement_id: str) -> dict[str, dict[str, Any]]:
+        """:meth:`_cloud_state` of each instance the clouds are asked about, all at once
+        (a status costs the slowest cloud, not the sum; each call has the plugin timeout)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        rows = [r for r in self.store.instances(placement_id) if r.state in ASKED and r.instance_id]
+        if not rows:
+            return {}
+        with ThreadPoolExecutor(min(len(rows), STATUS_THREADS)) as pool:
+            states = list(pool.map(self._cloud_state, rows))
+        return {row.idempotency_key: state for row, state in zip(rows, states, strict=True)}
 
     def _cloud_state(self, row: InstanceRow) -> dict[str, Any]:
         """What the cloud says of the row's instance now (recorded), or why it cannot say.

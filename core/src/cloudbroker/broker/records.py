@@ -195,3 +195,14 @@ def last_failover(events: list[Event]) -> dict[str, Any] | None:
     ``rto_seconds``, ``rpo_seconds``: None when unknown), or None if there was none."""
     swaps = [e for e in events if e.kind == "roles-swapped"]
     return swaps[-1].detail if swaps else None
+
+
+def standby_newest(events: list[Event]) -> float | None:
+    """The standby's newest checkpoint (epoch seconds) as listed after the last replication;
+    None if never listed, if the standby was empty, or once the roles swapped since."""
+    for event in reversed(events):
+        if event.kind == "roles-swapped":
+            return None
+        if event.kind == "replicated" and "standby_newest" in event.detail:
+            return event.detail["standby_newest"]
+    return None

@@ -195,7 +195,8 @@ class Watching(Fencing, Budgeting):
             if health.reason and (
                 health.reason.startswith("reclaim") or watched.consecutive >= failures
             ):
-                self._emit(placement_id, "note", f"primary failed ({health.reason}): failing over")
+                said = f"primary failed ({health.reason}): failing over"
+                self._emit(placement_id, "note", said, reason=health.reason)
                 self._failover(placement_id, health.reason, lease)
                 watched.consecutive, watched.replica = 0, _Replica()
                 return Checked(again=True)

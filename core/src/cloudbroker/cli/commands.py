@@ -7,5 +7,5 @@ The order is the order of the help's panels: plan, placements, storage, setup.
 from cloudbroker.cli import quote, gpus, size, tco  # noqa: F401
 from cloudbroker.cli import broker  # noqa: F401
 from cloudbroker.cli import sync  # noqa: F401
-from cloudbroker.cli import providers, catalog, config, plugin  # noqa: F401
+from cloudbroker.cli import providers, check, catalog, config, plugin  # noqa: F401
 from cloudbroker.cli import sandbox  # noqa: F401

@@ -14,7 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from cloudbroker.broker.budget import spend
-from cloudbroker.broker.records import last_failover
+from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.metrics import calls
 from cloudbroker.state import Event, InstanceRow, Store
@@ -37,17 +37,6 @@ REASON_CLASSES = ("reclaim", "unhealthy", "status-check-failed", "manual", "othe
 def reason_class(reason: str) -> str:
     """The class of a failover's reason: a few label values, never the cloud's free text."""
     return next((name for prefix, name in REASON_PREFIXES if reason.startswith(prefix)), "other")
-
-
-def standby_newest(events: list[Event]) -> float | None:
-    """The standby's newest checkpoint (epoch seconds) as listed after the last replication;
-    None if never listed, if the standby was empty, or once the roles swapped since."""
-    for event in reversed(events):
-        if event.kind == "roles-swapped":
-            return None
-        if event.kind == "replicated" and "standby_newest" in event.detail:
-            return event.detail["standby_newest"]
-    return None
 
 
 class StoreCollector(Collector):

@@ -37,6 +37,7 @@ from cloudbroker.models.catalog import (
     Tier,
 )
 from cloudbroker.models.instances import (
+    Bill,
     Instance,
     InstanceRef,
     InstanceState,
@@ -62,6 +63,7 @@ __all__ = [
     "Availability",
     "AvailabilityStatus",
     "BandwidthTier",
+    "Bill",
     "BillingRule",
     "BucketRef",
     "ComputePrice",

@@ -75,3 +75,12 @@ class Instance(Model):
     @property
     def ref(self) -> InstanceRef:
         return InstanceRef(provider=self.provider, region=self.region, instance_id=self.instance_id)
+
+
+class Bill(Model):
+    """What the cloud billed for one instance over a window (the ``billed`` hook)."""
+
+    provider: str
+    instance_id: str
+    amount: Money
+    source: str = Field(description="The cloud's API that said it, e.g. DescribeInstanceBill")

@@ -22,6 +22,7 @@ from cloudbroker.plugins.registry import Registry, _describe
 if TYPE_CHECKING:
     from cloudbroker.models import (
         Availability,
+        Bill,
         BucketRef,
         Instance,
         InstanceRef,
@@ -35,7 +36,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Routed = Literal["launch", "terminate", "instance_status", "sync_storage"]
-Spread = Literal["provider_info", "list_instance_types", "price", "list_instances", "availability"]
+Spread = Literal[
+    "provider_info", "list_instance_types", "price", "list_instances", "availability", "billed"
+]
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,18 @@ class PluginManager(Registry):
     ) -> FanOut[list[Availability]]:
         kwargs = {"regions": regions, "instance_types": instance_types, "market": market}
         return self._fan_out("availability", kwargs, providers, timeout, offline)
+
+    def billed(
+        self,
+        instances: list[InstanceRef],
+        start: float,
+        end: float,
+        *,
+        providers: Iterable[str] | None = None,
+        timeout: float | None = None,
+    ) -> FanOut[list[Bill]]:
+        kwargs = {"instances": instances, "start": start, "end": end}
+        return self._fan_out("billed", kwargs, providers, timeout)
 
     def catalogs(
         self, providers: Iterable[str] | None = None, *, offline: bool | None = None

@@ -7,6 +7,7 @@ import typer
 from cloudbroker import api, metrics
 from cloudbroker.cli import app, options
 from cloudbroker.cli.broker.common import FINAL_SYNC_TIMEOUT, STATE, _broker, _state
+from cloudbroker.cli.broker.serve import TOKEN_FILE, dashboard
 from cloudbroker.cli.broker.watch_all import MAX_PLACEMENTS, watch_all
 from cloudbroker.cli.output import console, err_console
 from cloudbroker.cli.progress import Lines
@@ -93,6 +94,19 @@ def watch(
         "--metrics-address",
         help="Where the metrics port listens; 0.0.0.0 for every interface (firewall it).",
     ),
+    http_port: int | None = typer.Option(
+        None, "--http-port", help="Also serve the web dashboard on this port (see `serve`)."
+    ),
+    http_address: str = typer.Option(
+        "127.0.0.1", "--http-address", help="Where the dashboard listens (non-loopback: token)."
+    ),
+    token_file: str | None = TOKEN_FILE,
+    notify: list[str] = typer.Option(
+        [],
+        "--notify",
+        help="Send alerts (failover, budget, reclaim, sold out, lease lost) to this Apprise "
+        "URL, e.g. slack://... or dingtalk://...; repeatable; also [notify] urls in the config.",
+    ),
     state: str = STATE,
 ) -> None:
     """Health checks, replication every --sync-every of the plan, automatic failover.
@@ -111,17 +125,31 @@ def watch(
         raise UsageError("--exit-after-failover watches one placement; not with --all")
     if max_placements is not None and not all_placements:
         raise UsageError("--max-placements goes with --all")
+    from cloudbroker.config import load_config, notify_urls
+    from cloudbroker.notify import notifying
+
+    urls = [*notify, *notify_urls(load_config())]
     store = _state(state)
     with (
         metrics.serving(metrics_port, store.reopen, metrics_address),  # scrapes' connection
+        notifying(urls, store.reopen) as notifier,
         Lines(console, json_lines=json_output, quiet=quiet) as lines,
+        # the pages' own broker, on a connection of its own (they run on the server's threads)
+        dashboard(lambda: _broker(store.reopen), http_port, http_address, token_file) as pages,
     ):
-        broker = _broker(store, lines.broker)
+        broker = _broker(store, lines.broker if notifier is None else notifier.tee(lines.broker))
+        if pages:
+            err_console.print(f"dashboard at {pages}", markup=False)
         broker.final_sync_timeout = final_sync_timeout
         broker.poll_interval = min(broker.poll_interval, interval)
         if all_placements:
             watch_all(
-                broker, lines, interval=interval, failures=failures, max_placements=max_placements
+                broker,
+                lines,
+                interval=interval,
+                failures=failures,
+                max_placements=max_placements,
+                notifier=notifier,
             )
             return
         assert placement_id is not None

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cloudbroker import api
-from cloudbroker.cli import app, option_name, options
+from cloudbroker.cli import app, fail, option_name, options
 from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines
@@ -177,12 +177,24 @@ def _live_plan(spec: dict[str, Any]) -> None:
 
 
 @app.command("up", rich_help_panel="Placements and failover")
-def up(placement_id: str, state: str = STATE) -> None:
+def up(
+    placement_id: str,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Launch without asking."),
+    state: str = STATE,
+) -> None:
     """Launch the placement's primary (and hot standby) and wait until running.
 
+    On a terminal it first shows what it launches and the plan's cost, and asks; with --yes,
+    or when standard input is not a terminal (a script, CI), it launches without asking.
     Each step is one line on stderr with its elapsed time (live on a terminal).
     """
     store = _state(state)
+    if not yes and _interactive():
+        placement = store.require_placement(placement_id)
+        for line in _launch_plan(placement):
+            err_console.print(line, markup=False, soft_wrap=True)
+        if not typer.confirm("launch?", default=False, err=True):
+            fail(f"{placement_id} not launched: the answer was no", 1)
     with Lines(err_console) as lines:
         rows = _broker(store, lines.broker).up(placement_id)
     for row in rows:
@@ -190,3 +202,39 @@ def up(placement_id: str, state: str = STATE) -> None:
             f"{row.provider} {row.instance_id} running ({row.instance_type}, {row.region})",
             markup=False,
         )
+
+
+def _interactive() -> bool:
+    """Whether ``up`` may ask: standard input is a terminal (never in a script or CI)."""
+    import sys
+
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def _launch_plan(placement: dict[str, Any]) -> list[str]:
+    """What ``up`` launches (each side's first offer; others if that one has no stock), at
+    which hourly rate, and the plan's cost and limits."""
+    spec, primary = placement["spec"], placement["primary_side"]
+    launching = [primary]
+    if spec["standby_mode"] == "hot":
+        launching.append("b" if primary == "a" else "a")
+    lines = []
+    for key in launching:
+        side = spec["sides"][key]
+        offer = side["offers"][0]
+        hourly = "hourly price unknown"
+        if offer["hourly"] is not None:
+            hourly = f"{Money.model_validate(offer['hourly'])}/h"
+        role = "primary" if key == primary else "hot standby"
+        more = len(side["offers"]) - 1
+        lines.append(
+            f"{role}: {side['provider']} {offer['instance_type']} in "
+            f"{offer['zone'] or offer['region']} at {hourly}"
+            + (f" ({more} more offer(s) if it has no stock)" if more else "")
+        )
+    total = Money.model_validate(spec["cost"]["total"])
+    plan = f"the plan: {total} for {spec['job']['hours']} h"
+    if spec.get("budget"):
+        plan += f", budget {Money.model_validate(spec['budget'])}"
+    lines.append(plan + ("" if spec["cost"].get("complete", True) else " (not every cost known)"))
+    return lines

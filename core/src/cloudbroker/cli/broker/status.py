@@ -9,6 +9,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from cloudbroker.broker import Broker
+from cloudbroker.broker.records import ASKED
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _broker, _show, _state_to_read
 from cloudbroker.cli.output import console, err_console, print_json
@@ -38,7 +40,7 @@ def status(
     the budget, the last failover's RTO and RPO, and the latest events with their time."""
     store, writable = _state_to_read(state)
     broker = _broker(store)
-    report = broker.status(placement_id, refresh=writable)  # what a cloud says is recorded
+    report = _asking_clouds(broker, placement_id, refresh=writable)  # a cloud's word is recorded
     if not writable:
         err_console.print(
             f"note: {store.location} cannot be written: instance states as last recorded "
@@ -105,6 +107,19 @@ def status(
             markup=False,
         )
     _print_events(report["events"])
+
+
+def _asking_clouds(broker: Broker, placement_id: str, refresh: bool) -> dict[str, Any]:
+    """``broker.status``; on a terminal, a live line saying which clouds it is asking (all
+    at once) while it waits for them."""
+    if not refresh or not err_console.is_terminal:
+        return broker.status(placement_id, refresh=refresh)
+    rows = broker.store.instances(broker.store.require_placement(placement_id)["id"])
+    clouds = sorted({r.provider for r in rows if r.instance_id and r.state in ASKED})
+    if not clouds:
+        return broker.status(placement_id)
+    with err_console.status(f"asking {', '.join(clouds)} for the instances' state..."):
+        return broker.status(placement_id)
 
 
 def _print_events(events: list[dict[str, Any]]) -> None:

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from cloudbroker import limits
 from cloudbroker.broker import Broker, BrokerEvent
@@ -14,11 +15,20 @@ from cloudbroker.broker.watch_all import WatchAll
 from cloudbroker.cli import options
 from cloudbroker.cli.progress import Lines
 
+if TYPE_CHECKING:
+    from cloudbroker.notify import Notifier
+
 MAX_PLACEMENTS = options.Number(limits.PLACEMENTS)
 
 
 def watch_all(
-    broker: Broker, lines: Lines, *, interval: float, failures: int, max_placements: int | None
+    broker: Broker,
+    lines: Lines,
+    *,
+    interval: float,
+    failures: int,
+    max_placements: int | None,
+    notifier: Notifier | None = None,
 ) -> None:
     """Run one watcher of the store until SIGTERM or SIGINT (then exit 0, leases released).
 
@@ -40,7 +50,7 @@ def watch_all(
         with lock:
             lines.broker(event)
 
-    broker.on_event = said
+    broker.on_event = said if notifier is None else notifier.tee(said)
     watcher = WatchAll(broker, interval=interval, failures=failures, max_placements=max_placements)
     with _stopping_on_signals(watcher):
         watcher.run()

@@ -1,0 +1,93 @@
+"""What the dashboard shows, read from the state store alone (no cloud is asked)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cloudbroker.broker import Broker
+from cloudbroker.broker.budget import charges, spend
+from cloudbroker.broker.records import last_failover, standby_newest
+from cloudbroker.report import UNPRICEABLE
+
+#: The events of a failover, in order: its timeline.
+TIMELINE = (
+    "failure-detected",
+    "primary-fenced",
+    "final-sync-done",
+    "final-sync-skipped",
+    "standby-launched",
+    "standby-running",
+    "primary-terminated",
+    "roles-swapped",
+    "failover-abandoned",
+)
+
+
+def overview(broker: Broker, now: float) -> list[dict[str, Any]]:
+    """One row per placement: status, roles, recorded instance states, lag, spend, budget."""
+    rows = []
+    for placement in broker.store.placements():
+        rows.append(placement_view(broker, placement["id"], now, events_kept=0))
+    return rows
+
+
+def placement_view(
+    broker: Broker, placement_id: str, now: float, events_kept: int = 50
+) -> dict[str, Any]:
+    """A placement as ``status`` reports it from the store (``refresh=False``), with its
+    spend against the budget, the replication lag and its failover timeline."""
+    store = broker.store
+    placement = store.require_placement(placement_id)
+    report = broker.status(placement_id, refresh=False)
+    events = store.events(placement_id)
+    newest = standby_newest(events)
+    lag = None if newest is None or placement["status"] != "up" else max(now - newest, 0.0)
+    return {
+        **report,
+        "events": report["events"][-events_kept:] if events_kept else [],
+        "lag_seconds": lag,
+        **_priced(store, placement, now),
+        "created_at": placement["created_at"],
+        "gpu": f"{placement['spec']['job']['count']}x {placement['spec']['job']['gpu']}",
+        "timeline": [
+            {"at": e.at, "kind": e.kind, **e.detail} for e in events if e.kind in TIMELINE
+        ],
+        "last_failover": last_failover(events),
+    }
+
+
+#: Placements a watcher should hold a lease of (the others need no watching).
+WATCHED = ("up", "starting", "failing-over")
+
+
+def _priced(store: Any, placement: dict[str, Any], now: float) -> dict[str, Any]:
+    """The guard's spend and its charges, or None for both when the plan cannot be priced."""
+    try:
+        return {
+            "spend": spend(store, placement, now=now),
+            "charges": charges(store, placement, now=now),
+        }
+    except UNPRICEABLE:  # the report's: a plan this version cannot read
+        return {"spend": None, "charges": None}
+
+
+def watchers_report(store: Any) -> dict[str, Any]:
+    """Live watchers with their live leases; live leases of other holders (``watch ID``,
+    ``failover``); placements that should be watched and whose lease no one holds."""
+    live = {w["holder"]: {**w, "leases": []} for w in store.live_watchers()}
+    others, held = [], set()
+    for lease in store.leases():
+        if not lease["live"]:
+            continue
+        held.add(lease["placement_id"])
+        mine = {"placement_id": lease["placement_id"], "token": lease["token"]}
+        if lease["holder"] in live:
+            live[lease["holder"]]["leases"].append(mine)
+        else:
+            others.append({**mine, "holder": lease["holder"]})
+    unwatched = [
+        {"placement_id": p["id"], "status": p["status"]}
+        for p in store.placements(WATCHED)
+        if p["id"] not in held
+    ]
+    return {"watchers": list(live.values()), "other_holders": others, "unwatched": unwatched}
