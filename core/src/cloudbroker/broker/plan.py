@@ -19,8 +19,8 @@ from cloudbroker.costs import egress_cost
 from cloudbroker.errors import (
     AuthError,
     CloudBrokerError,
-    NotFoundError,
     ConfigError,
+    NotFoundError,
     Spelling,
     UsageError,
     keyword,

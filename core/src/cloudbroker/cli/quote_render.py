@@ -289,6 +289,8 @@ def _dates(source: Source) -> str:
 def _crosses_border(q: Quote) -> bool:
     """Whether the offer's dataset crosses the mainland border (a plain quote moves none)."""
     return any(ln.kind == "egress" and getattr(ln, "crosses_border", False) for ln in q.lines)
+
+
 def _work_notes(result: QuoteResult) -> list[str | Text]:
     """How a work-based quote ranked, and what it left out (how many, and why)."""
     report = getattr(result, "work", None)
@@ -327,6 +329,8 @@ def _work_notes(result: QuoteResult) -> list[str | Text]:
             "(`cloudbroker gpus NAME` shows what is known; --json has each reason)"
         )
     return notes
+
+
 def _shown(result: QuoteResult) -> str:
     """How many of the matching offers the table shows: zones of one price share a row, so
     rows are counted apart from offers; unpriced offers are shown, never ranked."""

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 
 from cloudbroker import gpus, regions
 from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageError, keyword
-from cloudbroker.models import InstanceType, PriceSheet
 from cloudbroker.models import InstanceType, Market, PriceSheet
 from cloudbroker.money import FxTable
 from cloudbroker.quote.engine import QuoteEngine, Ranked, _closest
@@ -277,6 +276,8 @@ def not_listed(job: Job, sheets: dict[str, PriceSheet]) -> list[str]:
                 date = gap.source.as_of.isoformat()
                 found.append(f"{provider}: {gap.why} ({gap.source.name}, {date})")
     return found
+
+
 def _quote_work(
     job: Job,
     sheets: dict[str, PriceSheet],
@@ -318,6 +319,8 @@ def _quote_work(
         siblings=siblings,
         work=report,
     )
+
+
 def _spot_notices(quotes: list[Quote], sheets: dict[str, PriceSheet]) -> dict[str, tuple[int, ...]]:
     """The warning each provider's terms give before a spot reclaim, where its spot offers
     are (what a job has to checkpoint and stop in)."""
