@@ -92,7 +92,7 @@ class World:
         if timeout is None:
             done = run_cli(*args, env=self.env)
         else:
-            done = run_process(*args, env=self.env, timeout=timeout)
+            done = run_process(*args, env=self.env, timeout=within(timeout))  # idle seconds
         if check:
             assert done.returncode == 0, done.stderr
         return done
