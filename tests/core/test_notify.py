@@ -182,7 +182,7 @@ def test_a_webhook_that_fails_is_logged_by_service_without_its_secret(caplog, ca
 def test_a_bad_url_is_one_line_without_the_rest_of_the_url():
     with pytest.raises(UsageError) as caught:
         check_urls([f"nosuchscheme://{SECRET}@host/"])
-    assert "--notify must be an Apprise URL" in str(caught.value)
+    assert "a notify URL must be an Apprise URL" in str(caught.value)
     assert "'nosuchscheme://...'" in str(caught.value) and SECRET not in str(caught.value)
     with pytest.raises(UsageError, match=r"got '\(no scheme\)'"):
         check_urls([SECRET])
@@ -213,4 +213,4 @@ def test_watch_refuses_a_bad_notify_url_before_watching(env, tmp_path):
     line = one_line(
         run_cli("watch", "--all", "--notify", f"bogus://{SECRET}", "--state", str(state), env=env)
     )
-    assert "--notify must be an Apprise URL" in line and SECRET not in line
+    assert "notify URL must be an Apprise URL" in line and SECRET not in line

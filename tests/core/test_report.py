@@ -146,7 +146,7 @@ def test_since_is_days_hours_minutes_or_all(text, seconds):
 
 @pytest.mark.parametrize("text", ["30", "0d", "-1d", "3661d", "1w", "٣d"])
 def test_a_bad_since_is_refused_naming_the_accepted_form(text):
-    with pytest.raises(UsageError, match=r"--since must be days, hours or minutes"):
+    with pytest.raises(UsageError, match=r"^since must be days, hours or minutes"):
         parse_since(text)
 
 

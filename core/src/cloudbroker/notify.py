@@ -37,7 +37,7 @@ SEND_TIMEOUT = 5
 QUEUE_SIZE = 100
 MIN_INTERVAL = 60.0  # per alert kind and placement
 CLOSE_TIMEOUT = 10.0  # how long a stopping watcher waits for the last messages
-#: Apprise's URL schemes are ``name://``: what a ``--notify`` must look like.
+#: Apprise's URL schemes are ``name://``: what a notify URL must look like.
 _ACCEPTED = "an Apprise URL such as slack://..., dingtalk://..., json://host/path"
 
 #: An alert's title is ``cloudbroker: <title> <placement>``; ``warning`` ones are sent as such.
@@ -84,7 +84,7 @@ def alert_of(event: BrokerEvent) -> Alert | None:
     return Alert(said, event.placement_id, event.message, event.at)
 
 
-def check_urls(urls: Iterable[str], where: str = "--notify") -> list[str]:
+def check_urls(urls: Iterable[str], where: str = "a notify URL") -> list[str]:
     """The URLs, each one Apprise can send to; a UsageError naming the bad one (its scheme
     only: the rest may be a secret) otherwise."""
     apprise = _apprise()
@@ -102,7 +102,7 @@ def _apprise() -> Any:
     try:
         import apprise
     except ImportError:
-        raise UsageError("--notify needs Apprise: pip install 'cloudbroker[notify]'") from None
+        raise UsageError("alerts need Apprise: pip install 'cloudbroker[notify]'") from None
     logging.getLogger("apprise").setLevel(logging.CRITICAL)  # its lines may hold a URL
     return apprise
 

@@ -37,7 +37,7 @@ _UNIT = {"d": 86400, "h": 3600, "m": 60}
 MAX_SINCE_DAYS = 3660
 
 
-def parse_since(text: str, option: str = "--since") -> float | None:
+def parse_since(text: str, option: str = "since") -> float | None:
     """``30d``, ``12h``, ``90m`` as seconds, or ``all`` (None): a one-line UsageError else."""
     accepted = f"days, hours or minutes (e.g. 30d, 12h, 90m; at most {MAX_SINCE_DAYS}d) or all"
     written = str(text).strip().lower()
@@ -72,8 +72,12 @@ class PlacementReport:
     billed: Money | None = None  # what the providers that answered billed (None: none did)
     billed_for: int = 0  # of how many of ``instances``
 
+    exact: Money | None = None  # the guard's own sum (its order of additions), when priced
+
     @property
     def total(self) -> Money:
+        if self.exact is not None:
+            return self.exact
         return _sum((i.amount for i in self.items), self.currency)
 
     @property
@@ -197,6 +201,8 @@ def report(
                 )
         for side, cost in lines.egress.items():
             mine.items.append(Item(placement["id"], sides[side]["provider"], gpu, "egress", cost))
+        runs = _sum((run.billed for run in lines.runs), lines.currency)
+        mine.exact = runs + _sum(lines.egress.values(), lines.currency)  # as spend() adds
         if mine.items or mine.unknown:
             placements.append(mine)
     if currency is None:

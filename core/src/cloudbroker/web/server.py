@@ -83,11 +83,11 @@ def serve(dashboard: Dashboard, port: int, address: str = DEFAULT_ADDRESS) -> Da
     a non-loopback address without a token, a port out of range or in use."""
     if not loopback(address) and not dashboard.token:
         raise UsageError(
-            f"--address {quoted(address)} is not loopback: a token is required (--token-file "
+            f"address {quoted(address)} is not loopback: a token is required (a token file "
             f"or {TOKEN_ENV})"
         )
     if not 0 <= port <= 65535:
-        raise UsageError(f"--port must be from 0 to 65535, got {port}")
+        raise UsageError(f"the port must be from 0 to 65535, got {port}")
     handler = type("Handler", (_Handler,), {"dashboard": dashboard})
     try:
         server = ThreadingHTTPServer((address, port), handler)

@@ -54,7 +54,7 @@ def report_command(
     what the clouds billed where a provider answers (its billing API)."""
     if json_output and csv_output:
         raise UsageError("give --json or --csv, not both")
-    window = parse_since(since)
+    window = parse_since(since, "--since")
     target = None if currency is None else parse_currency(currency, "--currency")
     store = open_store(state, create=False, read_only=True)
     spent = report(store, since=window, now=time.time(), currency=target)
