@@ -116,13 +116,21 @@ def test_the_runner_hears_of_each_start_and_end_once(kit):
             heard.append(("ended", instance.instance_id))
 
     kit.runner = Runner()
-    kit.state.instances["i-1"] = Instance("i-1", "r1", "r1-a", "t")
+    kit.state.instances["i-1"] = Instance("i-1", "r1", "r1-a", "t", spot=True)
     kit.notify()
     kit.notify()
     kit.reclaim("i-1")
     kit.state.instances["i-1"].terminated = 1.0
     kit.notify()
     assert heard == [("started", "i-1"), ("ended", "i-1")]
+
+
+def test_the_kit_refuses_to_reclaim_an_on_demand_instance(kit):
+    """Clouds interrupt only spot instances: the kit's reclaim refuses the others."""
+    kit.state.instances["i-1"] = Instance("i-1", "r1", "r1-a", "t")
+    with pytest.raises(ValueError, match="not a spot instance"):
+        kit.reclaim("i-1")
+    assert kit.state.instances["i-1"].reclaimed is None
 
 
 def test_sandbox_commands_without_a_sandbox_are_one_line(clean_env, tmp_path):

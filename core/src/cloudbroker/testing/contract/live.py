@@ -48,12 +48,30 @@ class LiveChecks:
         ref: InstanceRef,
         states: set[str],
     ) -> Instance:
+        """The instance once in one of ``states`` (or at the deadline). NotFound means not
+        listed: not yet (right after a launch, an eventually consistent cloud) or no longer
+        (after a release): terminated when that is awaited, else asked again."""
         deadline = time.monotonic() + cb_live.ready_timeout
         while True:
-            seen = self._status(cb_provider, ref)
+            try:
+                seen = self._status(cb_provider, ref)
+            except NotFoundError:
+                if InstanceState.TERMINATED in states or time.monotonic() > deadline:
+                    return self._not_listed(cb_provider, ref)
+                time.sleep(0.2)
+                continue
             if seen.state in states or time.monotonic() > deadline:
                 return seen
             time.sleep(0.2)
+
+    @staticmethod
+    def _not_listed(cb_provider: ProviderUnderTest, ref: InstanceRef) -> Instance:
+        return Instance(
+            provider=cb_provider.name,
+            region=ref.region,
+            instance_id=ref.instance_id,
+            state=InstanceState.TERMINATED,
+        )
 
     def _cleanup(self, cb_provider: ProviderUnderTest, instance: Instance) -> None:
         if cb_provider.manager.implements(cb_provider.name, "terminate"):
@@ -109,8 +127,8 @@ class LiveChecks:
         # the broker finds a launch whose answer was lost by this tag: it must come back
         assert seen.tags.get(KEY_TAG) == key, f"list_instances returned tags {seen.tags}"
         cb_provider.manager.terminate(cb_provider.name, instance.ref)
-        self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.TERMINATED})
-        if self._status(cb_provider, instance.ref).state == InstanceState.TERMINATED:
+        after = self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.TERMINATED})
+        if after.state == InstanceState.TERMINATED:
             assert instance.instance_id not in listed(), "a terminated instance was listed"
 
     @_needs("launch")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cloudbroker.testing.emulator.state import Fault
 
 
 class ApiError(Exception):
@@ -36,6 +39,8 @@ class Request:
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()).upper())
     #: The ``{name}`` parts of a :class:`JsonEmulator` route, e.g. ``{"id": "exi-00000001"}``.
     params: dict[str, str] = field(default_factory=dict)
+    #: A launch fault (``fail-later``) this request carries; see :meth:`Emulator.launched`.
+    fault: Fault | None = None
 
     def header(self, name: str, default: str = "") -> str:
         return self.headers.get(name.lower(), default)
