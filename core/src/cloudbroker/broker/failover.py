@@ -148,7 +148,7 @@ class Failover(BrokerCore):
             for r in self.store.instances(placement["id"])
             if r.idempotency_key == fo["standby_key"]
         )
-        self._wait_running(row)
+        row = self._launch_running(placement, row.side, ("failover", fo["attempt"]), row)
         self.store.advance_failover(
             placement["id"],
             "terminate-primary",
