@@ -177,7 +177,9 @@ class Ecs:
             )
             page = wire(answer.servers or [])
             found.extend(page)
-            if len(page) < SERVERS_PER_PAGE:
+            # ``count`` is the total of matching servers (SDK list_servers_details_response.py):
+            # a short page alone does not prove the last one.
+            if not page or len(found) >= (answer.count or 0):
                 return found
             marker = page[-1]["id"]
 
