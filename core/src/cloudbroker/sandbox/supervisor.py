@@ -82,7 +82,9 @@ def run(directory: Path, time_factor: float) -> None:
     metadata: dict[str, MetadataServer] = {}
     try:
         with ThreadPoolExecutor(max_workers=len(clouds) or 1) as pool:
-            started = pool.map(lambda c: Store.start(directory / "supervisor.log"), clouds)
+            started = pool.map(
+                lambda c: Store.start(directory / "supervisor.log", cloud=c.name), clouds
+            )
             for cloud, store in zip(clouds, started, strict=True):
                 stores[cloud.name] = store
                 pids.add(store.process.pid, f"{cloud.name} object store")
