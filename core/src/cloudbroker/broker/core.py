@@ -382,9 +382,11 @@ class BrokerCore:
                 {"instance_id": row.instance_id, "error": str(exc)},
             )
             return NotYet(str(exc))
+        # a failed instance may still read failed once its termination was accepted
+        state = InstanceState.TERMINATING if instance.state == InstanceState.FAILED else None
         self.store.update_instance(
             row.idempotency_key,
-            state=instance.state.value,
+            state=(state or instance.state).value,
             event="terminated",
             detail={"instance_id": row.instance_id},
         )
