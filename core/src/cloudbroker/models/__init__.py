@@ -46,6 +46,7 @@ from cloudbroker.models.provider import (
     AvailabilityStatus,
     CredentialStatus,
     ProviderInfo,
+    Quota,
 )
 from cloudbroker.models.storage import (
     BucketRef,
@@ -78,6 +79,7 @@ __all__ = [
     "NetworkSettings",
     "PriceSheet",
     "ProviderInfo",
+    "Quota",
     "Rate",
     "RegionTerms",
     "Route",

@@ -30,12 +30,15 @@ if TYPE_CHECKING:
         Market,
         PriceSheet,
         ProviderInfo,
+        Quota,
         StorageRemote,
     )
 
 T = TypeVar("T")
 Routed = Literal["launch", "terminate", "instance_status", "sync_storage"]
-Spread = Literal["provider_info", "list_instance_types", "price", "list_instances", "availability"]
+Spread = Literal[
+    "provider_info", "list_instance_types", "price", "list_instances", "availability", "quotas"
+]
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,18 @@ class PluginManager(Registry):
     ) -> FanOut[list[Availability]]:
         kwargs = {"regions": regions, "instance_types": instance_types, "market": market}
         return self._fan_out("availability", kwargs, providers, timeout, offline)
+
+    def quotas(
+        self,
+        regions: list[str],
+        instance_types: list[str],
+        market: Market,
+        *,
+        providers: Iterable[str] | None = None,
+        timeout: float | None = None,
+    ) -> FanOut[list[Quota]]:
+        kwargs = {"regions": regions, "instance_types": instance_types, "market": market}
+        return self._fan_out("quotas", kwargs, providers, timeout, False)
 
     def catalogs(
         self, providers: Iterable[str] | None = None, *, offline: bool | None = None
