@@ -181,3 +181,13 @@ def test_a_retried_attempt_after_a_lost_answer_keeps_its_key(tmp_path):
     broker.up(pid)
     tokens = clouds["ali"].tokens
     assert tokens[0] == tokens[-1] and len(clouds["ali"].live()) == 1
+
+
+def test_after_a_late_failure_an_offer_refused_in_the_same_up_is_not_tried_again(tmp_path):
+    broker, clouds, pid, _ = setup(tmp_path)
+    clouds["ali"].no_capacity.add("z1")
+    clouds["ali"].fail_late["z2"] = "LAUNCH_FAILED: sold out after acceptance"
+    with pytest.raises(CapacityError, match=r"tried: gpu8 in z1, gpu8 in r1 \(failed: .*sold out"):
+        broker.up(pid)
+    assert clouds["ali"].launch_calls == 2
+    assert clouds["ali"].live() == []  # the failed instance was terminated

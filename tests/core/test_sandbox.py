@@ -320,3 +320,8 @@ def test_an_empty_sandbox_variable_means_the_default(monkeypatch, tmp_path):
     assert sandbox_env.sandbox_dir() == tmp_path / "default"
     with pytest.raises(UsageError, match="the sandbox directory must not be empty"):
         sandbox_env.sandbox_dir("")
+
+
+def test_the_sandbox_lists_with_a_lag_of_a_few_seconds_scaled_by_the_time_factor():
+    assert supervisor.listing_lag(0.01) == 2.0
+    assert supervisor.listing_lag(0.001) == pytest.approx(0.2)

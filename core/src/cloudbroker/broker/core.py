@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from cloudbroker.broker.records import (
@@ -47,6 +48,14 @@ from cloudbroker.models import BucketRef, Instance, InstanceState, Market
 from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
 from cloudbroker.state import InstanceRow, Store
+
+
+@dataclass
+class Attempts:
+    """The offers one run of ``up`` or a failover tried on a side, and why each failed."""
+
+    skip: set[int] = field(default_factory=set)
+    tried: list[tuple[str, bool]] = field(default_factory=list)  # (offer and why, capacity)
 
 
 class BrokerCore:
@@ -128,18 +137,32 @@ class BrokerCore:
             keys.append(key)
         return keys
 
-    def _launch(self, placement: dict[str, Any], side: str, key_parts: tuple) -> InstanceRow:
+    def _launch(
+        self,
+        placement: dict[str, Any],
+        side: str,
+        key_parts: tuple,
+        attempts: Attempts | None = None,
+    ) -> InstanceRow:
         """Launch on ``side``, trying the side's offers in order while they are refused (no
-        stock, quota, an unclassified code); see :meth:`_launch_one`."""
-        return self._launch_one(placement, side, key_parts, set(), [])
+        stock, quota, an unclassified code); see :meth:`_launch_one`. ``attempts`` collects
+        what was tried, for :meth:`_launch_running` to go on from."""
+        attempts = attempts or Attempts()
+        return self._launch_one(placement, side, key_parts, attempts.skip, attempts.tried)
 
     def _launch_running(
-        self, placement: dict[str, Any], side: str, key_parts: tuple, row: InstanceRow | None
+        self,
+        placement: dict[str, Any],
+        side: str,
+        key_parts: tuple,
+        row: InstanceRow | None,
+        attempts: Attempts | None = None,
     ) -> InstanceRow:
         """Wait for ``row`` (else launch one) to run; when it fails after its launch (stock
-        gone, an error state), terminate it and launch the next offer. The running row."""
-        skip: set[int] = set()
-        tried: list[tuple[str, bool]] = []  # (offer and why, was it capacity)
+        gone, an error state), terminate it and launch the next offer not yet tried in
+        ``attempts`` (this run's). The running row."""
+        attempts = attempts or Attempts()
+        skip, tried = attempts.skip, attempts.tried
         while True:
             if row is None:
                 row = self._launch_one(placement, side, key_parts, skip, tried)

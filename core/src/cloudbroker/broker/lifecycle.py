@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.core import Attempts, BrokerCore
 from cloudbroker.broker.records import (
     ASKED,
     LIVE,
@@ -58,17 +58,17 @@ class Lifecycle(BrokerCore):
         for side in sides:
             provider = placement["spec"]["sides"][side]["provider"]
             live = [r for r in self._live(placement_id, side) if r.instance_id]
-            parts = ("up", side, self._ended(placement_id, side))
+            parts, attempts = ("up", side, self._ended(placement_id, side)), Attempts()
             if live:
                 row = live[0]
             else:
                 doing = f"up: launching on {provider}"
                 with self._step(placement_id, "up", "launch", doing, "up") as done:
-                    row = self._launch(placement, side, parts)
+                    row = self._launch(placement, side, parts, attempts)
                     done.text = f"launched {described(row)}"
             doing = f"up: waiting for {provider} {row.instance_id} to run"
             with self._step(placement_id, "up", "wait", doing, "up") as done:
-                row = self._launch_running(placement, side, parts, row)
+                row = self._launch_running(placement, side, parts, row, attempts)
                 done.text = f"{provider} {row.instance_id} running"
             rows.append(row)
         self.store.finish_up(placement_id, {"sides": sides})
