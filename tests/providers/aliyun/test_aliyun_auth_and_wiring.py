@@ -16,6 +16,7 @@ from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     AuthError,
     CapacityError,
+    CloudBrokerError,
     ConfigError,
     NotFoundError,
     ProviderUnavailable,
@@ -163,6 +164,12 @@ def api_error(code: str, status: int) -> Exception:
         ("InternalError", 500, ProviderUnavailable),
         ("ServiceUnavailable", 503, ProviderUnavailable),
         ("InvalidImageId.Malformed", 400, ConfigError),
+        ("InvalidVSwitchId.NotExist", 404, ConfigError),
+        ("InvalidSystemDiskCategory.ValueNotSupported", 400, ConfigError),
+        ("Account.Arrearage", 400, ConfigError),
+        # unclassified: a plain error, on which the broker tries the next offer
+        ("OperationDenied.Unheard", 403, CloudBrokerError),
+        ("SomethingNew", 400, CloudBrokerError),
     ],
 )
 def test_ecs_error_codes_become_typed_errors(code, status, expected):

@@ -51,6 +51,47 @@ CAPACITY_CODES = {
 }
 
 
+#: Code prefixes that name a setting the user gave (image, network, key, disk, region...) or
+#: the account's standing: ConfigError, which stops the placement. Any other 4xx is left
+#: unclassified (a plain error with the code), on which the broker tries the next offer: a
+#: refused launch costs nothing, a stopped placement costs the job.
+CONFIG_CODES = (
+    "MissingParameter",
+    "MissingParamter",  # sic, in [ALI-RI]
+    "InvalidParameter",
+    "InvalidParams",
+    "InvalidVSwitchId",
+    "InvalidSecurityGroupId",
+    "InvalidSecurityGroup",
+    "InvalidImageId",
+    "InvalidSystemDisk",
+    "InvalidDataDisk",
+    "InvalidDiskCategory",
+    "InvalidRegionId",
+    "InvalidZoneId",
+    "InvalidKeyPairName",
+    "InvalidUserData",
+    "InvalidNetworkType",
+    "InvalidInternetChargeType",
+    "InvalidInstanceName",
+    "InvalidHostName",
+    "InvalidPassword",
+    "InvalidDescription",
+    "InvalidSpot",
+    "InvalidVersion",
+    "InvalidAction",
+    "InvalidTimeStamp",
+    "InvalidRamRole",
+    "ImageNotSupportInstanceType",
+    "ImageNotSubscribed",
+    "IncorrectVSwitchStatus",
+    "VpcNotFound",
+    "Account.Arrearage",
+    "InvalidAccountStatus",
+    "RealNameAuthenticationError",
+)
+
+
 def translate(exc: Exception, action: str) -> CloudBrokerError:
     """The typed, one-line error for what the SDK raised during ``action``."""
     from Tea.exceptions import TeaException
@@ -84,10 +125,12 @@ def classify(exc: Any, action: str) -> CloudBrokerError:
     if isinstance(status, int) and status >= 500:
         return ProviderUnavailable(f"ECS server error ({said})", provider=PROVIDER)
     if isinstance(status, int) and status >= 400:
-        return ConfigError(
-            f"ECS rejected the request ({said}); check [providers.{PROVIDER}] settings",
-            provider=PROVIDER,
-        )
+        if code == "IncorrectInstanceStatus" or code.startswith(CONFIG_CODES):
+            return ConfigError(
+                f"ECS rejected the request ({said}); check [providers.{PROVIDER}] settings",
+                provider=PROVIDER,
+            )
+        return CloudBrokerError(f"ECS refused the request ({said})", provider=PROVIDER)
     # No HTTP answer: connection refused or reset, timeout, a lost or non-JSON response.
     inner = getattr(exc, "inner_exception", None) or exc
     reason = one_line(getattr(inner, "message", None) or str(inner)) or type(inner).__name__
