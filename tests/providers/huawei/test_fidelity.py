@@ -89,3 +89,19 @@ def test_each_attempt_key_gives_its_own_client_token():
     attempt send the same one (ECS replays the first answer to it for 8 hours)."""
     first, retry, next_attempt = client_token("k-0"), client_token("k-0"), client_token("k-1")
     assert first == retry != next_attempt
+
+
+def test_quotas_read_show_server_limits_less_what_is_used(manager, emulator, make_request):
+    """A new project with 8 vCPUs of quota: an 8-vCPU flavor fits until one runs."""
+    from cloudbroker.models import Market
+
+    emulator.set_quota(emulator.region, "maxTotalCores", 8)
+    (quota,) = manager.quotas(
+        [emulator.region], ["p2s.2xlarge.8"], Market.ON_DEMAND, providers=["huawei"]
+    ).one()
+    assert (quota.unit, quota.limit, quota.need, quota.exceeded) == ("vCPUs", 8, 8, False)
+    manager.launch("huawei", make_request("quota"))
+    (quota,) = manager.quotas(
+        [emulator.region], ["p2s.2xlarge.8"], Market.ON_DEMAND, providers=["huawei"]
+    ).one()
+    assert quota.limit == 0 and quota.exceeded and "maxTotalCores" in quota.name

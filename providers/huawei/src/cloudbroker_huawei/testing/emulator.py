@@ -107,6 +107,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
     for method, pattern, action in (
         ("GET", r"/v1/(?P<project>[^/]+)/cloudservers/flavors", "ListFlavors"),
         ("GET", r"/v1/(?P<project>[^/]+)/cloudservers/detail", "ListServersDetails"),
+        ("GET", r"/v1/(?P<project>[^/]+)/cloudservers/limits", "ShowServerLimits"),
         ("POST", r"/v1/(?P<project>[^/]+)/cloudservers/delete", "DeleteServers"),
         ("POST", r"/v1/(?P<project>[^/]+)/cloudservers", "CreatePostPaidServers"),
         ("POST", r"/v1\.1/(?P<project>[^/]+)/cloudservers", "CreateServers"),
@@ -179,6 +180,7 @@ class HuaweiEcsEmulator(Emulator):
             "UpdateServerMetadata": self._update_metadata,
             "ShowServer": self._show_server,
             "ShowJob": self._show_job,
+            "ShowServerLimits": self._show_server_limits,
             "ListOnDemandResourceRatings": self._rate_on_demand,
         }
 
@@ -431,6 +433,23 @@ class HuaweiEcsEmulator(Emulator):
         start = ids.index(marker) + 1 if marker in ids else (len(ids) if marker else 0)
         page, _ = self.page(views, start, limit)
         return 200, {"count": len(views), "servers": page}
+
+    def _show_server_limits(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        """The project's quotas (``POST /_emulator/quota`` with region :attr:`region` and
+        the field name, e.g. ``maxTotalCores``; generous by default) and live usage."""
+        live = [i for i in self.live_instances() if i.state(self.boot_seconds) != "failed"]
+        cores = {False: 0, True: 0}
+        for i in live:
+            cores[i.spot] += self.flavors[i.instance_type].vcpus
+        absolute = {
+            "maxTotalInstances": int(self.quota(self.region, "maxTotalInstances", 1000)),
+            "totalInstancesUsed": len(live),
+            "maxTotalCores": int(self.quota(self.region, "maxTotalCores", 100_000)),
+            "totalCoresUsed": cores[False],
+            "maxTotalSpotCores": int(self.quota(self.region, "maxTotalSpotCores", 100_000)),
+            "totalSpotCoresUsed": cores[True],
+        }
+        return 200, {"absolute": absolute}
 
     def _update_metadata(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         instance = self._find(params["id"])
