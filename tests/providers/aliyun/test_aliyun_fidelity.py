@@ -159,3 +159,18 @@ def test_with_a_listing_lag_a_new_instance_is_not_found_not_terminated(pm, ecs, 
     finally:
         ecs.listing_lag = 0.0
     assert pm.instance_status("aliyun", instance.ref).instance_id == instance.instance_id
+
+
+def test_quotas_read_describe_account_attributes_less_what_is_used(make_pm, ecs_env, ecs, key):
+    """8 pay-as-you-go vCPUs of quota: the 8-vCPU A10 type fits until one runs."""
+    pm = make_pm(ecs_env, region=REGION, timeout=60)  # a fan-out: the SDK may import cold
+    ecs.set_quota(REGION, "max-postpaid-instance-vcpu-count", 8)
+
+    def quota():
+        (found,) = pm.quotas([REGION], [A10], Market.ON_DEMAND, providers=["aliyun"]).one()
+        return found
+
+    assert (quota().unit, quota().limit, quota().need, quota().exceeded) == ("vCPUs", 8, 8, False)
+    launch(pm, key)
+    assert quota().limit == 0 and quota().exceeded
+    assert "max-postpaid-instance-vcpu-count" in quota().name

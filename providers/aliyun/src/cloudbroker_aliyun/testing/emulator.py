@@ -201,6 +201,7 @@ class AliyunEcsEmulator(Emulator):
             "RunInstances": self._run_instances,
             "DescribeInstances": self._describe_instances,
             "DeleteInstances": self._delete_instances,
+            "DescribeAccountAttributes": self._describe_account_attributes,
         }
 
     def reset(self) -> None:
@@ -724,6 +725,36 @@ class AliyunEcsEmulator(Emulator):
             "PageNumber": number,
             "PageSize": size,
         }
+
+    def _describe_account_attributes(self, params: dict[str, str]) -> dict[str, Any]:
+        """vCPU quotas (``max-*``: the kit's quota of that name in the region, generous by
+        default) and usage (``used-*``: the live instances' vCPUs), as ValueItem ``Value``."""
+        region = params.get("RegionId", "")
+        self._region(params)
+        live = [i for i in self.live_instances() if i.region == region]
+        used = {
+            spot: sum(self.types[i.instance_type].cpus for i in live if i.spot is spot)
+            for spot in (False, True)
+        }
+        figures = {
+            "max-postpaid-instance-vcpu-count": self.quota(
+                region, "max-postpaid-instance-vcpu-count", 100_000
+            ),
+            "max-spot-instance-vcpu-count": self.quota(
+                region, "max-spot-instance-vcpu-count", 100_000
+            ),
+            "used-postpaid-instance-vcpu-count": used[False],
+            "used-spot-instance-vcpu-count": used[True],
+        }
+        items = [
+            {
+                "AttributeName": name,
+                "AttributeValues": {"ValueItem": [{"Value": str(int(figures[name])), "Count": 1}]},
+            }
+            for name in _indexed(params, "AttributeName")
+            if name in figures
+        ]
+        return {"AccountAttributeItems": {"AccountAttributeItem": items}}
 
     def _delete_instances(self, params: dict[str, str]) -> dict[str, Any]:
         ids = _indexed(params, "InstanceId")
