@@ -136,3 +136,34 @@ def test_a_released_instance_stays_listed_terminating_during_the_lag(pm, cvm, ke
         assert pm.instance_status("tencent", launched.ref).state == InstanceState.TERMINATING
     finally:
         cvm.listing_lag = 0.0
+
+
+def test_spot_quota_is_the_best_zone_remaining_vcpus(make_pm, env, cvm, key):
+    """DescribeAccountQuota's SpotPaidQuotaSet counts vCPUs per zone; no on-demand figure is
+    reported (the SDK gives its set no unit)."""
+    from cloudbroker.models import Market
+    from cloudbroker.money import Money
+
+    pm = make_pm(env)
+    zones = sorted({o.zone for o in cvm.offerings if o.region == REGION})
+    for zone in zones:
+        cvm.set_quota(zone, "spot-vcpus", 0)
+    cvm.set_quota(ZONE, "spot-vcpus", 64)
+    asked = ([REGION], ["GN7.2XLARGE32"])
+    (quota,) = pm.quotas(*asked, Market.SPOT, providers=["tencent"]).one()
+    assert (quota.unit, quota.limit, quota.exceeded) == ("vCPUs", 64, False)
+    assert pm.quotas(*asked, Market.ON_DEMAND, providers=["tencent"]).one() == []
+    settings = {**pm.settings["tencent"]}
+    request = launch_request(
+        "tencent",
+        settings,
+        region=REGION,
+        zone=ZONE,
+        instance_type="GN7.2XLARGE32",
+        key=key,
+        market=Market.SPOT,
+        max_price=Money.of("9", "CNY"),
+    )
+    pm.launch("tencent", request)
+    (after,) = pm.quotas(*asked, Market.SPOT, providers=["tencent"]).one()
+    assert after.limit == 64 - quota.need

@@ -73,6 +73,7 @@ ACTIONS = frozenset(
         "RunInstances",
         "DescribeInstances",
         "DescribeKeyPairs",
+        "DescribeAccountQuota",
         "TerminateInstances",
     }
 )
@@ -498,6 +499,33 @@ class TencentEmulator(Emulator):
         if limit > MAX_LIMIT:
             raise _bad("InvalidParameterValue.LimitExceeded", "Limit is at most 100.")
         return self.page(items, offset, limit)[0]
+
+    def _DescribeAccountQuota(self, params: dict, region: str, _: Request) -> dict:
+        """Spot vCPUs per zone (SDK models.SpotPaidQuota): the kit's quota ``spot-vcpus`` of
+        the zone (generous by default) less the live spot instances' vCPUs there."""
+        zones = sorted({o.zone for o in self.offerings if o.region == region})
+        spot_sets = []
+        for zone in zones:
+            total = int(self.quota(zone, "spot-vcpus", 100_000))
+            used = sum(
+                self._cpu(i.instance_type)
+                for i in self.live_instances()
+                if i.spot and i.zone == zone
+            )
+            spot_sets.append(
+                {
+                    "Zone": zone,
+                    "TotalQuota": total,
+                    "UsedQuota": used,
+                    "RemainingQuota": max(total - used, 0),
+                }
+            )
+        quota = {"SpotPaidQuotaSet": spot_sets, "PostPaidQuotaSet": [], "PrePaidQuotaSet": []}
+        overview = {"Region": region, "AccountQuota": quota}
+        return {"AppId": 1250000000, "AccountQuotaOverview": overview}
+
+    def _cpu(self, instance_type: str) -> int:
+        return next(o.cpu for o in self.offerings if o.instance_type == instance_type)
 
     def _DescribeKeyPairs(self, params: dict, region: str, _: Request) -> dict:
         names: set[str] | None = None
