@@ -346,9 +346,10 @@ def test_up_killed_mid_launch_is_shown_by_status_and_ended_by_down_then_up_again
     # the instance the dead process asked for is found by its key once the cloud lists it
     # (the listing lag): shown, then terminated
     shown = wait_for(
-        lambda: [i["instance_id"] for i in world.status(placement)["instances"]] == [
-            started.instance_id
-        ],
+        lambda: (
+            [i["instance_id"] for i in world.status(placement)["instances"]]
+            == [started.instance_id]
+        ),
         timeout=30,
         what="the lost launch found by its key",
     )
