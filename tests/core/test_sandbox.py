@@ -116,13 +116,21 @@ def test_the_runner_hears_of_each_start_and_end_once(kit):
             heard.append(("ended", instance.instance_id))
 
     kit.runner = Runner()
-    kit.state.instances["i-1"] = Instance("i-1", "r1", "r1-a", "t")
+    kit.state.instances["i-1"] = Instance("i-1", "r1", "r1-a", "t", spot=True)
     kit.notify()
     kit.notify()
     kit.reclaim("i-1")
     kit.state.instances["i-1"].terminated = 1.0
     kit.notify()
     assert heard == [("started", "i-1"), ("ended", "i-1")]
+
+
+def test_the_kit_refuses_to_reclaim_an_on_demand_instance(kit):
+    """Clouds interrupt only spot instances: the kit's reclaim refuses the others."""
+    kit.state.instances["i-1"] = Instance("i-1", "r1", "r1-a", "t")
+    with pytest.raises(ValueError, match="not a spot instance"):
+        kit.reclaim("i-1")
+    assert kit.state.instances["i-1"].reclaimed is None
 
 
 def test_sandbox_commands_without_a_sandbox_are_one_line(clean_env, tmp_path):
@@ -312,3 +320,8 @@ def test_an_empty_sandbox_variable_means_the_default(monkeypatch, tmp_path):
     assert sandbox_env.sandbox_dir() == tmp_path / "default"
     with pytest.raises(UsageError, match="the sandbox directory must not be empty"):
         sandbox_env.sandbox_dir("")
+
+
+def test_the_sandbox_lists_with_a_lag_of_a_few_seconds_scaled_by_the_time_factor():
+    assert supervisor.listing_lag(0.01) == 2.0
+    assert supervisor.listing_lag(0.001) == pytest.approx(0.2)

@@ -2,7 +2,8 @@
 
 A sandbox (every installed cloud's emulator, an object store per cloud, the instances' user
 data as processes), a placement running ``examples/train/train.py`` on Aliyun, a reclaim,
-``watch`` failing over to Tencent, and the job there resuming from the newest replicated
+``watch`` failing over to AWS (a spot placement: only spot is reclaimed, and the packaged
+catalogs price spot on Aliyun and AWS), and the job there resuming from the newest replicated
 checkpoint with the losses an uninterrupted run prints. The instances reach their buckets
 with the role credentials of each cloud's metadata service, never a key in their environment.
 Afterwards no process of the sandbox is left, and the user's home is untouched.
@@ -86,7 +87,7 @@ def test_the_readme_sandbox_block_fails_over_and_the_job_resumes(clean_env, tmp_
             subprocess.run(["cloudbroker", "sandbox", "down"], env=env, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    assert "last failover aliyun -> tencent" in out and "RTO" in out and "RPO" in out
+    assert "last failover aliyun -> aws" in out and "RTO" in out and "RPO" in out
     # instances hold no key: their rclone calls get the role's credentials from the metadata
     # service the sandbox serves for each cloud (the resume below needs them to have worked;
     # a failure to get them is a "cloudbroker rclone:" line in the logs shown)
@@ -98,11 +99,11 @@ def test_the_readme_sandbox_block_fails_over_and_the_job_resumes(clean_env, tmp_
     every = 25
     # the newest checkpoint Aliyun finished writing (one may have been cut short by SIGKILL)
     assert resumed % every == 0 and 0 < resumed <= stopped < resumed + 2 * every
-    # Tencent's steps follow "resumed from"; the Aliyun lines printed after them (`tail`, no
-    # header) start over at lower steps, so Tencent's run ends where the count stops rising.
-    tencent = out.split("resumed from", 1)[1]
+    # AWS's steps follow "resumed from"; the Aliyun lines printed after them (`tail`, no
+    # header) start over at lower steps, so AWS's run ends where the count stops rising.
+    standby = out.split("resumed from", 1)[1]
     after: list[tuple[int, float]] = []
-    for n, loss in re.findall(r"^step (\d+) loss (\S+)$", tencent, re.M):
+    for n, loss in re.findall(r"^step (\d+) loss (\S+)$", standby, re.M):
         if int(n) != (after[-1][0] + 1 if after else resumed + 1):
             break
         after.append((int(n), float(loss)))

@@ -47,8 +47,12 @@ class FakeCloud:
         self.no_capacity: set[str] = set()  # zones without stock
         self.down = False  # the whole API unreachable
         self.launch_error: Exception | None = None  # raised by launch, before creating
+        self.zone_errors: dict[str, Exception] = {}  # zone -> raised by a launch there
         self.lose_launch_answers = 0  # launches that create the instance, then fail (5xx)
         self.launch_calls = 0
+        self.lag_calls = 0  # calls a new instance stays unknown for (eventual consistency)
+        self.fail_late: dict[str, str] = {}  # zone -> why its launches fail after acceptance
+        self.tokens: list[str] = []  # the client token of each launch call
         self.lock = threading.Lock()
 
     def _check(self) -> None:
@@ -116,6 +120,7 @@ class FakeCloud:
         self._check()
         with self.lock:
             self.launch_calls += 1
+            self.tokens.append(request.idempotency_key)
             for iid, inst in self.instances.items():
                 if inst["token"] == request.idempotency_key:
                     return self._view(iid)
@@ -123,10 +128,14 @@ class FakeCloud:
                 raise CapacityError(f"no stock in {request.zone}")
             if self.launch_error is not None:
                 raise self.launch_error
+            if request.zone in self.zone_errors:
+                raise self.zone_errors[request.zone]
             iid = f"{self.name}-i{next(_ids)}"
             self.instances[iid] = {
                 "token": request.idempotency_key,
-                "state": "running",
+                "state": "failed" if request.zone in self.fail_late else "running",
+                "failure": self.fail_late.get(request.zone),
+                "hidden": self.lag_calls,
                 "zone": request.zone,
                 "reclaim": None,
                 "user_data": request.user_data,
@@ -147,20 +156,31 @@ class FakeCloud:
             zone=inst["zone"],
             reclaim=inst["reclaim"],
             tags=inst["tags"],
+            failure=inst.get("failure"),
         )
+
+    def _known(self, iid: str) -> bool:
+        """Whether the API knows ``iid`` yet: a new one is unknown for ``lag_calls`` calls."""
+        inst = self.instances.get(iid)
+        if inst is None:
+            return False
+        if inst.get("hidden", 0) > 0:
+            inst["hidden"] -= 1
+            return False
+        return True
 
     @hookimpl
     def instance_status(self, ctx, instance):
         self._check()
-        if instance.instance_id not in self.instances:
-            raise NotFoundError(f"no instance {instance.instance_id}")
+        if not self._known(instance.instance_id):
+            raise NotFoundError(f"InvalidInstanceID.NotFound: no instance {instance.instance_id}")
         return self._view(instance.instance_id)
 
     @hookimpl
     def terminate(self, ctx, instance):
         self._check()
-        if instance.instance_id not in self.instances:
-            raise NotFoundError(f"no instance {instance.instance_id}")
+        if not self._known(instance.instance_id):
+            raise NotFoundError(f"InvalidInstanceID.NotFound: no instance {instance.instance_id}")
         self.instances[instance.instance_id]["state"] = "terminated"
         return self._view(instance.instance_id)
 
@@ -179,7 +199,8 @@ class FakeCloud:
         return [
             self._view(i)
             for i in self.live()
-            if all(self.instances[i]["tags"].get(k) == v for k, v in tags.items())
+            if self.instances[i].get("hidden", 0) <= 0
+            and all(self.instances[i]["tags"].get(k) == v for k, v in tags.items())
         ]
 
     def live(self) -> list[str]:

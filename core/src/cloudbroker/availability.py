@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from cloudbroker.models import Availability, AvailabilityStatus, Market
+from cloudbroker.models import Availability, AvailabilityStatus, Market, Quota
 
 if TYPE_CHECKING:
     from cloudbroker.plugins import PluginManager
@@ -40,9 +40,13 @@ PREFERENCE = {
     AvailabilityStatus.UNKNOWN: 2,
     AvailabilityStatus.NOT_OFFERED: 3,
     AvailabilityStatus.SOLD_OUT: 4,
+    AvailabilityStatus.OVER_QUOTA: 5,  # refused whatever the stock, until the quota is raised
 }
 #: Offers a quote lists after all the others (or hides, when asked to).
-UNLAUNCHABLE = frozenset({AvailabilityStatus.SOLD_OUT, AvailabilityStatus.NOT_OFFERED})
+UNLAUNCHABLE = frozenset(
+    {AvailabilityStatus.SOLD_OUT, AvailabilityStatus.NOT_OFFERED, AvailabilityStatus.OVER_QUOTA}
+)
+QUOTA_HOOK = "quotas"
 
 
 @cache
@@ -144,10 +148,17 @@ class Board:
     readings: list[Reading] = field(default_factory=list)
     failures: dict[str, str] = field(default_factory=dict)  # provider -> why it is unknown
     skipped: dict[str, str] = field(default_factory=dict)  # provider -> why it was not asked
+    quotas: list[Quota] = field(default_factory=list)  # the account's, where clouds say
+    quota_failures: dict[str, str] = field(default_factory=dict)  # provider -> why unknown
 
     def __post_init__(self) -> None:
         self._exact: dict[tuple, Availability] = {}
         self._by_region: dict[tuple, list[Availability]] = {}
+        self._over: dict[tuple, Availability] = {}
+        for quota in self.quotas:
+            if quota.exceeded:
+                where = (quota.provider, quota.region, quota.instance_type, quota.market)
+                self._over[where] = over_quota(quota)
         for reading in self.readings:
             for f in reading.figures:
                 where = (f.provider, f.region, f.instance_type, f.market)
@@ -164,6 +175,8 @@ class Board:
         pick that zone.
         """
         where = (provider, region, instance_type, market)
+        if where in self._over:  # no stock helps while the account's quota is too low
+            return self._over[where]
         if zone is not None:
             return self._exact.get((*where, zone)) or self._exact.get((*where, None))
         return min(self._by_region.get(where, ()), key=rank_key, default=None)
@@ -179,6 +192,21 @@ class Board:
     def cached(self) -> set[str]:
         """Providers of which at least one figure came from the cache."""
         return {r.ask.provider for r in self.readings if r.cached}
+
+
+def over_quota(quota: Quota) -> Availability:
+    """The figure of an offer beyond the account's quota, in the quota's own words."""
+    return Availability(
+        provider=quota.provider,
+        region=quota.region,
+        instance_type=quota.instance_type,
+        market=quota.market,
+        status=AvailabilityStatus.OVER_QUOTA,
+        read_at=quota.read_at,
+        source=quota.source,
+        detail=f"quota {quota.name}: {quota.limit:f} {quota.unit}, one instance needs "
+        f"{quota.need:f}",
+    )
 
 
 def rank_key(figure: Availability | None) -> tuple[int, int]:
@@ -222,7 +250,9 @@ def read(
     """Figures for ``wanted``: from the cache when younger than ``max_age``, else asked.
 
     Every question not cached is asked at once (one thread each, each provider with its own
-    timeout). A provider that fails a question is reported in ``failures`` with the reason,
+    timeout), with the account's quotas of providers that report them (``quotas`` hook): an
+    offer beyond its quota reads ``over-quota`` whatever the stock. A provider that fails a
+    question is reported in ``failures`` with the reason,
     and that question's offers stay unknown. Failures are not cached: the next run asks again.
     """
     now = now or datetime.now(UTC)
@@ -249,8 +279,20 @@ def read(
             return ask, reasons[0]
         return ask, Reading(ask, tuple(outcome.results[ask.provider]), datetime.now(UTC))
 
-    if stale:
-        with ThreadPoolExecutor(max_workers=len(stale)) as pool:
+    def quota(ask: Ask) -> tuple[Ask, list[Quota] | str]:
+        outcome = pm.quotas(
+            list(ask.regions), list(ask.instance_types), ask.market, providers=[ask.provider]
+        )
+        if ask.provider not in outcome.results:
+            return ask, next((f.reason for f in outcome.failures), "no answer")
+        return ask, list(outcome.results[ask.provider])
+
+    quotas: list[Quota] = []
+    quota_failures: dict[str, str] = {}
+    counted = [a for a in wanted if pm.implements(a.provider, QUOTA_HOOK)]
+    if stale or counted:
+        with ThreadPoolExecutor(max_workers=len(stale) + len(counted)) as pool:
+            asked = pool.map(quota, counted)  # the account's quotas, never cached: they change
             for ask, answer in pool.map(one, stale):
                 if isinstance(answer, str):
                     failures.setdefault(ask.provider, answer)
@@ -258,7 +300,12 @@ def read(
                 readings.append(answer)
                 if cache:
                     cache.put(answer)
-    return Board(readings, failures)
+            for ask, limits in asked:
+                if isinstance(limits, str):
+                    quota_failures.setdefault(ask.provider, limits)
+                else:
+                    quotas += limits
+    return Board(readings, failures, quotas=quotas, quota_failures=quota_failures)
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,11 @@ class CapacityError(CloudBrokerError):
     """The cloud has no capacity for this instance type in this zone right now."""
 
 
+class LaunchFailed(CloudBrokerError):
+    """The cloud accepted a launch, then the instance failed (its state is ``failed``, as
+    Tencent ``LAUNCH_FAILED`` or Huawei ``ERROR``): the broker tries the next offer."""
+
+
 class NotFoundError(CloudBrokerError):
     """The instance, bucket or resource does not exist (any more)."""
 

@@ -14,9 +14,9 @@ reported as the plugin's failure. Implement hooks with::
 Two kinds of hook:
 
 * **fan-out** (:func:`provider_info`, :func:`list_instance_types`, :func:`price`,
-  :func:`list_instances`, :func:`availability`, :func:`billed`; :data:`FAN_OUT_HOOKS`): the
-  core calls every
-  provider's implementation concurrently, one thread each, with a timeout per provider. A
+  :func:`list_instances`, :func:`availability`, :func:`billed`, :func:`quotas`;
+  :data:`FAN_OUT_HOOKS`): the core calls every provider's implementation concurrently, one
+  thread each, with a timeout per provider. A
   provider that raises, times out or returns data that does not validate is reported by name
   and left out; the others still answer.
 * **routed** (:func:`launch`, :func:`terminate`, :func:`instance_status`,
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         Market,
         PriceSheet,
         ProviderInfo,
+        Quota,
         StorageRemote,
     )
 
@@ -67,6 +68,7 @@ FAN_OUT_HOOKS = (
     "list_instances",
     "availability",
     "billed",
+    "quotas",
 )
 ROUTED_HOOKS = ("launch", "terminate", "instance_status", "sync_storage")
 
@@ -189,6 +191,31 @@ def billed(ctx: HookContext, instances: list[InstanceRef], start: float, end: fl
     :returns: a list of :class:`~cloudbroker.models.Bill`.
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def quotas(
+    ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+) -> list[Quota]:
+    """The account's quota each instance type draws on in each of ``regions``, where the
+    cloud exposes it (AWS Service Quotas, the Chinese clouds' quota APIs).
+
+    Fan-out, live, optional: asked with ``availability`` (``quote --live``, ``place --live``,
+    right before ``up`` launches). Return one :class:`~cloudbroker.models.Quota` per region
+    and type the cloud has a quota for, with ``limit`` (the account's value), ``need`` (what
+    one instance uses of it, in the quota's ``unit``) and the quota's name and code; an offer
+    whose need exceeds the limit is shown ``over-quota`` and ranked last. Leave out a type
+    the cloud sets no quota on; raise a :mod:`cloudbroker.errors` type when it does not answer
+    (the offers' quota stays unknown, never assumed).
+
+    :param ctx: the provider's context.
+    :param regions: the regions to report on.
+    :param instance_types: the instance type names to report on.
+    :param market: the market (clouds keep separate quotas for spot).
+    :returns: a list of :class:`~cloudbroker.models.Quota`.
+
+    .. versionadded:: 0.2
     """
 
 

@@ -16,6 +16,7 @@ from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     AuthError,
     CapacityError,
+    CloudBrokerError,
     ConfigError,
     NotFoundError,
     ProviderUnavailable,
@@ -72,7 +73,8 @@ def test_the_aliyun_cli_profile_is_used_when_the_environment_has_no_key(
     home = Path(cloudbroker_env["HOME"])
     write_profile(home, access_key_id=ecs.access_key, access_key_secret=ecs.secret_key)
     pm = make_pm({**cloudbroker_env, "CLOUDBROKER_ALIYUN_ENDPOINT": ecs.url})
-    assert pm.instance_status("aliyun", REF).state == "terminated"
+    with pytest.raises(NotFoundError):  # signed and answered: the id is just not listed
+        pm.instance_status("aliyun", REF)
     assert ecs.snapshot()["log"] == [{"action": "DescribeInstances", "status": 200}]
     found = client.credentials(HookContext(provider="aliyun", env=cloudbroker_env))
     assert found.source == "~/.aliyun/config.json (default)"
@@ -162,6 +164,12 @@ def api_error(code: str, status: int) -> Exception:
         ("InternalError", 500, ProviderUnavailable),
         ("ServiceUnavailable", 503, ProviderUnavailable),
         ("InvalidImageId.Malformed", 400, ConfigError),
+        ("InvalidVSwitchId.NotExist", 404, ConfigError),
+        ("InvalidSystemDiskCategory.ValueNotSupported", 400, ConfigError),
+        ("Account.Arrearage", 400, ConfigError),
+        # unclassified: a plain error, on which the broker tries the next offer
+        ("OperationDenied.Unheard", 403, CloudBrokerError),
+        ("SomethingNew", 400, CloudBrokerError),
     ],
 )
 def test_ecs_error_codes_become_typed_errors(code, status, expected):

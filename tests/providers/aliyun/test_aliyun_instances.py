@@ -70,7 +70,8 @@ def test_launch_status_terminate_round_trip(pm, ecs, key):
 
     gone = pm.terminate("aliyun", instance.ref)
     assert gone.state == InstanceState.TERMINATING
-    assert status(pm, instance).state == InstanceState.TERMINATED
+    with pytest.raises(NotFoundError, match="not yet listed, or released"):
+        status(pm, instance)  # unlisted is not proof of termination: the broker confirms
     again = pm.terminate("aliyun", instance.ref)
     assert again.state == InstanceState.TERMINATING, "a second terminate must not fail"
     assert not ecs.live_instances()
@@ -165,7 +166,8 @@ def test_a_spot_reclaim_shows_in_instance_status(pm, ecs, key):
     ecs.reclaim(instance.instance_id)
     seen = status(pm, instance)
     assert seen.reclaim and "Recycling" in seen.reclaim
-    assert seen.state == InstanceState.STOPPED and seen.market == Market.SPOT
+    # The lock is the documented signal; the status is not changed by the emulator (unsourced).
+    assert seen.state == InstanceState.RUNNING and seen.market == Market.SPOT
 
 
 def test_connection_refused_is_provider_unavailable(make_pm, ecs_env, monkeypatch):

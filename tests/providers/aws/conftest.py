@@ -38,7 +38,9 @@ def aws(aws_server: AwsEmulator) -> Iterator[AwsEmulator]:
     with aws_server.state.lock:
         aws_server.state.faults.clear()
         aws_server.state.stock.clear()
+        aws_server.state.quotas.clear()
         aws_server.state.outage = False
+        aws_server.listing_lag = 0.0
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import urllib.request
 
 import boto3
@@ -11,6 +12,7 @@ import pytest
 
 from cloudbroker.errors import (
     CapacityError,
+    CloudBrokerError,
     ConfigError,
     NotFoundError,
     ThrottledError,
@@ -225,3 +227,50 @@ def test_list_instances_finds_tagged_live_instances_only(pm, image, key):
     pm.terminate("aws", launched.ref)
     listed = pm.list_instances(None, tags, providers=["aws"]).one()
     assert launched.instance_id not in {i.instance_id for i in listed}
+
+
+def state_in_moto(moto_ec2, instance_id: str) -> str:
+    found = moto_ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return found[0]["Instances"][0]["State"]["Name"]
+
+
+def test_right_after_launch_ec2_may_not_know_the_instance_and_terminates_nothing(
+    aws, pm, image, key, moto_ec2
+):
+    """EC2 eventual consistency: DescribeInstances and TerminateInstances may answer
+    InvalidInstanceID.NotFound for a new instance, which keeps running meanwhile."""
+    aws.listing_lag = 1.5
+    launched = pm.launch("aws", request_for(image, key))
+    with pytest.raises(NotFoundError, match=r"InvalidInstanceID\.NotFound"):
+        pm.instance_status("aws", launched.ref)
+    tags = {PLACEMENT_TAG: "pl-test", MANAGED_TAG: "true"}
+    listed = pm.list_instances([REGION], tags, providers=["aws"]).one()
+    assert launched.instance_id not in {i.instance_id for i in listed}
+    with pytest.raises(NotFoundError, match=r"InvalidInstanceID\.NotFound"):
+        pm.terminate("aws", launched.ref)
+    assert state_in_moto(moto_ec2, launched.instance_id) == "running"  # still billing
+    time.sleep(1.6)
+    assert pm.instance_status("aws", launched.ref).state is InstanceState.RUNNING
+    listed = pm.list_instances([REGION], tags, providers=["aws"]).one()
+    assert launched.instance_id in {i.instance_id for i in listed}
+    gone = pm.terminate("aws", launched.ref)
+    assert gone.state in (InstanceState.TERMINATING, InstanceState.TERMINATED)
+    assert state_in_moto(moto_ec2, launched.instance_id) in ("shutting-down", "terminated")
+
+
+def test_a_launch_that_ends_during_boot_reads_failed_with_its_state_reason(aws, pm, image, key):
+    aws.inject("fail-later", "RunInstances", seconds=0.0, message="no capacity after all")
+    launched = pm.launch("aws", request_for(image, key))
+    seen = pm.instance_status("aws", launched.ref)
+    assert seen.state is InstanceState.FAILED
+    assert seen.failure and "Server.InsufficientInstanceCapacity" in seen.failure
+    assert pm.terminate("aws", launched.ref).state is InstanceState.TERMINATED
+
+
+def test_an_unclassified_run_instances_code_is_reported_with_its_code(aws, pm, image, key):
+    """InsufficientFreeAddressesInSubnet is a documented EC2 code no table of ours names: it
+    must reach the broker as a plain refusal (the next offer is tried), code included."""
+    aws.inject("error", "RunInstances", code="InsufficientFreeAddressesInSubnet", status=400)
+    with pytest.raises(CloudBrokerError, match="InsufficientFreeAddressesInSubnet") as raised:
+        pm.launch("aws", request_for(image, key))
+    assert type(raised.value) is CloudBrokerError

@@ -143,7 +143,7 @@ def test_throttling_is_retried_then_succeeds(manager, emulator, make_request):
 
 def test_no_capacity_is_a_capacity_error(manager, emulator, make_request):
     emulator.inject("capacity", action="CreatePostPaidServers")
-    with pytest.raises(CapacityError, match=r"Ecs\.0000"):
+    with pytest.raises(CapacityError, match=r"Ecs\.0319"):
         manager.launch("huawei", make_request("no-stock"))
     assert emulator.live_instances() == []
 

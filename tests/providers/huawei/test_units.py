@@ -39,7 +39,12 @@ from cloudbroker_huawei.errors import classify, translate
         (429, "CBC.0250", "flow control", ThrottledError),
         (404, "APIGW.0101", "The API does not exist", ConfigError),
         (400, "Ecs.0001", "Insufficient ECS quota", CapacityError),
-        (400, "Ecs.0000", "Request error. Insufficient resources for the flavor", CapacityError),
+        # ECS error table (ecs_07_0002): documented stock and quota codes and messages
+        (400, "Ecs.0319", "Check capacity: Capacity is not enough.", CapacityError),
+        (400, "Ecs.0044", "Disk type [SSD] has been sold out in AZ [cn-north-4a].", CapacityError),
+        (400, "Ecs.0029", "Flavor [p2s.2xlarge.8] does not exist.", CapacityError),
+        (400, "Ecs.0021", "The number of volumes is beyond the quota limit.", CapacityError),
+        (400, "Ecs.0000", "Flavor p2s.2xlarge.8 is sold out", CapacityError),
         (None, "Ecs.1234", "规格资源售罄", CapacityError),
         (None, "Ecs.0000", "No valid host was found", CapacityError),
         (404, "Ecs.0114", "Instance[x] could not be found.", NotFoundError),
@@ -136,7 +141,7 @@ def test_on_sale(extra, sold):
         ("SHUTOFF", None, InstanceState.STOPPED),
         ("SHUTOFF", "powering-on", InstanceState.PENDING),
         ("DELETED", "deleting", InstanceState.TERMINATED),
-        ("ERROR", None, InstanceState.UNKNOWN),
+        ("ERROR", None, InstanceState.FAILED),
         ("SOMETHING_NEW", None, InstanceState.UNKNOWN),
     ],
 )

@@ -5,18 +5,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from cloudbroker.broker.records import (
+    AMBIGUOUS,
+    ATTEMPT_ENDED,
+    CONSISTENCY_GRACE,
     FAILED_STATES,
     FINAL_SYNC_TIMEOUT,
     LAUNCH_SETTLE,
     LIVE,
     REFUSED,
+    TERMINABLE,
     UNRESOLVED,
     BrokerEvent,
     Done,
     LaunchState,
+    NotYet,
     Replicator,
     Unresolved,
     generation,
@@ -24,7 +30,13 @@ from cloudbroker.broker.records import (
     instance_ref,
     span,
 )
-from cloudbroker.errors import CapacityError, CloudBrokerError, NotFoundError, ProviderUnavailable
+from cloudbroker.errors import (
+    CapacityError,
+    CloudBrokerError,
+    LaunchFailed,
+    NotFoundError,
+    ProviderUnavailable,
+)
 from cloudbroker.launching import (
     KEY_TAG,
     MANAGED_TAG,
@@ -47,6 +59,14 @@ def _since_boot() -> float:
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
+@dataclass
+class Attempts:
+    """The offers one run of ``up`` or a failover tried on a side, and why each failed."""
+
+    skip: set[int] = field(default_factory=set)
+    tried: list[tuple[str, bool]] = field(default_factory=list)  # (offer and why, capacity)
+
+
 class BrokerCore:
     """What every part of the broker uses: the plugins, the store, the clock, events."""
 
@@ -65,6 +85,7 @@ class BrokerCore:
         final_sync_timeout: float = FINAL_SYNC_TIMEOUT,
         lease_ttl: float = LEASE_TTL,
         launch_settle: float = LAUNCH_SETTLE,
+        consistency_grace: float = CONSISTENCY_GRACE,
         on_event: Callable[[BrokerEvent], None] = lambda event: None,
     ) -> None:
         """``store`` may be a function that opens it on first use: ``place`` plans before
@@ -81,6 +102,7 @@ class BrokerCore:
         self.final_sync_timeout = final_sync_timeout
         self.lease_ttl = lease_ttl
         self.launch_settle = launch_settle
+        self.consistency_grace = consistency_grace
         self.on_event = on_event
 
     @property
@@ -116,36 +138,101 @@ class BrokerCore:
             number = generation(self.store.events(placement["id"]))
         return generation_bucket(placement["spec"]["sides"][side]["bucket"], number)
 
+    def _keys(self, placement: dict[str, Any], side: str, key_parts: tuple) -> list[str]:
+        """Each offer's key for this attempt: the key of its last attempt, unless that one
+        ended without an instance (no stock, refused, never made); then a new one. Retries of
+        one attempt (a lost response, a crash mid-call) reuse the key, so the cloud answers
+        with the instance it may have made; a new attempt never replays an old failure."""
+        pid = placement["id"]
+        rows = {r.idempotency_key: r for r in self.store.instances(pid)}
+        keys = []
+        for index in range(len(placement["spec"]["sides"][side]["offers"])):
+            attempt, key = 0, idempotency_key(pid, *key_parts, index)
+            while key in rows and rows[key].state in ATTEMPT_ENDED:
+                attempt += 1
+                key = idempotency_key(pid, *key_parts, index, attempt)
+            keys.append(key)
+        return keys
+
     def _launch(
         self,
         placement: dict[str, Any],
         side: str,
         key_parts: tuple,
+        attempts: Attempts | None = None,
         number: int | None = None,
     ) -> InstanceRow:
-        """Launch on ``side``, trying its offers in order on capacity errors; its job writes
-        checkpoints of generation ``number`` (default: the current one).
+        """Launch on ``side``, trying the side's offers in order while they are refused (no
+        stock, quota, an unclassified code); see :meth:`_launch_one`. ``attempts`` collects
+        what was tried, for :meth:`_launch_running` to go on from; the job writes checkpoints
+        of generation ``number`` (default: the current one)."""
+        attempts = attempts or Attempts()
+        return self._launch_one(placement, side, key_parts, attempts.skip, attempts.tried, number)
+
+    def _launch_running(
+        self,
+        placement: dict[str, Any],
+        side: str,
+        key_parts: tuple,
+        row: InstanceRow | None,
+        attempts: Attempts | None = None,
+        number: int | None = None,
+    ) -> InstanceRow:
+        """Wait for ``row`` (else launch one) to run; when it fails after its launch (stock
+        gone, an error state), terminate it and launch the next offer not yet tried in
+        ``attempts`` (this run's). The running row."""
+        attempts = attempts or Attempts()
+        skip, tried = attempts.skip, attempts.tried
+        while True:
+            if row is None:
+                row = self._launch_one(placement, side, key_parts, skip, tried, number)
+            try:
+                self._wait_running(row)
+                return row
+            except LaunchFailed as exc:
+                keys = self._keys(placement, side, key_parts)
+                if row.idempotency_key in keys:
+                    skip.add(keys.index(row.idempotency_key))
+                tried.append((f"{row.instance_type} in {row.region} (failed: {exc})", True))
+                self._emit(placement["id"], "note", f"{exc}; terminating it, trying the next offer")
+                self._terminate(row)
+                row = None
+
+    def _launch_one(
+        self,
+        placement: dict[str, Any],
+        side: str,
+        key_parts: tuple,
+        skip: set[int],
+        tried: list[tuple[str, bool]],
+        number: int | None = None,
+    ) -> InstanceRow:
+        """Launch on ``side``, trying its offers (but ``skip``, which gains each offer tried)
+        in order while refused; failures are added to ``tried``.
 
         An interrupted run of the same ``key_parts`` resumes at the offer it was trying, with
-        the same key, so the cloud answers with the instance it may already have made.
+        the same key, so the cloud answers with the instance it may already have made. A
+        refusal that says the settings or credentials are wrong stops (REFUSED); a call that
+        may have made an instance stops (AMBIGUOUS: found by its key later); any other
+        refusal is recorded with the cloud's words and the next offer is tried.
         """
         pid, spec = placement["id"], placement["spec"]
         provider = spec["sides"][side]["provider"]
         offers = spec["sides"][side]["offers"]
-        keys = [idempotency_key(pid, *key_parts, index) for index in range(len(offers))]
+        keys = self._keys(placement, side, key_parts)
         rows = {r.idempotency_key: r for r in self.store.instances(pid)}
-        tried = {k for k, r in rows.items() if r.state != LaunchState.NO_CAPACITY}
-        started = [i for i, key in enumerate(keys) if key in tried]
+        started = [i for i, key in enumerate(keys) if key in rows and i not in skip]
         settings = self.pm.settings.get(provider, {})
         remote = self.pm.sync_storage(provider, self._bucket(placement, side, number))
         script = user_data(pid, side, remote, spec.get("startup_script"), settings)
-        no_capacity = []
         if started:  # resuming: from the offer it was trying, in the planned order
             order: list[int] = list(range(max(started), len(offers)))
         else:
             order = self._by_stock(pid, provider, offers)
+        order = [i for i in order if i not in skip]
         for index in order:
             offer, key = offers[index], keys[index]
+            skip.add(index)  # tried once in this run, whatever happens
             request = launch_request(
                 provider,
                 settings,
@@ -162,19 +249,19 @@ class BrokerCore:
                 pid, side, provider, offer["region"], offer["instance_type"], key
             )
             detail: dict[str, Any] = {"offer": index}
+            more = "trying the next offer" if index != order[-1] else "no offer left"
+            where = f"{offer['instance_type']} in {offer['zone'] or offer['region']}"
             try:
                 instance = self.pm.launch(provider, request)
             except CapacityError as exc:
-                where = f"{offer['instance_type']} in {offer['zone'] or offer['region']}"
-                no_capacity.append(where)
+                tried.append((where, True))
                 detail["error"] = str(exc)
                 self.store.update_instance(
                     key, state=LaunchState.NO_CAPACITY, event="launch-no-capacity", detail=detail
                 )
-                more = "trying the next offer" if index != order[-1] else "no offer left"
                 self._emit(pid, "note", f"no capacity for {provider} {where}: {more}")
                 continue
-            except CloudBrokerError as exc:
+            except (*REFUSED, *AMBIGUOUS) as exc:
                 # Refused before anything was made, or unknown: then found by its key later.
                 failed = isinstance(exc, REFUSED)
                 state = LaunchState.LAUNCH_FAILED if failed else LaunchState.UNCONFIRMED
@@ -184,6 +271,14 @@ class BrokerCore:
                     said = f"{provider} refused the launch: {exc}"
                     self._emit(pid, "warning", said, launch_refused=provider)
                 raise
+            except CloudBrokerError as exc:  # refused, for a reason no adapter classifies
+                tried.append((f"{where} (refused: {exc})", False))
+                detail["error"] = str(exc)
+                self.store.update_instance(
+                    key, state=LaunchState.LAUNCH_FAILED, event="launch-refused", detail=detail
+                )
+                self._emit(pid, "note", f"{provider} refused {where}: {exc}; {more}")
+                continue
             self.store.update_instance(
                 key,
                 instance_id=instance.instance_id,
@@ -192,9 +287,14 @@ class BrokerCore:
                 detail={"instance_id": instance.instance_id, **detail},
             )
             return next(r for r in self.store.instances(pid) if r.idempotency_key == key)
-        said = f"no capacity for any {provider} offer; tried: {', '.join(no_capacity)}"
+        shown = ", ".join(why for why, _ in tried) or "no offer left to try"
+        if all(capacity for _, capacity in tried):
+            said = f"no capacity for any {provider} offer; tried: {shown}"
+            self._emit(pid, "warning", said, launch_refused=provider)
+            raise CapacityError(said, provider=provider)
+        said = f"no {provider} offer could be launched; tried: {shown}"
         self._emit(pid, "warning", said, launch_refused=provider)
-        raise CapacityError(said, provider=provider)
+        raise CloudBrokerError(said)
 
     def _by_stock(self, pid: str, provider: str, offers: list[dict[str, Any]]) -> list[int]:
         """The side's offers in launch order: the cloud is asked again right before launching,
@@ -275,12 +375,39 @@ class BrokerCore:
         return self.pm.instance_status(row.provider, instance_ref(row))
 
     def _wait_running(self, row: InstanceRow) -> Instance:
-        deadline = self.clock() + self.boot_timeout
+        """Poll until the instance runs. NotFound is asked again for ``consistency_grace``
+        seconds (a new instance may not be listed yet); a ``failed`` state raises
+        LaunchFailed (the caller moves on); another end state or the boot timeout, an error."""
+        now = self.clock()
+        deadline, grace_end, noted = now + self.boot_timeout, now + self.consistency_grace, False
         while True:
-            instance = self._status(row)
+            try:
+                instance = self._status(row)
+            except NotFoundError as exc:
+                if self.clock() >= grace_end:
+                    raise ProviderUnavailable(
+                        f"instance {row.instance_id} still unknown {self.consistency_grace:.0f} s "
+                        f"after its launch ({exc}); run down to make sure it is not running",
+                        provider=row.provider,
+                    ) from None
+                if not noted:
+                    self._emit(
+                        row.placement_id,
+                        "note",
+                        f"{row.provider} does not list {row.instance_id} yet (eventual "
+                        "consistency): asking again",
+                    )
+                    noted = True
+                self.sleep(self.poll_interval)
+                continue
             self.store.update_instance(row.idempotency_key, state=instance.state.value)
             if instance.state == InstanceState.RUNNING:
                 return instance
+            if instance.state == InstanceState.FAILED:
+                raise LaunchFailed(
+                    f"{row.provider} {row.instance_id} ({row.instance_type} in {row.region}) "
+                    f"failed after its launch: {instance.failure or 'the cloud gave no reason'}",
+                )
             if instance.state in FAILED_STATES or self.clock() > deadline:
                 raise ProviderUnavailable(
                     f"instance {row.instance_id} is {instance.state} instead of running",
@@ -288,28 +415,76 @@ class BrokerCore:
                 )
             self.sleep(self.poll_interval)
 
-    def _terminate(self, row: InstanceRow) -> str | None:
-        """Terminate one instance; why not (and an event) if its cloud cannot do it now."""
+    def _terminate(self, row: InstanceRow) -> NotYet | None:
+        """Terminate one instance; why not (and an event) if its cloud cannot do it now.
+
+        A NotFound answer is not taken for terminated (an eventually consistent cloud may not
+        know a new instance yet): see :meth:`_confirm_gone`.
+        """
         try:
             instance = self.pm.terminate(row.provider, instance_ref(row))
-        except NotFoundError:
-            state: str = InstanceState.TERMINATED
+        except NotFoundError as exc:
+            return self._confirm_gone(row, exc)
         except CloudBrokerError as exc:
             self.store.event(
                 row.placement_id,
                 "terminate-failed",
                 {"instance_id": row.instance_id, "error": str(exc)},
             )
-            return str(exc)
-        else:
-            state = instance.state.value
+            return NotYet(str(exc))
+        # a failed instance may still read failed once its termination was accepted
+        state = InstanceState.TERMINATING if instance.state == InstanceState.FAILED else None
         self.store.update_instance(
             row.idempotency_key,
-            state=state,
+            state=(state or instance.state).value,
             event="terminated",
             detail={"instance_id": row.instance_id},
         )
         return None
+
+    def _confirm_gone(self, row: InstanceRow, exc: NotFoundError) -> NotYet | None:
+        """After a terminate answered NotFound: recorded terminated only when a listing by
+        tag no longer shows the instance, ``consistency_grace`` seconds after its launch;
+        otherwise why not yet (``settling`` while asking again may settle it)."""
+        try:
+            listed = self.pm.list_instances(
+                [row.region],
+                {MANAGED_TAG: "true", PLACEMENT_TAG: row.placement_id},
+                providers=[row.provider],
+            ).one(row.provider)
+        except CloudBrokerError as err:
+            why = f"{exc}, and whether it still runs cannot be asked: {err}"
+            self.store.event(
+                row.placement_id, "terminate-unconfirmed", {"instance_id": row.instance_id}
+            )
+            return NotYet(why)
+        shown = [i for i in listed if i.instance_id == row.instance_id and i.state in TERMINABLE]
+        age = self.clock() - self._launched_at(row)
+        if shown:
+            return NotYet(f"{exc}, but it is still listed ({shown[0].state}): asking again", True)
+        if age < self.consistency_grace:
+            return NotYet(
+                f"{exc} {age:.0f} s after its launch: it may not be listed yet (eventual "
+                f"consistency; asked again for {self.consistency_grace:.0f} s)",
+                True,
+            )
+        self.store.update_instance(
+            row.idempotency_key,
+            state=InstanceState.TERMINATED,
+            event="terminated",
+            detail={"instance_id": row.instance_id, "confirmed": "not found, not listed"},
+        )
+        return None
+
+    def _launched_at(self, row: InstanceRow) -> float:
+        """When the row's instance was launched (or found), from the event log."""
+        for event in reversed(self.store.events(row.placement_id)):
+            if event.detail.get("key") == row.idempotency_key and event.kind in (
+                "launched",
+                "launch-found",
+            ):
+                return event.at
+        return row.updated_at
 
     @contextmanager
     def _step(

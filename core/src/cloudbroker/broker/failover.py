@@ -133,7 +133,7 @@ class Failover(BrokerCore):
         else:
             number = now + 1  # the fence: the old primary's later checkpoints stay behind
             promoted = self._promote(placement, standby, now, number)
-            row = self._launch(placement, standby, ("failover", fo["attempt"]), number)
+            row = self._launch(placement, standby, ("failover", fo["attempt"]), number=number)
             did = "launched"
         self.store.advance_failover(
             pid,
@@ -167,7 +167,9 @@ class Failover(BrokerCore):
             for r in self.store.instances(placement["id"])
             if r.idempotency_key == fo["standby_key"]
         )
-        self._wait_running(row)
+        row = self._launch_running(
+            placement, row.side, ("failover", fo["attempt"]), row, number=fo.get("generation")
+        )
         self.store.advance_failover(
             placement["id"],
             "terminate-primary",

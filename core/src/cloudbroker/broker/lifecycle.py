@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.core import Attempts, BrokerCore
 from cloudbroker.broker.records import (
     ASKED,
     LIVE,
+    TERMINABLE,
     bucket_text,
     described,
     last_failover,
@@ -61,17 +62,17 @@ class Lifecycle(BrokerCore):
         for side in sides:
             provider = placement["spec"]["sides"][side]["provider"]
             live = [r for r in self._live(placement_id, side) if r.instance_id]
+            parts, attempts = ("up", side, self._ended(placement_id, side)), Attempts()
             if live:
                 row = live[0]
             else:
-                parts = ("up", side, self._ended(placement_id, side))
                 doing = f"up: launching on {provider}"
                 with self._step(placement_id, "up", "launch", doing, "up") as done:
-                    row = self._launch(placement, side, parts)
+                    row = self._launch(placement, side, parts, attempts)
                     done.text = f"launched {described(row)}"
             doing = f"up: waiting for {provider} {row.instance_id} to run"
             with self._step(placement_id, "up", "wait", doing, "up") as done:
-                self._wait_running(row)
+                row = self._launch_running(placement, side, parts, row, attempts)
                 done.text = f"{provider} {row.instance_id} running"
             rows.append(row)
         self.store.finish_up(placement_id, {"sides": sides})
@@ -87,18 +88,23 @@ class Lifecycle(BrokerCore):
         self._placement(placement_id)
         self.store.request_down(placement_id)
         pause = max(self.poll_interval, 1.0)  # one listing a second at most
-        deadline = self.clock() + self.launch_settle + 2 * pause  # every row settles by then
+        settle = max(self.launch_settle, self.consistency_grace)
+        deadline = self.clock() + settle + 2 * pause  # every row settles by then
         while True:
             unresolved = self._resolve(placement_id)
-            left = [(u.row, u.reason) for u in unresolved]
+            left: list[tuple[InstanceRow, str]] = [(u.row, u.reason) for u in unresolved]
+            settling = all(u.settling for u in unresolved)
             for row in self.store.instances(placement_id):
-                if row.state in LIVE and row.instance_id and (why := self._terminate(row)):
+                if row.state in TERMINABLE and row.instance_id and (why := self._terminate(row)):
                     left.append((row, why))
-            in_flight = len(left) == len(unresolved) and all(u.settling for u in unresolved)
+                    settling = settling and why.settling
+            in_flight = settling
             if not left or not in_flight or self.clock() >= deadline:
                 break
             self._emit(
-                placement_id, "note", f"waiting for {len(left)} launch(es) in flight to show up"
+                placement_id,
+                "note",
+                f"waiting for {len(left)} launch(es) in flight or not listed yet to settle",
             )
             self.sleep(pause)
         if not left:

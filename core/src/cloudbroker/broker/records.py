@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from cloudbroker.errors import AuthError, ConfigError, UsageError
+from cloudbroker.errors import (
+    AuthError,
+    ConfigError,
+    PluginError,
+    ProviderUnavailable,
+    ThrottledError,
+    UsageError,
+)
 from cloudbroker.models import BucketRef, Instance, InstanceRef, InstanceState
 from cloudbroker.state import Event, InstanceRow
 
@@ -24,6 +31,16 @@ class LaunchState(StrEnum):
     NOT_LAUNCHED = "not-launched"  # no instance carried the key once it had settled
 
 
+#: Launch rows that ended without an instance: the offer's next attempt gets a new key
+#: (Alibaba: use a new ClientToken after a creation failed for lack of stock,
+#: https://help.aliyun.com/zh/ecs/developer-reference/how-to-ensure-idempotence).
+ATTEMPT_ENDED: set[str] = {
+    LaunchState.NO_CAPACITY,
+    LaunchState.LAUNCH_FAILED,
+    LaunchState.NOT_LAUNCHED,
+}
+
+
 # A launch whose answer never came (killed mid-call, response lost, 5xx) is "unresolved"
 # until an instance carrying its key is found, or none has appeared LAUNCH_SETTLE seconds
 # after the request: longer than any launch call can last (retry.DEADLINE plus one attempt).
@@ -35,11 +52,31 @@ LIVE: set[str] = UNRESOLVED | {
     InstanceState.STOPPED,
     InstanceState.UNKNOWN,
 }
-FAILED_STATES = {InstanceState.STOPPED, InstanceState.TERMINATED, InstanceState.TERMINATING}
+FAILED_STATES = {
+    InstanceState.STOPPED,
+    InstanceState.TERMINATED,
+    InstanceState.TERMINATING,
+    InstanceState.FAILED,
+}
 # states `status` asks the cloud about (until it says ended)
-ASKED: set[str] = LIVE | {InstanceState.TERMINATING}
-REFUSED = (UsageError, ConfigError, AuthError)  # a launch refused before anything was created
+ASKED: set[str] = LIVE | {InstanceState.TERMINATING, InstanceState.FAILED}
+# states `down` terminates: a failed instance may still exist (and bill) until deleted
+TERMINABLE: set[str] = LIVE | {InstanceState.FAILED}
+# A launch refused in a way that says the settings or credentials are wrong: every other
+# offer would be refused the same way, so the placement stops. Any other refusal (stock,
+# quota, sale, an unclassified code) moves on to the next offer: a refused launch costs
+# nothing, a stopped placement costs the job.
+REFUSED = (UsageError, ConfigError, AuthError, PluginError)
+# A launch call that failed without saying whether an instance was made: found by its key.
+AMBIGUOUS = (ProviderUnavailable, ThrottledError)
 LAUNCH_SETTLE = 120.0
+# Eventually consistent APIs (EC2: "Eventual consistency in the Amazon EC2 API",
+# https://docs.aws.amazon.com/ec2/latest/devguide/eventual-consistency.html) may not know an
+# instance for a while after RunInstances, and may answer NotFound to a TerminateInstances
+# of an instance that still runs. NotFound is retried this long after a launch (and an
+# instance is recorded terminated only once a listing by tag no longer shows it). AWS gives
+# no bound: the 120 s are unsourced, chosen as LAUNCH_SETTLE's.
+CONSISTENCY_GRACE = 120.0
 FINAL_SYNC_TIMEOUT = 60.0
 # The failover's steps in order, and what each is doing while it runs (for progress).
 FAILOVER_DOING = {
@@ -65,6 +102,18 @@ class Replicator(Protocol):
     def newest(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> float | None:
         """Modification time (epoch seconds) of the newest object, None if empty."""
         ...
+
+
+class NotYet(str):
+    """Why an instance is not terminated yet; ``settling`` when asking again soon may settle
+    it (a NotFound the cloud's listing lag may explain)."""
+
+    settling: bool
+
+    def __new__(cls, why: str, settling: bool = False) -> NotYet:
+        made = super().__new__(cls, why)
+        made.settling = settling
+        return made
 
 
 @dataclass(frozen=True)

@@ -238,7 +238,8 @@ class Watching(Fencing, Budgeting):
         if instance.reclaim:
             return _Health(f"reclaim: {instance.reclaim}", row.instance_id, state)
         if instance.state in FAILED_STATES:
-            return _Health(f"primary is {state}", row.instance_id, state)
+            why = f": {instance.failure}" if instance.failure else ""
+            return _Health(f"primary is {state}{why}", row.instance_id, state)
         return _Health(None, row.instance_id, state)
 
     def _check(

@@ -49,6 +49,7 @@ from cloudbroker.models.provider import (
     AvailabilityStatus,
     CredentialStatus,
     ProviderInfo,
+    Quota,
 )
 from cloudbroker.models.storage import (
     BucketRef,
@@ -84,6 +85,7 @@ __all__ = [
     "ObjectStoreTerms",
     "PriceSheet",
     "ProviderInfo",
+    "Quota",
     "Rate",
     "RegionTerms",
     "Route",

@@ -12,12 +12,21 @@ from cloudbroker.money import Money
 
 
 class InstanceState(StrEnum):
+    """An instance's state in cloudbroker's vocabulary; each adapter maps its cloud's onto it.
+
+    ``FAILED``: the cloud says the instance failed (a launch accepted, then refused, such as
+    Tencent ``LAUNCH_FAILED``; a server in Huawei ``ERROR``); ``Instance.failure`` holds the
+    cloud's reason. The broker moves to the next offer when a launch fails so, and fails over
+    when a running primary does; the instance is terminated either way.
+    """
+
     PENDING = "pending"
     RUNNING = "running"
     STOPPING = "stopping"
     STOPPED = "stopped"
     TERMINATING = "terminating"
     TERMINATED = "terminated"
+    FAILED = "failed"
     UNKNOWN = "unknown"
 
 
@@ -71,6 +80,9 @@ class Instance(Model):
     tags: dict[str, str] = Field(default_factory=dict)
     launched_at: datetime | None = None
     reclaim: str | None = Field(default=None, description="Why the cloud is taking it back")
+    failure: str | None = Field(
+        default=None, description="The cloud's reason when ``state`` is FAILED (code, message)"
+    )
 
     @property
     def ref(self) -> InstanceRef:

@@ -1,8 +1,9 @@
-"""What a provider says about itself (ProviderInfo) and about its stock (Availability)."""
+"""What a provider says about itself (ProviderInfo), its stock (Availability), its quotas."""
 
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 from enum import StrEnum
 
 from pydantic import AwareDatetime, Field
@@ -18,6 +19,7 @@ class AvailabilityStatus(StrEnum):
     SOLD_OUT = "sold-out"  # the cloud reports no stock
     NOT_OFFERED = "not-offered"  # the cloud does not sell the type there in this market
     UNKNOWN = "unknown"  # sold there, but the cloud publishes no stock figure
+    OVER_QUOTA = "over-quota"  # the account's quota there is below what one instance needs
 
 
 class Availability(Model):
@@ -43,6 +45,31 @@ class Availability(Model):
         "succeed, 1 = not likely (AWS GetSpotPlacementScores)",
     )
     detail: str = Field(default="", description="The cloud's own words, e.g. 'ClosedWithStock'")
+
+
+class Quota(Model):
+    """What ``quotas`` returns per type and region: the account's limit that launching the
+    type draws on, and what one instance of it needs, in the quota's ``unit``.
+
+    An offer whose ``need`` exceeds ``limit`` cannot be launched on this account (a new
+    account often has no GPU quota at all): quotes rank it last and placements plan around
+    it. Usage by instances already running is not subtracted unless the cloud reports it.
+    """
+
+    provider: str
+    region: str
+    instance_type: str
+    market: Market
+    name: str = Field(description="The cloud's name and code of the quota, e.g. 'L-417A185B'")
+    unit: str = Field(description="What the quota counts: 'vCPUs', 'GPUs', 'instances'")
+    limit: Decimal = Field(ge=0, description="The account's limit in the region")
+    need: Decimal = Field(ge=0, description="What one instance of the type needs of it")
+    read_at: AwareDatetime = Field(description="When the cloud answered")
+    source: Source
+
+    @property
+    def exceeded(self) -> bool:
+        return self.need > self.limit
 
 
 class CredentialStatus(Model):

@@ -31,13 +31,20 @@ if TYPE_CHECKING:
         Market,
         PriceSheet,
         ProviderInfo,
+        Quota,
         StorageRemote,
     )
 
 T = TypeVar("T")
 Routed = Literal["launch", "terminate", "instance_status", "sync_storage"]
 Spread = Literal[
-    "provider_info", "list_instance_types", "price", "list_instances", "availability", "billed"
+    "provider_info",
+    "list_instance_types",
+    "price",
+    "list_instances",
+    "availability",
+    "billed",
+    "quotas",
 ]
 
 
@@ -135,6 +142,18 @@ class PluginManager(Registry):
     ) -> FanOut[list[Bill]]:
         kwargs = {"instances": instances, "start": start, "end": end}
         return self._fan_out("billed", kwargs, providers, timeout)
+
+    def quotas(
+        self,
+        regions: list[str],
+        instance_types: list[str],
+        market: Market,
+        *,
+        providers: Iterable[str] | None = None,
+        timeout: float | None = None,
+    ) -> FanOut[list[Quota]]:
+        kwargs = {"regions": regions, "instance_types": instance_types, "market": market}
+        return self._fan_out("quotas", kwargs, providers, timeout, False)
 
     def catalogs(
         self, providers: Iterable[str] | None = None, *, offline: bool | None = None

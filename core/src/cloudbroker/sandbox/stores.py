@@ -11,6 +11,11 @@ the signed region instead of being refused, as moto does outside ``us-east-1``. 
 :class:`Gate` is a TCP relay in front of it that the sandbox can close, so that a storage
 outage refuses connections at once, as an unreachable endpoint does, while the data survives.
 The end-to-end tests and the sync benchmark start their stores here too (with no bucket).
+
+moto accepts what AWS accepts; a cloud's own store may refuse more, and a store started for
+that cloud (``Store.start(cloud=...)``) refuses it too, before moto sees the request
+(:data:`REFUSALS`): Alibaba OSS takes no ``aws-chunked`` upload with an unsigned or trailer
+payload hash, and no path-style request to its bare endpoint (:func:`oss_refusal`).
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from ipaddress import ip_address
 from pathlib import Path
+from typing import Any
 
 from cloudbroker.sandbox.metadata import ROLE
 
@@ -50,6 +58,13 @@ constraint = S3Response._get_location_constraint
 S3Response._get_location_constraint = lambda self: constraint(self) or (
     None if self.region == "us-east-1" else self.region  # no constraint: the signed region
 )
+if sys.argv[3]:  # the cloud's own refusals, checked before moto's app sees a request
+    from moto.moto_server import threaded_moto_server
+    from cloudbroker.sandbox.stores import refusing
+    dispatcher = threaded_moto_server.DomainDispatcherApplication
+    threaded_moto_server.DomainDispatcherApplication = lambda create: refusing(
+        sys.argv[3], dispatcher(create)
+    )
 iam = iam_backends[DEFAULT_ACCOUNT_ID]["aws"]
 user = iam.create_user(region_name="us-east-1", user_name="sandbox", path="/", tags=[])
 policy = {"Version": "2012-10-17",
@@ -85,12 +100,15 @@ class Store:
     role_arn: str
 
     @classmethod
-    def start(cls, log: Path | None = None, bucket: str = BUCKET) -> Store:
-        """A store holding ``bucket`` ("": none); its errors go to ``log`` (None: stderr)."""
+    def start(
+        cls, log: Path | None = None, bucket: str = BUCKET, cloud: str | None = None
+    ) -> Store:
+        """A store holding ``bucket`` ("": none) that refuses what ``cloud``'s refuses
+        (:data:`REFUSALS`); its errors go to ``log`` (None: stderr)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         with log.open("a") if log else contextlib.nullcontext() as errors:
             process = subprocess.Popen(
-                [sys.executable, "-c", SERVER, bucket, ROLE],
+                [sys.executable, "-c", SERVER, bucket, ROLE, cloud if cloud in REFUSALS else ""],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errors,
@@ -181,3 +199,94 @@ class Gate:
             with self._lock:
                 self._open.discard(source)
             source.close()
+
+
+#: (HTTP status, error code, message) a store answers instead of moto.
+Refusal = tuple[int, str, str]
+#: The payload hashes OSS refuses with ``Content-Encoding: aws-chunked`` (apache/polaris#3346:
+#: 400 InvalidArgument for STREAMING-UNSIGNED-PAYLOAD-TRAILER, the AWS SDKs' default since
+#: their 2025 data-integrity change; rclone/rclone#8432 shows rclone 1.69 sending aws-chunked
+#: with UNSIGNED-PAYLOAD; pingcap/tidb#65840). Signed streaming (STREAMING-AWS4-HMAC-SHA256-
+#: PAYLOAD) is accepted, as the same thread quotes OSS's documentation.
+OSS_CHUNKED_REFUSED = ("UNSIGNED-PAYLOAD", "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ip_address(host.strip("[]"))
+    except ValueError:
+        return host == "localhost"
+    return True
+
+
+def oss_refusal(method: str, host: str, path: str, headers: Mapping[str, str]) -> Refusal | None:
+    """What Alibaba OSS answers that moto would not (None: let the request through).
+
+    * ``aws-chunked`` with an unsigned or trailer payload hash: 400 ``InvalidArgument``
+      "aws-chunked encoding is not supported with the specified x-amz-content-sha256 value."
+      (apache/polaris#3346, the body OSS returned).
+    * Path-style, ``oss-<region>.aliyuncs.com/<bucket>/...``: 403 ``SecondLevelDomainForbidden``
+      (OSS is virtual-hosted only: https://www.alibabacloud.com/help/en/oss/developer-reference/
+      compatibility-with-amazon-s3; the code as public OSS client code handles it). Only on a
+      DNS name: an IP endpoint (the sandbox's) has no bucket host to name, and rclone falls
+      back to path-style for it.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    payload = lower.get("x-amz-content-sha256", "")
+    if "aws-chunked" in lower.get("content-encoding", "") and payload in OSS_CHUNKED_REFUSED:
+        return (
+            400,
+            "InvalidArgument",
+            "aws-chunked encoding is not supported with the specified x-amz-content-sha256 value.",
+        )
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if not _is_address(name) and name.startswith("oss-") and path.strip("/"):
+        return (
+            403,
+            "SecondLevelDomainForbidden",
+            "Please use virtual hosted style to access.",
+        )
+    return None
+
+
+REFUSALS: dict[str, Callable[[str, str, str, Mapping[str, str]], Refusal | None]] = {
+    "aliyun": oss_refusal,
+}
+
+
+def refusing(cloud: str, app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    """The WSGI ``app`` behind ``cloud``'s refusals: a refused request gets the cloud's S3
+    error document, as its store would answer, and never reaches moto."""
+    rule = REFUSALS[cloud]
+
+    def checked(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        headers = {
+            key[5:].replace("_", "-"): value
+            for key, value in environ.items()
+            if key.startswith("HTTP_")
+        }
+        refused = rule(
+            environ["REQUEST_METHOD"],
+            environ.get("HTTP_HOST", ""),
+            environ.get("PATH_INFO", "/"),
+            headers,
+        )
+        if refused is None:
+            return app(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        if length:
+            environ["wsgi.input"].read(length)  # the connection stays usable
+        status, code, message = refused
+        body = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f"<Error><Code>{code}</Code><Message>{message}</Message>"
+            "<RequestId>sandbox</RequestId></Error>"
+        ).encode()
+        reason = {400: "Bad Request", 403: "Forbidden"}.get(status, "Error")
+        start_response(
+            f"{status} {reason}",
+            [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
+    return checked

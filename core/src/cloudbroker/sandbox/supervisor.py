@@ -77,6 +77,18 @@ def _metadata_service(cloud: Any, emulator: Any) -> Any:
     return None if recipe is None else Service.from_recipe(recipe)
 
 
+#: The listing lag of every sandbox emulator at the default time factor (0.01), scaled with
+#: it: clouds are eventually consistent (EC2 documents it, "Eventual consistency in the
+#: Amazon EC2 API"); how long the lag lasts is documented nowhere: a few seconds, unsourced.
+LISTING_LAG_SECONDS = 2.0
+DEFAULT_TIME_FACTOR = 0.01
+
+
+def listing_lag(time_factor: float) -> float:
+    """The emulators' listing lag for ``time_factor``."""
+    return LISTING_LAG_SECONDS * time_factor / DEFAULT_TIME_FACTOR
+
+
 def run(directory: Path, time_factor: float) -> None:
     """Start everything, record it, serve until SIGTERM, then stop everything."""
     from cloudbroker.sandbox.clouds import installed
@@ -96,7 +108,9 @@ def run(directory: Path, time_factor: float) -> None:
     metadata: dict[str, MetadataServer] = {}
     try:
         with ThreadPoolExecutor(max_workers=len(clouds) or 1) as pool:
-            started = pool.map(lambda c: Store.start(directory / "supervisor.log"), clouds)
+            started = pool.map(
+                lambda c: Store.start(directory / "supervisor.log", cloud=c.name), clouds
+            )
             for cloud, store in zip(clouds, started, strict=True):
                 stores[cloud.name] = store
                 pids.add(store.process.pid, f"{cloud.name} object store")
@@ -106,6 +120,7 @@ def run(directory: Path, time_factor: float) -> None:
             emulator_class = cloud.emulator_class()
             make = getattr(emulator_class, "from_catalog", emulator_class)
             emulator = make(access_key=store.key, secret_key=store.secret)
+            emulator.listing_lag = listing_lag(time_factor)
             service = _metadata_service(cloud, emulator)
             if service is not None:
                 mint = StsMinter(store.port, store.key, store.secret, store.role_arn)

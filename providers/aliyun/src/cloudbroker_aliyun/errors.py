@@ -30,12 +30,66 @@ AUTH_CODES = {
     "IncompleteSignature": "the request signature is incomplete",
     "InvalidCredentials": "no usable access key",
 }
+#: Launch refusals that say "not this offer, not now": stock, sale, zone and quota codes of
+#: RunInstances' error table (AlibabaCloudDocs/ecs, intl.en-US/API Reference/Instances/
+#: RunInstances.md, "Error codes"; HTTP status in the comment). Each makes the broker try the
+#: next offer, as Alibaba's own best-practice sample treats NoStock, Zone.NotOnSale,
+#: InvalidResourceType.NotSupported and InstanceType.Offline alike ("pick another type").
 CAPACITY_CODES = {
-    "OperationDenied.NoStock",
-    "InvalidResourceType.NotSupported",
-    "Zone.NotOnSale",
-    "Zone.NotOpen",
+    "OperationDenied.NoStock",  # 403 "out of stock in the specified zone"
+    "InvalidResourceType.NotSupported",  # the zone does not sell the type (DescribePrice too)
+    "Zone.NotOnSale",  # 403/400 "no longer available for sale"
+    "Zone.NotOpen",  # 403 "not granted to you to buy resources yet"
+    "InstanceType.Offline",  # 403 "retired or resources of the instance type are insufficient"
+    "InvalidInstanceType.ZoneNotSupported",  # 403 "the zone does not support this instancetype"
+    "InvalidInstanceType.PhasedOut",  # 403 "This instanceType is no longer offered."
+    "OperationDenied.ZoneNotAllowed",  # 403 "creation of Instance to the Zone is not allowed"
+    "OperationDenied.ResourceControl",  # 403 "region is in resource control, please try later"
+    "QuotaExceed.ElasticQuota",  # 403 instance-type or vCPU quota of the region reached
+    "QuotaExceed.AfterpayInstance",  # 400 "Living afterpay instances quota exceeded."
+    "InvalidSpotPriceLimit.LowerThanPublicPrice",  # 400 the spot cap is below the market price
 }
+
+
+#: Code prefixes that name a setting the user gave (image, network, key, disk, region...) or
+#: the account's standing: ConfigError, which stops the placement. Any other 4xx is left
+#: unclassified (a plain error with the code), on which the broker tries the next offer: a
+#: refused launch costs nothing, a stopped placement costs the job.
+CONFIG_CODES = (
+    "MissingParameter",
+    "MissingParamter",  # sic, in [ALI-RI]
+    "InvalidParameter",
+    "InvalidParams",
+    "InvalidVSwitchId",
+    "InvalidSecurityGroupId",
+    "InvalidSecurityGroup",
+    "InvalidImageId",
+    "InvalidSystemDisk",
+    "InvalidDataDisk",
+    "InvalidDiskCategory",
+    "InvalidRegionId",
+    "InvalidZoneId",
+    "InvalidKeyPairName",
+    "InvalidUserData",
+    "InvalidNetworkType",
+    "InvalidInternetChargeType",
+    "InvalidInstanceName",
+    "InvalidHostName",
+    "InvalidPassword",
+    "InvalidDescription",
+    "InvalidSpot",
+    "InvalidVersion",
+    "InvalidAction",
+    "InvalidTimeStamp",
+    "InvalidRamRole",
+    "ImageNotSupportInstanceType",
+    "ImageNotSubscribed",
+    "IncorrectVSwitchStatus",
+    "VpcNotFound",
+    "Account.Arrearage",
+    "InvalidAccountStatus",
+    "RealNameAuthenticationError",
+)
 
 
 def translate(exc: Exception, action: str) -> CloudBrokerError:
@@ -65,16 +119,18 @@ def classify(exc: Any, action: str) -> CloudBrokerError:
     ):
         return ThrottledError(f"throttled ({said})", provider=PROVIDER)
     if code in CAPACITY_CODES:
-        return CapacityError(f"no capacity ({said})", provider=PROVIDER)
+        return CapacityError(f"no capacity or quota for this offer ({said})", provider=PROVIDER)
     if code.endswith(".NotFound"):
         return NotFoundError(f"not found ({said})", provider=PROVIDER)
     if isinstance(status, int) and status >= 500:
         return ProviderUnavailable(f"ECS server error ({said})", provider=PROVIDER)
     if isinstance(status, int) and status >= 400:
-        return ConfigError(
-            f"ECS rejected the request ({said}); check [providers.{PROVIDER}] settings",
-            provider=PROVIDER,
-        )
+        if code == "IncorrectInstanceStatus" or code.startswith(CONFIG_CODES):
+            return ConfigError(
+                f"ECS rejected the request ({said}); check [providers.{PROVIDER}] settings",
+                provider=PROVIDER,
+            )
+        return CloudBrokerError(f"ECS refused the request ({said})", provider=PROVIDER)
     # No HTTP answer: connection refused or reset, timeout, a lost or non-JSON response.
     inner = getattr(exc, "inner_exception", None) or exc
     reason = one_line(getattr(inner, "message", None) or str(inner)) or type(inner).__name__

@@ -1,8 +1,8 @@
 """ECS instances: launch and release (both idempotent via ClientToken), status with reclaims.
 
 ECS forgets a released instance: DescribeInstances stops listing it, as for an id that never
-existed, so a status of an unlisted instance reads as terminated (the broker only asks about
-instances it launched). Releasing twice is safe because DeleteInstances carries a ClientToken
+existed (or one not listed yet), so a status of an unlisted instance is NotFoundError and the
+broker decides what it means. Releasing twice is safe because DeleteInstances carries a ClientToken
 derived from the instance: ECS answers a repeated token with the first result instead of
 InvalidInstanceId.NotFound, which is left for ids ECS has never heard of.
 """
@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from cloudbroker.context import HookContext
-from cloudbroker.errors import ConfigError, ProviderUnavailable
+from cloudbroker.errors import ConfigError, NotFoundError, ProviderUnavailable
 from cloudbroker.launching import encoded_user_data, idempotency_key
 from cloudbroker.models import (
     Instance,
@@ -26,7 +26,7 @@ from cloudbroker.models import (
 )
 from cloudbroker_aliyun.client import Session
 from cloudbroker_aliyun.credentials import PROVIDER
-from cloudbroker_aliyun.offers import regions_to_query, zone_types
+from cloudbroker_aliyun.offers import SYSTEM_DISK, regions_to_query, zone_types
 
 CURRENCY = "CNY"
 MAX_USER_DATA_BYTES = 32 * 1024  # ECS's limit on the Base64-encoded UserData
@@ -38,6 +38,11 @@ STATES = {
     "Stopping": InstanceState.STOPPING,
     "Stopped": InstanceState.STOPPED,
 }
+#: DescribeInstances' largest PageSize (default 10; SDK models/_describe_instances_request.py).
+PAGE_SIZE = 100
+SPOT_DURATION = 0  # no protection period: what offers.py prices
+#: System disk categories in order of preference when none is set: the priced one first.
+DISK_PREFERENCE = (SYSTEM_DISK["Category"], "cloud_auto", "cloud_ssd", "cloud_efficiency")
 #: OperationLocks reasons that mean ECS is taking a spot instance back.
 RECLAIM_LOCKS = {"Recycling": "spot instance is being reclaimed (OperationLocks: Recycling)"}
 
@@ -98,13 +103,19 @@ def _describe(session: Session, region: str, instance_id: str) -> dict[str, Any]
 
 
 def status(ctx: HookContext, ref: InstanceRef) -> Instance:
+    """The instance as DescribeInstances lists it; NotFoundError when it is not listed.
+
+    Not listed is not "terminated": a new instance may not be listed yet and a released one
+    is forgotten, and DescribeInstances cannot tell the two apart (no public source says it
+    is read-after-write consistent). The broker retries a NotFound right after a launch and
+    confirms a termination by listing by tag.
+    """
     view = _describe(Session(ctx), ref.region, ref.instance_id)
     if view is None:
-        return Instance(
+        raise NotFoundError(
+            f"DescribeInstances does not list {ref.instance_id} in {ref.region} (not yet "
+            "listed, or released)",
             provider=PROVIDER,
-            region=ref.region,
-            instance_id=ref.instance_id,
-            state=InstanceState.TERMINATED,
         )
     return to_instance(view)
 
@@ -192,15 +203,22 @@ def _spot(request: LaunchRequest) -> dict[str, Any]:
             f"aliyun launches on-demand or spot instances, not {request.market.value}",
             provider=PROVIDER,
         )
+    # SpotDuration defaults to 1 (one hour of protection, priced higher); the price query
+    # asks for 0 (offers.py), so the spot launched is the spot priced. Valid values 0 and 1
+    # (SDK alibabacloud_ecs20140526 models/_run_instances_request.py, spot_duration).
     if request.max_price is None:
-        return {"SpotStrategy": "SpotAsPriceGo"}
+        return {"SpotStrategy": "SpotAsPriceGo", "SpotDuration": SPOT_DURATION}
     if request.max_price.currency != CURRENCY:
         raise ConfigError(
             f"the spot price cap must be in {CURRENCY}, got {request.max_price.currency}",
             provider=PROVIDER,
         )
     limit = request.max_price.amount.quantize(Decimal("0.001"))
-    return {"SpotStrategy": "SpotWithPriceLimit", "SpotPriceLimit": float(limit)}
+    return {
+        "SpotStrategy": "SpotWithPriceLimit",
+        "SpotPriceLimit": float(limit),
+        "SpotDuration": SPOT_DURATION,
+    }
 
 
 def _user_data(text: str | None) -> dict[str, str]:
@@ -209,15 +227,61 @@ def _user_data(text: str | None) -> dict[str, str]:
     return {"UserData": encoded_user_data(text, limit=MAX_USER_DATA_BYTES, provider=PROVIDER)}
 
 
+def system_disk_categories(
+    session: Session, region: str, zone: str | None, instance_type: str
+) -> list[str]:
+    """The system disk categories ECS sells with the type in the zone (DescribeAvailableResource
+    with ``DestinationResource=SystemDisk``, which needs the InstanceType; SDK
+    models/_describe_available_resource_request.py, destination_resource)."""
+    params: dict[str, Any] = {
+        "RegionId": region,
+        "DestinationResource": "SystemDisk",
+        "InstanceType": instance_type,
+        "InstanceChargeType": "PostPaid",
+    }
+    if zone:
+        params["ZoneId"] = zone
+    answer = session.call("DescribeAvailableResource", region, params)
+    found: list[str] = []
+    for item in answer.get("AvailableZones", {}).get("AvailableZone", []):
+        for resource in item.get("AvailableResources", {}).get("AvailableResource", []):
+            for disk in resource.get("SupportedResources", {}).get("SupportedResource", []):
+                if disk.get("Status", "Available") == "Available" and disk["Value"] not in found:
+                    found.append(disk["Value"])
+    return found
+
+
+def system_disk_category(request: LaunchRequest, sold: list[str]) -> str:
+    """The category to launch: the one set, else the priced one (:data:`offers.SYSTEM_DISK`),
+    else the best the type is sold with. ECS's default when none is sent is
+    ``cloud_efficiency`` (SDK ``RunInstancesRequestSystemDisk.category``), which ESSD-only GPU
+    types refuse with ``InvalidSystemDiskCategory.ValueNotSupported``; so one is always sent."""
+    if request.disk_category:
+        return request.disk_category
+    for category in DISK_PREFERENCE:
+        if category in sold:
+            return category
+    if sold:
+        return sold[0]
+    raise ConfigError(
+        f"ECS sells no system disk with {request.instance_type} here; set disk_category in "
+        f"[providers.{PROVIDER}]",
+        provider=PROVIDER,
+    )
+
+
 def run_params(
-    request: LaunchRequest, vswitch: str, group: str, zone: str | None, settings: dict
+    request: LaunchRequest,
+    vswitch: str,
+    group: str,
+    zone: str | None,
+    settings: dict,
+    disk_category: str,
 ) -> dict[str, Any]:
     """RunInstances parameters for one pay-as-you-go instance; ClientToken makes it idempotent."""
     if len(request.tags) > MAX_TAGS:
         raise ConfigError(f"ECS accepts at most {MAX_TAGS} tags", provider=PROVIDER)
-    disk = {"Size": str(request.disk_gb)}
-    if request.disk_category:
-        disk["Category"] = request.disk_category
+    disk = {"Size": str(request.disk_gb), "Category": disk_category}
     params: dict[str, Any] = {
         "RegionId": request.region,
         "InstanceType": request.instance_type,
@@ -247,7 +311,10 @@ def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     """RunInstances; a retry after a lost answer reuses the ClientToken and finds the same one."""
     session = Session(ctx)
     vswitch, group, zone = network(session, request)
-    params = run_params(request, vswitch, group, zone, dict(session.ctx.settings))
+    category = request.disk_category or system_disk_category(
+        request, system_disk_categories(session, request.region, zone, request.instance_type)
+    )
+    params = run_params(request, vswitch, group, zone, dict(session.ctx.settings), category)
     answer = session.call("RunInstances", request.region, params)
     ids = answer.get("InstanceIdSets", {}).get("InstanceIdSet") or []
     if not ids:
@@ -276,16 +343,22 @@ def tagged(ctx: HookContext, regions: list[str] | None, tags: dict[str, str]) ->
     tag_params = {"Tag": [{"Key": k, "Value": v} for k, v in sorted(tags.items())]}
     found = []
     for region in regions_to_query(session, regions or configured):
-        page = 1
-        while True:
-            answer = session.call(
-                "DescribeInstances",
-                region,
-                {"RegionId": region, "PageNumber": page, "PageSize": 100, **tag_params},
-            )
-            views = answer.get("Instances", {}).get("Instance", [])
-            found += [to_instance(view) for view in views]
-            if not views or len(found) >= int(answer.get("TotalCount", 0)):
-                break
-            page += 1
+        found += _tagged_in(session, region, tag_params)
     return found
+
+
+def _tagged_in(session: Session, region: str, tag_params: dict[str, Any]) -> list[Instance]:
+    """Every page of one region: ``TotalCount`` counts this region's matches only."""
+    found: list[Instance] = []
+    page = 1
+    while True:
+        answer = session.call(
+            "DescribeInstances",
+            region,
+            {"RegionId": region, "PageNumber": page, "PageSize": PAGE_SIZE, **tag_params},
+        )
+        views = answer.get("Instances", {}).get("Instance", [])
+        found += [to_instance(view) for view in views]
+        if not views or len(found) >= int(answer.get("TotalCount", 0)):
+            return found
+        page += 1

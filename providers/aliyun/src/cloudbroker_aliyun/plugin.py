@@ -18,10 +18,11 @@ from cloudbroker.models import (
     LaunchRequest,
     Market,
     PriceSheet,
+    Quota,
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_aliyun import instances, offers, storage
+from cloudbroker_aliyun import instances, offers, quotas, storage
 from cloudbroker_aliyun.credentials import (
     CLI_CONFIG,
     CREDENTIAL_HINT,
@@ -64,6 +65,12 @@ class AliyunProvider(CatalogProvider):
         self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
     ) -> list[Availability]:
         return offers.availability(ctx, regions, instance_types, market)
+
+    @hookimpl
+    def quotas(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Quota]:
+        return quotas.quotas(ctx, regions, instance_types, market)
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:

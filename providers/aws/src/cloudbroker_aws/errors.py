@@ -76,6 +76,9 @@ THROTTLE_CODES = frozenset(
 UNAVAILABLE_CODES = frozenset(
     {"InternalError", "InternalFailure", "ServiceUnavailable", "Unavailable", "RequestTimeout"}
 )
+#: Besides every ``*.NotFound`` code; NoSuchResourceException: Service Quotas has no such
+#: quota (botocore service-quotas 2019-06-24 GetServiceQuota errors).
+NOT_FOUND_CODES = frozenset({"NoSuchBucket", "NotFoundException", "NoSuchResourceException"})
 REQUEST_CODES_PREFIXES = ("InvalidParameter", "MissingParameter", "IdempotentParameterMismatch")
 
 
@@ -88,7 +91,7 @@ def translate_client_error(code: str, status: int, message: str, what: str) -> C
         return AuthError(f"{detail} ({CREDENTIALS_HINT})")
     if code in THROTTLE_CODES or status == 429:
         return ThrottledError(detail)
-    if code.endswith("NotFound") or code in ("NoSuchBucket", "NotFoundException"):
+    if code.endswith("NotFound") or code in NOT_FOUND_CODES:
         return NotFoundError(detail)
     if code in UNAVAILABLE_CODES or status >= 500:
         return ProviderUnavailable(detail)

@@ -27,6 +27,20 @@ STATES = {
 LIFECYCLES = {"spot": Market.SPOT, "capacity-block": Market.CAPACITY_BLOCK}
 #: StateReason codes EC2 sets when it interrupts a spot instance (terminate, stop, hibernate).
 SPOT_INTERRUPTION = re.compile(r"^Server\.Spot")
+#: StateReason codes of an instance that ended during its launch, after RunInstances
+#: accepted it (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_StateReason.html:
+#: "insufficient capacity available to satisfy the launch request", "caused the instance to
+#: terminate during launch", EBS volume limit, snapshot not found): a failed launch.
+LAUNCH_FAILURES = frozenset(
+    {
+        "Server.InsufficientInstanceCapacity",
+        "Server.InternalError",
+        "Client.InternalError",
+        "Client.VolumeLimitExceeded",
+        "Client.InvalidSnapshot.NotFound",
+    }
+)
+ENDED = {"shutting-down", "terminated"}
 #: Every state but terminated: what ``list_instances`` reports.
 LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 ZONE_ID = re.compile(r"^[a-z]{2,}\d+-az\d+$")  # use1-az1, as opposed to us-east-1a
@@ -38,14 +52,19 @@ def to_instance(region: str, raw: dict[str, Any]) -> Instance:
     """Our view of an EC2 instance description, with the spot interruption as ``reclaim``."""
     reason = raw.get("StateReason") or {}
     placement = raw.get("Placement") or {}
-    reclaim = None
+    reclaim = failure = None
+    name = raw.get("State", {}).get("Name", "")
+    state = STATES.get(name, InstanceState.UNKNOWN)
     if SPOT_INTERRUPTION.match(reason.get("Code", "")):
         reclaim = f"spot interruption: {reason.get('Message') or reason['Code']}"
+    elif name in ENDED and reason.get("Code") in LAUNCH_FAILURES:
+        state, failure = InstanceState.FAILED, reason.get("Message") or reason["Code"]
     return Instance(
         provider="aws",
         region=region,
         instance_id=raw["InstanceId"],
-        state=STATES.get(raw.get("State", {}).get("Name", ""), InstanceState.UNKNOWN),
+        state=state,
+        failure=failure,
         zone=placement.get("AvailabilityZoneId") or placement.get("AvailabilityZone"),
         instance_type=raw.get("InstanceType"),
         market=LIFECYCLES.get(raw.get("InstanceLifecycle", ""), Market.ON_DEMAND),
@@ -174,13 +193,21 @@ def status(ctx: HookContext, ref: InstanceRef) -> Instance:
 
 
 def terminate(ctx: HookContext, ref: InstanceRef) -> Instance:
+    """TerminateInstances, then the instance as described. An eventually consistent EC2 may
+    not describe it right after: then the state TerminateInstances answered."""
     ec2 = client.client(ctx, "ec2", ref.region)
-    client.call(
+    answer = client.call(
         lambda: ec2.terminate_instances(InstanceIds=[ref.instance_id]),
         what="TerminateInstances",
         region=ref.region,
     )
-    return status(ctx, ref)
+    try:
+        return status(ctx, ref)
+    except NotFoundError:
+        changes = [c for c in answer.get("TerminatingInstances", []) if c.get("InstanceId")]
+        name = changes[0].get("CurrentState", {}).get("Name", "") if changes else ""
+        state = STATES.get(name, InstanceState.TERMINATING)
+        return Instance(provider="aws", region=ref.region, instance_id=ref.instance_id, state=state)
 
 
 def tagged(ctx: HookContext, regions: list[str] | None, tags: dict[str, str]) -> list[Instance]:

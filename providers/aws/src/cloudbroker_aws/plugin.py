@@ -17,10 +17,11 @@ from cloudbroker.models import (
     LaunchRequest,
     Market,
     PriceSheet,
+    Quota,
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_aws import instances, offers, storage
+from cloudbroker_aws import instances, offers, quotas, storage
 
 DESCRIPTION = Description(
     name="aws",
@@ -31,7 +32,12 @@ DESCRIPTION = Description(
     credential_hint=("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run 'aws configure'"),
     package="cloudbroker_aws",
     homepage="https://aws.amazon.com/ec2/",
-    endpoint_env=("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EC2", "AWS_ENDPOINT_URL_PRICING"),
+    endpoint_env=(
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_EC2",
+        "AWS_ENDPOINT_URL_PRICING",
+        "AWS_ENDPOINT_URL_SERVICE_QUOTAS",
+    ),
 )
 
 
@@ -57,6 +63,12 @@ class AwsProvider(CatalogProvider):
         self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
     ) -> list[Availability]:
         return offers.availability(ctx, regions, instance_types, market)
+
+    @hookimpl
+    def quotas(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Quota]:
+        return quotas.quotas(ctx, regions, instance_types, market)
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:

@@ -125,6 +125,17 @@ class Ecs:
         )
         return wire(response.flavors or [])
 
+    def server_limits(self) -> dict[str, Any]:
+        """ShowServerLimits: the project's ECS quotas and usage (``absolute``, wire names)."""
+        from huaweicloudsdkecs.v2 import ShowServerLimitsRequest
+
+        response = _call(
+            lambda: self._client.show_server_limits(ShowServerLimitsRequest()),
+            "ShowServerLimits",
+            self.region,
+        )
+        return wire(response.absolute) if response.absolute is not None else {}
+
     def create_server(self, server: Mapping[str, Any], client_token: str) -> dict[str, Any]:
         """CreatePostPaidServers; ``server`` holds PostPaidServer's constructor arguments."""
         from huaweicloudsdkecs.v2 import (
@@ -177,7 +188,9 @@ class Ecs:
             )
             page = wire(answer.servers or [])
             found.extend(page)
-            if len(page) < SERVERS_PER_PAGE:
+            # ``count`` is the total of matching servers (SDK list_servers_details_response.py):
+            # a short page alone does not prove the last one.
+            if not page or len(found) >= (answer.count or 0):
                 return found
             marker = page[-1]["id"]
 

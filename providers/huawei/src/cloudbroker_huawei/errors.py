@@ -6,9 +6,13 @@ the HTTP status. Two traps this avoids:
 * ``APIGW.0101`` is a 404 from the gateway ("the API does not exist"): a wrong endpoint or
   region, not a missing server. Reading it as NotFoundError would make ``terminate`` believe an
   instance is gone; it is a ConfigError naming the endpoint setting.
-* ECS reports a lack of stock with a generic code (``Ecs.0000`` "request error") and the
-  reason in the message, both on the create call and in a failed job; capacity is therefore
-  recognised by the message as well as by code.
+* ECS's error table (https://support.huaweicloud.com/intl/en-us/api-ecs/ecs_07_0002.html)
+  says its codes and messages do not correspond one to one, that most APIs are asynchronous
+  (codes arrive in the failed job) and that HTTP statuses "may not be accurate". Capacity is
+  therefore recognised by the documented codes (:data:`CAPACITY_CODES`, :data:`QUOTA_CODES`)
+  and by the documented messages ("Flavor %s is sold out", "Capacity is not enough", "Disk
+  type [%s] has been sold out in AZ [%s]"), whatever the code. Anything else unclassified is
+  a plain error, which the broker also treats as "try the next offer".
 
 The SDK's exception module is imported only when translating, i.e. after an SDK call failed,
 so importing this module stays free. The SDK also lets ``requests`` failures through; any
@@ -43,7 +47,21 @@ AUTH_CODES = frozenset(
     }
 )
 THROTTLE_CODES = frozenset({"APIGW.0308", "CBC.0250"})
-QUOTA_CODES = frozenset({"Ecs.0001"})  # ECS quota of the account exhausted
+#: ECS error table (ecs_07_0002, all HTTP 400): quotas of the account.
+QUOTA_CODES = frozenset(
+    {
+        "Ecs.0001",  # "Insufficient ECS quota." (instances, vCPUs, RAM)
+        "Ecs.0021",  # "Insufficient EVS disk quota."
+    }
+)
+#: ECS error table (ecs_07_0002, HTTP 400): no stock of what was asked, here and now.
+CAPACITY_CODES = frozenset(
+    {
+        "Ecs.0319",  # "Insufficient flavor capacity." / "Check capacity: Capacity is not enough."
+        "Ecs.0044",  # "Disk type [%s] has been sold out in AZ [%s]."
+        "Ecs.0029",  # "The flavor does not exist or has been abandoned." ("Change another flavor")
+    }
+)
 ENDPOINT_CODES = frozenset({"APIGW.0101"})
 NOT_FOUND_CODES = frozenset(
     {
@@ -52,9 +70,13 @@ NOT_FOUND_CODES = frozenset(
         "CBC.99006006",  # BSS: no price for this product (spec, region)
     }
 )
+#: Documented messages of a lack of stock ("Flavor %s is sold out", ecs_07_0002 as copied at
+#: blog.csdn.net/chengxunhg/article/details/90737769 and in Huawei's own search index; "Check
+#: capacity: Capacity is not enough."), Nova's "No valid host was found" (a server that goes
+#: ERROR for want of a host), and the Chinese site's 资源不足 / 售罄.
 CAPACITY_MESSAGE = re.compile(
-    r"insufficient\s+(resource|capacity)|sold\s*out|sellout|no valid host"
-    r"|not enough (resource|capacity)|资源不足|售罄",
+    r"insufficient\s+(resource|capacity|flavor capacity)|sold\s*out|sellout|no valid host"
+    r"|(capacity|resource) is not enough|not enough (resource|capacity)|资源不足|售罄",
     re.IGNORECASE,
 )
 
@@ -80,6 +102,8 @@ def classify(
         )
     if code in QUOTA_CODES:
         return CapacityError(f"ECS quota exhausted ({detail})", provider=PROVIDER)
+    if code in CAPACITY_CODES:
+        return CapacityError(f"no capacity ({detail})", provider=PROVIDER)
     if CAPACITY_MESSAGE.search(text):
         return CapacityError(f"no capacity ({detail})", provider=PROVIDER)
     if status == 403:

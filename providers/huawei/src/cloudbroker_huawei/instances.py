@@ -29,7 +29,13 @@ ListServersDetails. A server deleted in between is not found by the tag, so a re
 the same key after a termination creates a new one (by design: it is gone).
 
 After the create call, ShowJob is polled until the job names the server (or fails: a job that
-fails for lack of stock is a CapacityError).
+fails for lack of stock is a CapacityError). ShowServer right after may still answer 404
+``Ecs.0114``: public user code of the Huawei SDK retries that as "not ready yet" (found with
+``find_string "Ecs.0114"``; no Huawei statement on read-after-write), so the launch returns the
+server as PENDING and the broker's bounded grace for NotFound after a launch takes it from
+there. A deleted server is still shown by ShowServer, as DELETED
+(huaweicloud/terraform-provider-huaweicloud#1793: "ecs destroy only set the status to
+DELETED"); for how long is unsourced, and a 404 afterwards is read as not found.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from typing import Any
 
 from cloudbroker.config import require
 from cloudbroker.context import HookContext
-from cloudbroker.errors import CloudBrokerError, ProviderUnavailable, UsageError
+from cloudbroker.errors import CloudBrokerError, NotFoundError, ProviderUnavailable, UsageError
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
 from cloudbroker_huawei import credentials
 from cloudbroker_huawei.client import Ecs
@@ -79,7 +85,10 @@ STATES: dict[str, InstanceState] = {
     "SHELVED_OFFLOADED": InstanceState.STOPPED,
     "DELETED": InstanceState.TERMINATED,
     "SOFT_DELETED": InstanceState.TERMINATED,
-    "ERROR": InstanceState.UNKNOWN,
+    # ERROR is a documented status (SDK server_detail.py status list, ecs_08_0002); with it
+    # comes ``fault`` "when the status is ERROR" (same file). A failed server, not a healthy
+    # unknown: the broker moves to the next offer, the watcher fails over.
+    "ERROR": InstanceState.FAILED,
     "UNKNOWN": InstanceState.UNKNOWN,
 }
 TASK_STATES: dict[str, InstanceState] = {
@@ -100,7 +109,19 @@ def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
         return instance(existing[0], request.region)
     created = ecs.create_server(spec, client_token(request.idempotency_key))
     server_id = await_server_id(ecs, created, timeout=ctx.timeout)
-    return instance(ecs.show_server(server_id), request.region)
+    try:
+        return instance(ecs.show_server(server_id), request.region)
+    except NotFoundError:  # Ecs.0114 right after creation: not ready yet (module doc)
+        return Instance(
+            provider=PROVIDER,
+            region=request.region,
+            instance_id=server_id,
+            state=InstanceState.PENDING,
+            zone=request.zone,
+            instance_type=request.instance_type,
+            market=request.market,
+            tags=dict(request.tags),
+        )
 
 
 def status(ctx: HookContext, ref: InstanceRef) -> Instance:
@@ -217,7 +238,17 @@ def instance(server: Mapping[str, Any], region: str) -> Instance:
         tags=tags(server),
         launched_at=_time(server.get("OS-SRV-USG:launched_at") or server.get("created")),
         reclaim=reclaim(server),
+        failure=failure(server),
     )
+
+
+def failure(server: Mapping[str, Any]) -> str | None:
+    """Why a server is in ERROR: its ``fault`` (code, message), as ECS returns it then."""
+    if server.get("status") != "ERROR":
+        return None
+    fault = server.get("fault") or {}
+    detail = fault.get("message") or "no fault given"
+    return f"ERROR: {detail}" + (f" (code {fault['code']})" if fault.get("code") else "")
 
 
 def client_token(key: str) -> str:

@@ -19,10 +19,11 @@ from cloudbroker.models import (
     Market,
     PriceSheet,
     ProviderInfo,
+    Quota,
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_huawei import credentials, instances, offers, storage
+from cloudbroker_huawei import credentials, instances, offers, quotas, storage
 from cloudbroker_huawei.client import BSS_ENV, ECS_ENV
 
 DESCRIPTION = Description(
@@ -64,6 +65,12 @@ class HuaweiProvider(CatalogProvider):
         self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
     ) -> list[Availability]:
         return offers.availability(ctx, regions, instance_types, market)
+
+    @hookimpl
+    def quotas(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Quota]:
+        return quotas.quotas(ctx, regions, instance_types, market)
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:

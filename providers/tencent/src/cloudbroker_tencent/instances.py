@@ -1,21 +1,33 @@
 """Launch, look at and terminate CVM instances: RunInstances, DescribeInstances, TerminateInstances.
 
 Tencent's states (PENDING, LAUNCH_FAILED, RUNNING, STOPPED, STARTING, STOPPING, REBOOTING,
-SHUTDOWN, TERMINATING) map onto ours below. A spot reclaim is not a state of its own in
-DescribeInstances: Tencent warns the instance itself through its metadata
-(``/meta-data/spot/termination-time``, not readable from outside) and then terminates it. So we
+SHUTDOWN, TERMINATING) map onto ours below. RunInstances is asynchronous: the instance stays
+PENDING and ends RUNNING, or LAUNCH_FAILED when creation failed (SDK ``cvm_client.py``
+RunInstances docstring), with the reason in ``LatestOperationErrorMsg`` (SDK
+``models.Instance``); that is our FAILED, so the broker tries the next offer.
+
+A spot reclaim is not a state of its own in DescribeInstances: Tencent warns the instance
+itself through its metadata (``/meta-data/spot/termination-time``, not readable from outside)
+and then terminates it. So we
 read a reclaim off what DescribeInstances does show: a SPOTPAID instance going TERMINATING or
 SHUTDOWN whose ``LatestOperation`` is not ``TerminateInstances``, i.e. nobody asked for it.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
 from cloudbroker.config import require
 from cloudbroker.context import HookContext
-from cloudbroker.errors import CapacityError, NotFoundError, ProviderUnavailable, UsageError
+from cloudbroker.errors import (
+    CapacityError,
+    ConfigError,
+    NotFoundError,
+    ProviderUnavailable,
+    UsageError,
+)
 from cloudbroker.launching import encoded_user_data
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
 from cloudbroker_tencent import offers
@@ -29,7 +41,7 @@ MARKETS = {
 }
 STATES = {
     "PENDING": InstanceState.PENDING,
-    "LAUNCH_FAILED": InstanceState.TERMINATED,  # never came up and never will
+    "LAUNCH_FAILED": InstanceState.FAILED,  # accepted, then refused (often stock): next offer
     "RUNNING": InstanceState.RUNNING,
     "STARTING": InstanceState.PENDING,
     "REBOOTING": InstanceState.PENDING,  # on its way back up, not serving
@@ -47,6 +59,9 @@ ALREADY_TERMINATED = (
     "UnsupportedOperation.InstanceStateTerminated",
 )
 STOCK_ORDER = {"EnoughStock": 0, "NormalStock": 1, "UnderStock": 2}
+#: A key pair id as LoginSettings.KeyIds takes it ("skey-11112222": SDK models.py
+#: DescribeKeyPairsRequest.KeyIds; a malformed one is InvalidKeyPairId.Malformed).
+KEY_ID = re.compile(r"skey-[0-9a-z]{8}")
 
 
 def _network(request: LaunchRequest) -> dict[str, str]:
@@ -84,8 +99,6 @@ def run_params(request: LaunchRequest) -> dict[str, Any]:
     }
     if request.network.security_group:  # else the project's default group
         params["SecurityGroupIds"] = [request.network.security_group]
-    if request.key_name:  # else Tencent sets a random password and mails it to the account
-        params["LoginSettings"] = {"KeyIds": [request.key_name]}
     if request.tags:
         tags = [{"Key": key, "Value": value} for key, value in request.tags.items()]
         params["TagSpecification"] = [{"ResourceType": "instance", "Tags": tags}]
@@ -129,10 +142,28 @@ def selling_zone(api: CvmApi, instance_type: str, charge_type: str) -> str:
     return best["Zone"]
 
 
+def key_id(api: CvmApi, key: str) -> str:
+    """The ``skey-`` id LoginSettings.KeyIds takes, for the ``key_name`` setting: an id as it
+    is, a name looked up with DescribeKeyPairs (filter ``key-name``; SDK models.py)."""
+    if KEY_ID.fullmatch(key):
+        return key
+    answer = api.call("DescribeKeyPairs", {"Filters": [{"Name": "key-name", "Values": [key]}]})
+    found = [k["KeyId"] for k in answer.get("KeySet") or [] if k.get("KeyName") == key]
+    if not found:
+        raise ConfigError(
+            f"key_name {key!r}: no key pair of that name in {api.region} (DescribeKeyPairs); "
+            "set key_name to a key pair's name or its skey- id in [providers.tencent]",
+            provider="tencent",
+        )
+    return str(found[0])
+
+
 def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     """RunInstances in the request's zone, or in the best-stocked zone that sells the type."""
     params = run_params(request)
     api = CvmApi(ctx, request.region)
+    if request.key_name:  # else Tencent sets a random password and mails it to the account
+        params["LoginSettings"] = {"KeyIds": [key_id(api, request.key_name)]}
     zone = request.zone or selling_zone(api, request.instance_type, params["InstanceChargeType"])
     answer = api.call("RunInstances", {"Placement": {"Zone": zone}, **params})
     ids = answer.get("InstanceIdSet") or []
@@ -187,7 +218,16 @@ def instance_of(item: dict[str, Any], region: str) -> Instance:
         tags={t["Key"]: t["Value"] for t in item.get("Tags") or []},
         launched_at=_created(item.get("CreatedTime")),
         reclaim=reclaim_reason(item),
+        failure=failure(item),
     )
+
+
+def failure(item: dict[str, Any]) -> str | None:
+    """Why a LAUNCH_FAILED instance failed: ``LatestOperationErrorMsg`` (SDK models.Instance)."""
+    if item.get("InstanceState") != "LAUNCH_FAILED":
+        return None
+    reason = item.get("LatestOperationErrorMsg") or "no reason given"
+    return f"LAUNCH_FAILED: {reason} ({item.get('LatestOperation') or 'RunInstances'})"
 
 
 PAGE = 100  # DescribeInstances' largest Limit
@@ -241,18 +281,22 @@ def status(ctx: HookContext, ref: InstanceRef) -> Instance:
 def terminate(ctx: HookContext, ref: InstanceRef) -> Instance:
     """TerminateInstances, once per call.
 
-    The first moves the instance to the recycle bin (SHUTDOWN: stopped, released by Tencent
-    after 2 hours), a second one releases it at once; "already terminating/terminated" answers
-    count as done. NotFoundError only when Tencent has never heard of the instance.
+    A pay-as-you-go (and spot) instance is destroyed directly; only a prepaid one goes to the
+    recycle bin first (SDK ``cvm_client.py`` TerminateInstances docstring: "按量计费实例调用
+    本接口将被直接销毁"). The console guide (intl.cloud.tencent.com/document/product/213/4930)
+    says pay-as-you-go instances sit 2 hours in the recycle bin; should that happen, the
+    instance shows SHUTDOWN (our TERMINATED: stopped, not billed for compute) and a second
+    call releases it. "Already terminating/terminated" answers count as done. NotFoundError
+    only when Tencent does not know the instance (never, or not yet listed).
     """
     api = CvmApi(ctx, ref.region)
     api.call("TerminateInstances", {"InstanceIds": [ref.instance_id]}, done=ALREADY_TERMINATED)
     item = describe(api, ref.instance_id)
-    if item is None:  # released: known to TerminateInstances, no longer listed
+    if item is None:  # accepted and no longer listed: the broker confirms by listing
         return Instance(
             provider="tencent",
             region=ref.region,
             instance_id=ref.instance_id,
-            state=InstanceState.TERMINATED,
+            state=InstanceState.TERMINATING,
         )
     return instance_of(item, ref.region)

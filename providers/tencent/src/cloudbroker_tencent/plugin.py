@@ -17,10 +17,11 @@ from cloudbroker.models import (
     LaunchRequest,
     Market,
     PriceSheet,
+    Quota,
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_tencent import instances, offers, storage
+from cloudbroker_tencent import instances, offers, quotas, storage
 from cloudbroker_tencent.credentials import (
     CREDENTIAL_FILE,
     CREDENTIAL_HINT,
@@ -62,6 +63,12 @@ class TencentProvider(CatalogProvider):
         self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
     ) -> list[Availability]:
         return offers.availability(ctx, regions, instance_types, market)
+
+    @hookimpl
+    def quotas(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Quota]:
+        return quotas.quotas(ctx, regions, instance_types, market)
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:

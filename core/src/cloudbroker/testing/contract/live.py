@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cloudbroker.errors import CapacityError, NotFoundError
+from cloudbroker.broker.records import AMBIGUOUS, REFUSED
+from cloudbroker.errors import CapacityError, CloudBrokerError, NotFoundError
 from cloudbroker.launching import KEY_TAG, MANAGED_TAG, idempotency_key, launch_request
 from cloudbroker.models import (
     AvailabilityStatus,
@@ -48,12 +49,30 @@ class LiveChecks:
         ref: InstanceRef,
         states: set[str],
     ) -> Instance:
+        """The instance once in one of ``states`` (or at the deadline). NotFound means not
+        listed: not yet (right after a launch, an eventually consistent cloud) or no longer
+        (after a release): terminated when that is awaited, else asked again."""
         deadline = time.monotonic() + cb_live.ready_timeout
         while True:
-            seen = self._status(cb_provider, ref)
+            try:
+                seen = self._status(cb_provider, ref)
+            except NotFoundError:
+                if InstanceState.TERMINATED in states or time.monotonic() > deadline:
+                    return self._not_listed(cb_provider, ref)
+                time.sleep(0.2)
+                continue
             if seen.state in states or time.monotonic() > deadline:
                 return seen
             time.sleep(0.2)
+
+    @staticmethod
+    def _not_listed(cb_provider: ProviderUnderTest, ref: InstanceRef) -> Instance:
+        return Instance(
+            provider=cb_provider.name,
+            region=ref.region,
+            instance_id=ref.instance_id,
+            state=InstanceState.TERMINATED,
+        )
 
     def _cleanup(self, cb_provider: ProviderUnderTest, instance: Instance) -> None:
         if cb_provider.manager.implements(cb_provider.name, "terminate"):
@@ -109,8 +128,8 @@ class LiveChecks:
         # the broker finds a launch whose answer was lost by this tag: it must come back
         assert seen.tags.get(KEY_TAG) == key, f"list_instances returned tags {seen.tags}"
         cb_provider.manager.terminate(cb_provider.name, instance.ref)
-        self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.TERMINATED})
-        if self._status(cb_provider, instance.ref).state == InstanceState.TERMINATED:
+        after = self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.TERMINATED})
+        if after.state == InstanceState.TERMINATED:
             assert instance.instance_id not in listed(), "a terminated instance was listed"
 
     @_needs("launch")
@@ -165,9 +184,11 @@ class LiveChecks:
         if cb_live.emulator is None:
             pytest.skip("no emulator given (LiveTarget.emulator): fault checks need one")
         cb_live.emulator.reset()
+        lag = cb_live.emulator.listing_lag
         yield cb_live.emulator
         with cb_live.emulator.state.lock:  # unspent faults must not break the cleanup launches
             cb_live.emulator.state.faults.clear()
+        cb_live.emulator.listing_lag = lag
 
     @_needs("launch")
     def test_no_capacity_is_a_capacity_error(
@@ -208,6 +229,71 @@ class LiveChecks:
         cb_launched.append(instance)
         assert [i.instance_id for i in cb_emulator.live_instances()] == [instance.instance_id]
         assert MANAGED_TAG in cb_emulator.live_instances()[0].tags, "request.tags were not applied"
+
+    @_needs("launch", "instance_status")
+    def test_a_launch_that_fails_later_reads_failed_with_the_reason(
+        self,
+        cb_provider: ProviderUnderTest,
+        cb_live: LiveTarget,
+        cb_emulator: Emulator,
+        cb_launched: list,
+    ):
+        """A launch accepted, then failed (Tencent LAUNCH_FAILED, Huawei ERROR, EC2 ended with
+        Server.InsufficientInstanceCapacity) must read ``failed``: the broker then terminates
+        it and tries the next offer, where ``terminated`` would stop ``up``."""
+        if not cb_emulator.launch_actions:
+            pytest.skip(f"{cb_provider.name}: no asynchronous launch failure is documented")
+        reason = "contract: the stock went after the launch was accepted"
+        cb_emulator.inject("fail-later", seconds=0.0, message=reason)
+        instance = self._launch(
+            cb_provider, cb_live, idempotency_key("contract-late", uuid.uuid4())
+        )
+        cb_launched.append(instance)
+        seen = self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.FAILED})
+        assert seen.state is InstanceState.FAILED, (
+            f"{seen.state} after a launch failed: it must read failed (the next offer is tried)"
+        )
+        assert seen.failure, "a failed instance must say why (Instance.failure)"
+
+    @_needs("launch", "instance_status")
+    def test_a_new_instance_not_listed_yet_is_not_found_never_terminated(
+        self,
+        cb_provider: ProviderUnderTest,
+        cb_live: LiveTarget,
+        cb_emulator: Emulator,
+        cb_launched: list,
+    ):
+        """Within the listing lag after a launch, status answers NotFound (or a live state):
+        never ``terminated``, which would fail ``up`` and hide an instance that bills."""
+        cb_emulator.listing_lag = 1.0
+        instance = self._launch(cb_provider, cb_live, idempotency_key("contract-lag", uuid.uuid4()))
+        cb_launched.append(instance)
+        try:
+            seen: Instance | None = self._status(cb_provider, instance.ref)
+        except NotFoundError:
+            seen = None
+        live = {InstanceState.PENDING, InstanceState.RUNNING}
+        assert seen is None or seen.state in live, (
+            f"{seen and seen.state} for an instance not listed yet: NotFound or live, not ended"
+        )
+        running = self._wait_for(cb_provider, cb_live, instance.ref, {InstanceState.RUNNING})
+        assert running.state is InstanceState.RUNNING, f"still {running.state} after the lag"
+
+    @_needs("launch")
+    def test_an_unknown_error_on_launch_names_its_code_and_does_not_stop(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, cb_emulator: Emulator
+    ):
+        """A refusal with a code no adapter knows must keep the code in its message and not be
+        an auth/config/usage error: the broker then reports it and tries the next offer."""
+        code = "CloudbrokerContract.Unheard"
+        cb_emulator.inject("error", code=code, status=400, message="a code nobody classifies")
+        with pytest.raises(CloudBrokerError) as raised:
+            self._launch(cb_provider, cb_live, idempotency_key("contract-unknown", uuid.uuid4()))
+        assert not isinstance(raised.value, (*REFUSED, *AMBIGUOUS)), (
+            f"{type(raised.value).__name__} for an unknown code stops the placement: {raised.value}"
+        )
+        assert code in str(raised.value), f"the cloud's code is not reported: {raised.value}"
+        assert not cb_emulator.live_instances()
 
     # -- availability (live, optional) -----------------------------------------------------
 

@@ -16,7 +16,17 @@ cloudbroker without an account) use:
 * ``GET /_emulator/state`` -- instances, pending faults and a log of handled actions.
 * ``POST /_emulator/faults`` with JSON ``{"kind": ..., "action": "RunInstances", "count": 1,
   "seconds": 0.5}`` -- kinds: ``latency``, ``throttle``, ``server-error``, ``capacity``,
-  ``lose-response`` (perform the action, then drop the connection without answering).
+  ``lose-response`` (perform the action, then drop the connection without answering),
+  ``error`` with ``"code"`` and ``"status"`` (and ``"message"``): any error of the cloud's
+  documented tables; ``fail-later`` (launch actions only, :attr:`Emulator.launch_actions`):
+  the launch succeeds and the instance fails ``seconds`` later, ``message`` its reason.
+* ``POST /_emulator/lag`` with ``{"seconds": 3}`` -- the listing lag: a new instance is not
+  listed (describe answers not found) for that long, a released one stays listed as long
+  (:meth:`Instance.visible`), as eventually consistent APIs do.
+* ``POST /_emulator/paging`` with ``{"page_size": 2}`` -- list actions answer at most that
+  many items a page (``null``: the cloud's maximum); :meth:`Emulator.page` applies it.
+* ``POST /_emulator/quota`` with ``{"region": ..., "name": ..., "value": 8}`` -- the
+  account's quota the emulated quota API answers (``null``: the emulator's default).
 * ``POST /_emulator/reclaim`` with ``{"instance_id": ...}`` -- a spot reclaim.
 * ``POST /_emulator/capacity`` with ``{"place": REGION-or-ZONE, "instance_type": ...,
   "count": N}`` -- only N more launches of the type there (``null``: unlimited again). The
@@ -27,7 +37,9 @@ cloudbroker without an account) use:
 * ``POST /_emulator/reset`` -- forget all instances, faults and stock limits.
 
 Faults apply after authentication, to the next ``count`` requests of ``action`` (any action
-when omitted). Instances start ``pending`` and are ``running`` after
+when omitted). A launch handler calls :meth:`Emulator.launched` on each instance it creates
+(arming a ``fail-later`` fault) and shows only instances :meth:`Emulator.visible` accepts.
+Instances start ``pending`` and are ``running`` after
 :attr:`Emulator.boot_seconds`. An emulator's launch action calls :meth:`Emulator.take_stock`
 before creating an instance, so a stock limit answers with the cloud's capacity error.
 
@@ -46,6 +58,7 @@ from cloudbroker.testing.emulator.json_api import JsonEmulator
 from cloudbroker.testing.emulator.server import Emulator, serve
 from cloudbroker.testing.emulator.state import (
     FAULT_KINDS,
+    LAUNCH_FAULTS,
     LOW_STOCK,
     Fault,
     Instance,
@@ -56,6 +69,7 @@ from cloudbroker.testing.emulator.wire import ApiError, Request, Response
 
 __all__ = [
     "FAULT_KINDS",
+    "LAUNCH_FAULTS",
     "LOW_STOCK",
     "ApiError",
     "Emulator",

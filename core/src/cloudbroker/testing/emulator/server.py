@@ -54,6 +54,14 @@ class Emulator:
     #: How the cloud's instances read their role's storage credentials, which the sandbox's
     #: metadata service for the cloud then serves; None: the cloud has no instance roles.
     instance_credentials: ClassVar[InstanceCredentials | None] = None
+    #: The actions that create instances: the only ones a ``fail-later`` fault applies to.
+    launch_actions: ClassVar[frozenset[str]] = frozenset({"RunInstances"})
+    #: Seconds a new instance stays unlisted and a released one stays listed (see
+    #: :meth:`Instance.visible`); 0 is strictly consistent. The sandbox sets a few seconds.
+    listing_lag = 0.0
+    #: The largest page the emulated list actions return, whatever the request asks; None:
+    #: the cloud's own maximum. Tests set a small one to exercise paging (:meth:`page`).
+    page_limit: int | None = None
 
     def __init__(
         self, *, access_key: str, secret_key: str, host: str = "127.0.0.1", port: int = 0
@@ -121,16 +129,70 @@ class Emulator:
     # -- in-process control (the same operations as the HTTP control API) ------------------
 
     def inject(
-        self, kind: str, action: str | None = None, count: int = 1, seconds: float = 0.0
+        self,
+        kind: str,
+        action: str | None = None,
+        count: int = 1,
+        seconds: float = 0.0,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        message: str | None = None,
     ) -> None:
+        """Make the next ``count`` requests of ``action`` fail with fault ``kind``.
+
+        ``error`` answers ``status`` with the cloud's error ``code`` (and ``message``), any
+        code of the cloud's documented tables. ``fail-later`` lets the next launch succeed
+        and the instance fail ``seconds`` later with ``message`` as the cloud's reason.
+        """
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULT_KINDS)}")
+        if kind == "error" and (not code or status is None or not 400 <= status <= 599):
+            raise ValueError("an error fault needs a code and an HTTP status from 400 to 599")
         with self.state.lock:
-            self.state.faults.append(Fault(kind, action, count, seconds))
+            self.state.faults.append(Fault(kind, action, count, seconds, code, status, message))
+
+    def launched(self, instance: Instance, request: Request) -> None:
+        """Call on each instance a launch action creates: arms a ``fail-later`` fault the
+        request carries (the instance's state turns ``failed`` with the fault's message)."""
+        fault = request.fault
+        if fault is not None and fault.kind == "fail-later":
+            instance.fails_at = instance.created + fault.seconds
+            instance.failure = fault.message or self.fault_errors["capacity"][2]
+
+    def visible(self, instance: Instance) -> bool:
+        """Whether the list and describe actions show ``instance`` now (the listing lag)."""
+        return instance.visible(self.listing_lag)
+
+    def page(self, items: list[Any], start: int, size: int) -> tuple[list[Any], int | None]:
+        """Items ``start`` to ``start + size`` (``size`` capped by :attr:`page_limit`) and the
+        start of the next page, None on the last page."""
+        if self.page_limit is not None:
+            size = min(size, self.page_limit)
+        size = max(size, 1)
+        end = start + size
+        return items[start:end], end if end < len(items) else None
+
+    def set_quota(self, region: str, name: str, value: float | None) -> None:
+        """The account's limit ``name`` in ``region`` as the emulated quota API answers it."""
+        with self.state.lock:
+            if value is None:
+                self.state.quotas.pop((region, name), None)
+            else:
+                self.state.quotas[(region, name)] = value
+
+    def quota(self, region: str, name: str, default: float) -> float:
+        """The limit set with :meth:`set_quota`, else ``default`` (the emulator's own)."""
+        with self.state.lock:
+            return self.state.quotas.get((region, name), default)
 
     def reclaim(self, instance_id: str) -> None:
+        """A spot reclaim; refused for an on-demand instance (clouds interrupt only spot)."""
         with self.state.lock:
-            self.state.instances[instance_id].reclaimed = time.time()
+            instance = self.state.instances[instance_id]
+            if not instance.spot:
+                raise ValueError(f"{instance_id} is not a spot instance; only spot is reclaimed")
+            instance.reclaimed = time.time()
             self.notify()
 
     def reset(self) -> None:
@@ -139,6 +201,7 @@ class Emulator:
             self.state.faults.clear()
             self.state.log.clear()
             self.state.stock.clear()
+            self.state.quotas.clear()
             self.state.outage = False
 
     def set_stock(self, place: str, instance_type: str, count: int | None) -> None:
@@ -210,8 +273,14 @@ class Emulator:
                     {"place": place, "instance_type": name, "count": count}
                     for (place, name), count in self.state.stock.items()
                 ]
+            if self.state.quotas:
+                found["quotas"] = [
+                    {"region": region, "name": name, "value": value}
+                    for (region, name), value in self.state.quotas.items()
+                ]
             if self.state.outage:
                 found["outage"] = True
+            found["listing_lag"] = self.listing_lag
             return found
 
     def live_instances(self) -> list[Instance]:
@@ -226,11 +295,15 @@ class Emulator:
                 return Response(200, self.snapshot())
             body = request.json()
             if request.path == "/_emulator/faults":
+                status = body.get("status")
                 self.inject(
                     body["kind"],
                     body.get("action"),
                     int(body.get("count", 1)),
                     float(body.get("seconds", 0)),
+                    code=body.get("code"),
+                    status=None if status is None else int(status),
+                    message=body.get("message"),
                 )
             elif request.path == "/_emulator/reclaim":
                 self.reclaim(body["instance_id"])
@@ -238,6 +311,19 @@ class Emulator:
                 count = body["count"]
                 self.set_stock(
                     body["place"], body["instance_type"], None if count is None else int(count)
+                )
+            elif request.path == "/_emulator/lag":
+                seconds = float(body["seconds"])
+                if seconds < 0:
+                    raise ValueError(f"the listing lag must be 0 or more, got {seconds}")
+                self.listing_lag = seconds
+            elif request.path == "/_emulator/paging":
+                size = body["page_size"]
+                self.page_limit = None if size is None else max(1, int(size))
+            elif request.path == "/_emulator/quota":
+                value = body["value"]
+                self.set_quota(
+                    body["region"], body["name"], None if value is None else float(value)
                 )
             elif request.path == "/_emulator/outage":
                 self.set_outage(bool(body["on"]))
@@ -260,9 +346,14 @@ class Emulator:
         try:
             self.authenticate(request)
             action = self.action(request)
-            fault = self.state.take_fault(action)
+            fault = self.state.take_fault(action, launch=action in self.launch_actions)
             if fault and fault.kind == "latency":
                 time.sleep(fault.seconds)
+            elif fault and fault.kind == "error":
+                assert fault.status is not None and fault.code is not None  # checked by inject
+                raise ApiError(fault.status, fault.code, fault.message or fault.code)
+            elif fault and fault.kind == "fail-later":
+                request.fault = fault
             elif fault and fault.kind != "lose-response":
                 raise ApiError(*self.fault_errors[fault.kind])
             with self.state.lock:

@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from cloudbroker.testing.emulator.server import Emulator
 
-FAULT_KINDS = ("latency", "throttle", "server-error", "capacity", "lose-response")
+FAULT_KINDS = (
+    "latency",
+    "throttle",
+    "server-error",
+    "capacity",
+    "lose-response",
+    "error",  # any code and HTTP status: Fault.code, Fault.status (Fault.message optional)
+    "fail-later",  # the launch is accepted, then the instance fails after Fault.seconds
+)
+#: The kinds an emulator applies itself (not raised before handling): only launch actions.
+LAUNCH_FAULTS = ("fail-later",)
 #: A stock of 1 to this many launches is reported as low by the emulated stock APIs.
 LOW_STOCK = 2
 
@@ -22,6 +32,10 @@ class Fault:
     action: str | None = None
     count: int = 1
     seconds: float = 0.0
+    #: For ``error``: the cloud's error code and HTTP status; for both kinds, the message.
+    code: str | None = None
+    status: int | None = None
+    message: str | None = None
 
 
 @dataclass
@@ -41,14 +55,28 @@ class Instance:
     created: float = field(default_factory=time.time)
     terminated: float | None = None
     reclaimed: float | None = None
+    #: A launch that fails after it was accepted: when (epoch seconds) and the cloud's reason.
+    fails_at: float | None = None
+    failure: str | None = None
 
     def state(self, boot_seconds: float) -> str:
-        """``pending``, ``running``, ``reclaiming`` or ``terminated``."""
+        """``pending``, ``running``, ``failed``, ``reclaiming`` or ``terminated``."""
         if self.terminated is not None:
             return "terminated"
+        if self.fails_at is not None and time.time() >= self.fails_at:
+            return "failed"
         if self.reclaimed is not None:
             return "reclaiming"
         return "pending" if time.time() - self.created < boot_seconds else "running"
+
+    def visible(self, lag: float, now: float | None = None) -> bool:
+        """Whether Describe/List calls show the instance with a listing lag of ``lag`` s:
+        not in its first ``lag`` seconds (not propagated yet), nor ``lag`` seconds after its
+        release (forgotten); in between, and while being released, it is shown."""
+        now = time.time() if now is None else now
+        if now < self.created + lag:
+            return False
+        return self.terminated is None or now < self.terminated + lag
 
 
 class InstanceRunner(Protocol):
@@ -70,6 +98,8 @@ class State:
         #: (region or zone, instance type) -> launches still possible there.
         self.stock: dict[tuple[str, str], int] = {}
         self.outage = False
+        #: (region, quota name) -> the account's limit the emulated quota API answers.
+        self.quotas: dict[tuple[str, str], float] = {}
         self._ids = itertools.count(1)
 
     def new_id(self, prefix: str) -> str:
@@ -80,9 +110,12 @@ class State:
             return None
         return next((i for i in self.instances.values() if i.client_token == token), None)
 
-    def take_fault(self, action: str) -> Fault | None:
+    def take_fault(self, action: str, launch: bool = False) -> Fault | None:
+        """The next fault for ``action``; a launch fault only if ``launch`` (a launch action)."""
         with self.lock:
             for fault in self.faults:
+                if fault.kind in LAUNCH_FAULTS and not launch:
+                    continue
                 if fault.action in (None, action):
                     fault.count -= 1
                     if fault.count <= 0:

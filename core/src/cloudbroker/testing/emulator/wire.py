@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
+
+if TYPE_CHECKING:
+    from cloudbroker.testing.emulator.state import Fault
 
 
 class ApiError(Exception):
@@ -40,6 +43,8 @@ class Request:
     params: dict[str, str] = field(default_factory=dict)
     #: The query string as sent (``a=1&a=2``), for signatures and repeated names.
     raw_query: str = ""
+    #: A launch fault (``fail-later``) this request carries; see :meth:`Emulator.launched`.
+    fault: Fault | None = None
 
     def query_all(self, name: str) -> list[str]:
         """Every value of the query parameter ``name``, in order (``[]`` when absent)."""

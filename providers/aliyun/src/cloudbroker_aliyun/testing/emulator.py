@@ -38,7 +38,18 @@ from cloudbroker.testing.emulator import (
 )
 
 API_VERSION = "2014-05-26"
+MAX_PAGE_SIZE = 100
 MAX_CLOCK_SKEW_SECONDS = 15 * 60
+
+
+#: What RunInstances uses when no SystemDisk.Category is sent (SDK alibabacloud_ecs20140526
+#: ``RunInstancesRequestSystemDisk.category``; the China site's 2026-01-30 change to ESSD PL0
+#: for ESSD-only types is not modelled: the international behaviour is the one that fails).
+DEFAULT_SYSTEM_DISK = "cloud_efficiency"
+ANY_SYSTEM_DISK = ("cloud_efficiency", "cloud_ssd", "cloud_essd")
+#: Fixture, not a per-type fact (no public per-type table was found): an ESSD-only type, as
+#: newer GPU families are. The adapter reads the real list from DescribeAvailableResource.
+ESSD_ONLY = ("cloud_essd", "cloud_auto")
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,8 @@ class TypeSpec:
     gpu_amount: int
     gpu_spec: str
     gpu_memory_gb: float
+    #: System disk categories ECS sells with the type (DescribeAvailableResource SystemDisk).
+    system_disks: tuple[str, ...] = ANY_SYSTEM_DISK
 
 
 TYPES: dict[str, TypeSpec] = {
@@ -56,7 +69,7 @@ TYPES: dict[str, TypeSpec] = {
     "ecs.gn6e-c12g1.3xlarge": TypeSpec(12, 92.0, 1, "NVIDIA V100", 32.0),
     "ecs.gn7i-c8g1.2xlarge": TypeSpec(8, 30.0, 1, "NVIDIA A10", 24.0),
     "ecs.gn7e-c16g1.4xlarge": TypeSpec(16, 125.0, 1, "NVIDIA A100 80G", 80.0),
-    "ecs.gn8is.2xlarge": TypeSpec(8, 64.0, 1, "NVIDIA L20", 48.0),
+    "ecs.gn8is.2xlarge": TypeSpec(8, 64.0, 1, "NVIDIA L20", 48.0, ESSD_ONLY),
     "ecs.g7.xlarge": TypeSpec(4, 16.0, 0, "", 0.0),
 }
 
@@ -98,6 +111,7 @@ RECORDED_PARAMS = (
     "InstanceName",
     "SpotStrategy",
     "SpotPriceLimit",
+    "SpotDuration",
     "SystemDisk.Size",
     "SystemDisk.Category",
     "InternetMaxBandwidthOut",
@@ -146,6 +160,9 @@ class AliyunEcsEmulator(Emulator):
     """ECS on 127.0.0.1: regions, GPU offers, default networks, instances, faults."""
 
     name = "aliyun-ecs"
+    #: No asynchronous launch failure is documented for ECS (RunInstances answers a refusal
+    #: at once, [ALI-RI]), so a ``fail-later`` fault does not apply here.
+    launch_actions: ClassVar[frozenset[str]] = frozenset()
     fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {
         "throttle": (400, "Throttling.User", "Request was denied due to user flow control."),
         "server-error": (
@@ -184,6 +201,7 @@ class AliyunEcsEmulator(Emulator):
             "RunInstances": self._run_instances,
             "DescribeInstances": self._describe_instances,
             "DeleteInstances": self._delete_instances,
+            "DescribeAccountAttributes": self._describe_account_attributes,
         }
 
     def reset(self) -> None:
@@ -205,6 +223,7 @@ class AliyunEcsEmulator(Emulator):
                 t.gpu.count,
                 f"NVIDIA {t.gpu.label}",
                 float(t.gpu.memory_gb or 0),
+                ESSD_ONLY,  # the strictest case, so a sandbox launch shows the category sent
             )
             for t in catalog.instance_types
         }
@@ -363,7 +382,11 @@ class AliyunEcsEmulator(Emulator):
         return {"Status": "Available", "StatusCategory": "WithStock"}
 
     def _describe_available_resource(self, params: dict[str, str]) -> dict[str, Any]:
-        """Stock per zone and type; spot (``SpotStrategy``) only where the type is sold so."""
+        """Stock per zone and type; spot (``SpotStrategy``) only where the type is sold so.
+        With ``DestinationResource=SystemDisk`` (which needs the InstanceType), the system
+        disk categories the type is sold with in each zone instead."""
+        if params.get("DestinationResource") == "SystemDisk":
+            return self._system_disks(params)
         zones = []
         spot = params.get("SpotStrategy", "NoSpot") != "NoSpot"
         for zone, offers in self._region(params).items():
@@ -393,6 +416,35 @@ class AliyunEcsEmulator(Emulator):
                     },
                 }
             )
+        return {"AvailableZones": {"AvailableZone": zones}}
+
+    def _system_disks(self, params: dict[str, str]) -> dict[str, Any]:
+        name = params.get("InstanceType")
+        if not name:
+            raise _bad(400, "MissingParameter.InstanceType", "InstanceType is mandatory.")
+        zones = [
+            {
+                "ZoneId": zone,
+                "RegionId": params["RegionId"],
+                "Status": "Available",
+                "StatusCategory": "WithStock",
+                "AvailableResources": {
+                    "AvailableResource": [
+                        {
+                            "Type": "SystemDisk",
+                            "SupportedResources": {
+                                "SupportedResource": [
+                                    {"Value": c, "Status": "Available", "Unit": "GiB"}
+                                    for c in self.types[name].system_disks
+                                ]
+                            },
+                        }
+                    ]
+                },
+            }
+            for zone, offers in self._region(params).items()
+            if params.get("ZoneId") in (None, zone) and name in offers
+        ]
         return {"AvailableZones": {"AvailableZone": zones}}
 
     def _describe_instance_types(self, params: dict[str, str]) -> dict[str, Any]:
@@ -566,6 +618,15 @@ class AliyunEcsEmulator(Emulator):
                 "InvalidResourceType.NotSupported",
                 f"The instance type {params['InstanceType']} is not sold as spot in {zone}.",
             )
+        category = params.get("SystemDisk.Category") or DEFAULT_SYSTEM_DISK
+        if category not in self.types[params["InstanceType"]].system_disks:
+            # RunInstances error table: 400 InvalidSystemDiskCategory.ValueNotSupported [ALI-RI]
+            raise _bad(
+                400,
+                "InvalidSystemDiskCategory.ValueNotSupported",
+                f'The specified parameter "SystemDisk.Category" is not valid: '
+                f"{params['InstanceType']} does not support {category}.",
+            )
         self.take_stock(region, zone, params["InstanceType"])
         user_data = params.get("UserData")
         if user_data is not None:
@@ -602,8 +663,16 @@ class AliyunEcsEmulator(Emulator):
             "ZoneId": instance.zone,
             "InstanceType": instance.instance_type,
             "ImageId": instance.image,
-            # A reclaimed spot instance is stopped and locked until ECS releases it.
-            "Status": {"pending": "Pending", "running": "Running", "reclaiming": "Stopped"}[state],
+            # A reclaimed spot instance is locked (OperationLocks Recycling, sourced in
+            # instances.py) until ECS releases it; its Status meanwhile is unsourced, so it
+            # stays Running: the lock alone is the documented signal. An instance being
+            # released but still listed (the listing lag) shows Stopping, also unsourced.
+            "Status": {
+                "pending": "Pending",
+                "running": "Running",
+                "reclaiming": "Running",
+                "terminated": "Stopping",
+            }[state],
             "OperationLocks": {
                 "LockReason": [{"LockReason": "Recycling"}] if state == "reclaiming" else []
             },
@@ -634,19 +703,58 @@ class AliyunEcsEmulator(Emulator):
         ids = json.loads(params["InstanceIds"]) if params.get("InstanceIds") else None
         tags = _tags(params)
         found = [
-            self._view(i)
+            i
             for i in self.state.instances.values()
             if i.region == region
-            and i.terminated is None
+            and self.visible(i)
             and (ids is None or i.instance_id in ids)
             and all(i.tags.get(k) == v for k, v in tags.items())
         ]
+        # PageNumber from 1, PageSize default 10 and at most 100 (SDK
+        # models/_describe_instances_request.py); TotalCount counts this request's matches.
+        number = int(params.get("PageNumber") or 1)
+        size = int(params.get("PageSize") or 10)
+        if number < 1 or not 1 <= size <= MAX_PAGE_SIZE:
+            raise _bad(400, "InvalidParameter", "PageNumber from 1, PageSize from 1 to 100.")
+        if self.page_limit is not None:  # a test's small page: pages stay contiguous
+            size = min(size, self.page_limit)
+        page, _ = self.page(found, (number - 1) * size, size)
         return {
-            "Instances": {"Instance": found},
+            "Instances": {"Instance": [self._view(i) for i in page]},
             "TotalCount": len(found),
-            "PageNumber": 1,
-            "PageSize": max(len(found), 10),
+            "PageNumber": number,
+            "PageSize": size,
         }
+
+    def _describe_account_attributes(self, params: dict[str, str]) -> dict[str, Any]:
+        """vCPU quotas (``max-*``: the kit's quota of that name in the region, generous by
+        default) and usage (``used-*``: the live instances' vCPUs), as ValueItem ``Value``."""
+        region = params.get("RegionId", "")
+        self._region(params)
+        live = [i for i in self.live_instances() if i.region == region]
+        used = {
+            spot: sum(self.types[i.instance_type].cpus for i in live if i.spot is spot)
+            for spot in (False, True)
+        }
+        figures = {
+            "max-postpaid-instance-vcpu-count": self.quota(
+                region, "max-postpaid-instance-vcpu-count", 100_000
+            ),
+            "max-spot-instance-vcpu-count": self.quota(
+                region, "max-spot-instance-vcpu-count", 100_000
+            ),
+            "used-postpaid-instance-vcpu-count": used[False],
+            "used-spot-instance-vcpu-count": used[True],
+        }
+        items = [
+            {
+                "AttributeName": name,
+                "AttributeValues": {"ValueItem": [{"Value": str(int(figures[name])), "Count": 1}]},
+            }
+            for name in _indexed(params, "AttributeName")
+            if name in figures
+        ]
+        return {"AccountAttributeItems": {"AccountAttributeItem": items}}
 
     def _delete_instances(self, params: dict[str, str]) -> dict[str, Any]:
         ids = _indexed(params, "InstanceId")
@@ -658,7 +766,7 @@ class AliyunEcsEmulator(Emulator):
         targets = []
         for instance_id in ids:
             instance = self.state.instances.get(instance_id)
-            if instance is None or instance.terminated is not None:
+            if instance is None or instance.terminated is not None or not self.visible(instance):
                 message = "The specified InstanceId does not exist."
                 raise _bad(404, "InvalidInstanceId.NotFound", message)
             if not _flag(params.get("Force")) and instance.state(self.boot_seconds) != "reclaiming":

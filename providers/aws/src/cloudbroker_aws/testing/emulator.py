@@ -13,6 +13,19 @@ speaks EC2 and the Price List API over HTTP:
   the kit's stock (:meth:`AwsEmulator.placement_score`);
 * it injects the kit's faults in EC2's vocabulary (RequestLimitExceeded,
   InsufficientInstanceCapacity, Unavailable, a response lost after the launch happened);
+* it is eventually consistent as EC2 documents ("Eventual consistency in the Amazon EC2
+  API", https://docs.aws.amazon.com/ec2/latest/devguide/eventual-consistency.html), which
+  moto is not: for the kit's listing lag (``POST /_emulator/lag``) after RunInstances, a
+  DescribeInstances or TerminateInstances naming the instance answers
+  ``InvalidInstanceID.NotFound`` (and terminates nothing), and a filtered listing leaves it
+  out. Terminated instances stay listed as ``terminated`` afterwards, as on EC2;
+* a ``fail-later`` fault lets RunInstances succeed and ends the instance ``seconds`` later
+  inside moto, as a launch that failed after acceptance: terminated with the StateReason
+  ``Server.InsufficientInstanceCapacity`` (API reference, StateReason:
+  https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_StateReason.html);
+* it serves the Service Quotas GetServiceQuota action for EC2's quotas (moto 5 has only VPC
+  quotas): the kit's quotas (``POST /_emulator/quota`` with a quota code as ``name``), else
+  a generous :data:`DEFAULT_QUOTA`;
 * a spot reclaim (``POST /_emulator/reclaim``) terminates the instance inside moto with the
   StateReason EC2 gives an interrupted spot instance. Only the end state is emulated: the
   two-minute notice (instance metadata ``spot/instance-action``, EventBridge) is not visible
@@ -51,6 +64,10 @@ MISSING_TYPES = {
 #: The JSON-protocol services' names for the EC2 fault codes above.
 JSON_CODES = {"RequestLimitExceeded": "ThrottlingException", "Unavailable": "ServiceUnavailable"}
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+#: The vCPUs every EC2 quota allows unless a test sets one: generous (a sandbox plans freely).
+DEFAULT_QUOTA = 100_000.0
+#: The StateReason of a launch that failed after acceptance (API_StateReason, see above).
+LATE_FAILURE = "Server.InsufficientInstanceCapacity"
 
 
 def register_missing_instance_types() -> None:
@@ -176,6 +193,11 @@ class AwsEmulator(Emulator):
 
     def handle(self, action: str, request: Request) -> Response:
         region = request.region  # type: ignore[attr-defined]
+        self._fail_late_launches()
+        if action == "GetServiceQuota":
+            return self._service_quota(region, request)
+        if action == "DescribeInstances":
+            return self._describe_instances(request)
         if action == "GetProducts":
             body = get_products(self.prices, request.json(), self.page_size)
             return Response(200, body, content_type=AMZ_JSON)
@@ -205,22 +227,74 @@ class AwsEmulator(Emulator):
 
     def reclaim(self, instance_id: str) -> None:
         """Interrupt a spot instance the way EC2 ends one (terminated, Server.Spot... reason)."""
-        from moto.ec2.models import ec2_backends
-        from moto.ec2.models.instances import StateReason
-
         with self.state.lock:
             mirrored = self.state.instances[instance_id]
             if not mirrored.spot:
                 raise ValueError(f"{instance_id} is on-demand: EC2 only reclaims spot")
             mirrored.reclaimed = time.time()
             self.notify()
-        instance = ec2_backends[MOTO_ACCOUNT][mirrored.region].get_instance(instance_id)
-        instance.terminate()
-        instance.state_reason = StateReason(
-            "Server.SpotInstanceTermination: Spot instance termination",
-            "Server.SpotInstanceTermination",
+        _end_in_moto(
+            mirrored, "Server.SpotInstanceTermination", "Server.SpotInstanceTermination: Spot "
+            "instance termination",
+        )  # fmt: skip
+
+    def _fail_late_launches(self) -> None:
+        """End inside moto each launch whose ``fail-later`` time has come."""
+        with self.state.lock:
+            due = [
+                i
+                for i in self.state.instances.values()
+                if i.fails_at is not None and i.fails_at <= time.time() and i.terminated is None
+            ]
+            for instance in due:
+                instance.terminated = time.time()
+                _end_in_moto(instance, LATE_FAILURE, f"{LATE_FAILURE}: {instance.failure}")
+            if due:
+                self.notify()
+
+    def _hidden(self, instance_id: str) -> bool:
+        """Not propagated yet: launched less than the listing lag ago (EC2 eventual
+        consistency concerns new instances; terminated ones stay listed for a while)."""
+        instance = self.state.instances.get(instance_id)
+        return instance is not None and time.time() < instance.created + self.listing_lag
+
+    def _not_found(self, ids: list[str]) -> None:
+        hidden = [i for i in ids if self._hidden(i)]
+        if hidden:
+            shown = ", ".join(f"'{i}'" for i in hidden)
+            raise ApiError(
+                400, "InvalidInstanceID.NotFound", f"The instance ID {shown} does not exist"
+            )
+
+    def _describe_instances(self, request: Request) -> Response:
+        """moto's answer without the instances still within the listing lag."""
+        ids = _indexed(self._form(request), "InstanceId")
+        self._not_found(ids)
+        response = self._forward(request)
+        if response.status != 200 or ids or not self.listing_lag:
+            return response
+        return Response(
+            200, _without_instances(response.body, self._hidden), content_type="text/xml"
         )
-        instance._reason = "Server.SpotInstanceTermination: Spot instance termination"
+
+    def _service_quota(self, region: str, request: Request) -> Response:
+        """GetServiceQuota for EC2 quota codes (the JSON protocol's answer shape, botocore
+        ``service-quotas`` 2019-06-24 GetServiceQuotaResponse)."""
+        body = request.json()
+        service, code = body.get("ServiceCode"), body.get("QuotaCode")
+        if service != "ec2" or not code:
+            raise ApiError(400, "NoSuchResourceException", f"no quota {code} for {service}")
+        quota = {
+            "ServiceCode": "ec2",
+            "ServiceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+            "QuotaArn": f"arn:aws:servicequotas:{region}:{MOTO_ACCOUNT}:ec2/{code}",
+            "QuotaCode": code,
+            "Value": self.quota(region, code, DEFAULT_QUOTA),
+            "Unit": "None",
+            "Adjustable": True,
+            "GlobalQuota": False,
+        }
+        return Response(200, {"Quota": quota}, content_type=AMZ_JSON)
 
     def reset(self) -> None:
         """Forget faults, the launch records and every resource moto holds."""
@@ -312,9 +386,11 @@ class AwsEmulator(Emulator):
                     user_data=form.get("UserData"),
                     extra={"response": response},
                 )
+                self.launched(self.state.instances[instance_id], request)
         return response
 
     def _terminate_instances(self, request: Request) -> Response:
+        self._not_found(_indexed(self._form(request), "InstanceId"))
         response = self._forward(request)
         if response.status == 200:
             for name, value in self._form(request).items():
@@ -359,6 +435,43 @@ def _launched(xml: bytes) -> list[tuple[str, str | None]]:
             zone = children(parts["placement"]).get("availabilityZone")
             found.append((parts["instanceId"].text or "", None if zone is None else zone.text))
     return found
+
+
+def _end_in_moto(instance: KitInstance, code: str, message: str) -> None:
+    """Terminate the instance inside moto with the StateReason EC2 gives it."""
+    from moto.ec2.models import ec2_backends
+    from moto.ec2.models.instances import StateReason
+
+    ended = ec2_backends[MOTO_ACCOUNT][instance.region].get_instance(instance.instance_id)
+    ended.terminate()
+    ended.state_reason = StateReason(message, code)
+    ended._reason = message
+
+
+def _without_instances(xml: bytes, hidden: Any) -> bytes:
+    """A DescribeInstances answer without the instances ``hidden(id)`` is true of (and the
+    reservations left empty by that), in whatever namespace moto answers."""
+    from xml.etree import ElementTree
+
+    root = ElementTree.fromstring(xml)
+    namespace = root.tag.partition("}")[0].lstrip("{")
+    ElementTree.register_namespace("", namespace)
+
+    def child(element: ElementTree.Element, name: str) -> ElementTree.Element | None:
+        return next((c for c in element if c.tag.rpartition("}")[2] == name), None)
+
+    reservations = child(root, "reservationSet")
+    for reservation in list(reservations if reservations is not None else []):
+        instances = child(reservation, "instancesSet")
+        if instances is None:
+            continue
+        for item in list(instances):
+            found = child(item, "instanceId")
+            if found is not None and hidden(found.text or ""):
+                instances.remove(item)
+        if len(instances) == 0 and reservations is not None:
+            reservations.remove(reservation)
+    return ElementTree.tostring(root, xml_declaration=True, encoding="UTF-8")
 
 
 def _indexed(form: dict[str, str], prefix: str) -> list[str]:

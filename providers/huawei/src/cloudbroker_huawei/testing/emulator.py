@@ -20,9 +20,17 @@ BSS's ``CBC.99006006``, exactly the "price unknown" case. :meth:`HuaweiEcsEmulat
 
 Behaviour modelled on the documented API: ``X-Client-Token`` makes CreatePostPaidServers
 idempotent (same token and body: the first answer again; same token, other body:
-``Ecs.0122``; not a UUID: ``Ecs.0123``); ListServersDetails filters on ``tags=key=value`` and
-omits deleted servers; a deleted server shows ``task_state`` ``deleting`` for
-:attr:`~cloudbroker.testing.emulator.Emulator.boot_seconds`, then ``DELETED``. A spot reclaim
+``Ecs.0122``; not a UUID: ``Ecs.0123``); ListServersDetails filters on ``tags=key=value``,
+pages by ``limit`` (default 25, at most 1000) and ``marker`` (the last id of a page) with
+``count`` the total (SDK list_servers_details_request.py / _response.py), and omits deleted
+servers; a deleted server shows ``task_state`` ``deleting`` for
+:attr:`~cloudbroker.testing.emulator.Emulator.boot_seconds`, then ``DELETED``
+(huaweicloud/terraform-provider-huaweicloud#1793; how long ShowServer keeps showing it is
+unsourced: here, always). During the kit's listing lag after a create, ShowServer answers
+404 ``Ecs.0114`` (what public SDK user code retries as "not ready yet") and the list omits
+the server. A ``fail-later`` fault turns the new server ``ERROR`` with a ``fault`` (SDK
+server_detail.py: given "when the status is ERROR"); the capacity fault is the documented
+``Ecs.0319`` (ecs_07_0002). A spot reclaim
 (``POST /_emulator/reclaim``) is rendered the way the ECS API shows one: the spot server
 (``metadata.charging_mode`` ``"2"``) is deleted by the system.
 """
@@ -44,6 +52,7 @@ from urllib.parse import parse_qsl, quote, unquote
 from cloudbroker.testing.emulator import ApiError, Emulator, Instance, Request, Response, serve
 
 MAX_CLOCK_SKEW_SECONDS = 15 * 60
+MAX_LIMIT = 1000  # ListServersDetails' largest page
 ALGORITHM = "SDK-HMAC-SHA256"
 AUTHORIZATION = re.compile(
     rf"{ALGORITHM} Access=(?P<access>[^,\s]+), SignedHeaders=(?P<signed>[^,\s]+), "
@@ -98,6 +107,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
     for method, pattern, action in (
         ("GET", r"/v1/(?P<project>[^/]+)/cloudservers/flavors", "ListFlavors"),
         ("GET", r"/v1/(?P<project>[^/]+)/cloudservers/detail", "ListServersDetails"),
+        ("GET", r"/v1/(?P<project>[^/]+)/cloudservers/limits", "ShowServerLimits"),
         ("POST", r"/v1/(?P<project>[^/]+)/cloudservers/delete", "DeleteServers"),
         ("POST", r"/v1/(?P<project>[^/]+)/cloudservers", "CreatePostPaidServers"),
         ("POST", r"/v1\.1/(?P<project>[^/]+)/cloudservers", "CreateServers"),
@@ -145,13 +155,10 @@ class HuaweiEcsEmulator(Emulator):
             "Ecs.0002",
             "A system exception occurred. Try again later or contact customer service.",
         ),
-        "capacity": (
-            400,
-            "Ecs.0000",
-            "Request error. Insufficient resources for the flavor in the availability zone "
-            "(sold out); try another flavor or availability zone.",
-        ),
+        # ECS error table (https://support.huaweicloud.com/intl/en-us/api-ecs/ecs_07_0002.html)
+        "capacity": (400, "Ecs.0319", "Check capacity: Capacity is not enough."),
     }
+    launch_actions: ClassVar[frozenset[str]] = frozenset({"CreatePostPaidServers", "CreateServers"})
 
     #: The region ListFlavors answers as, and its zones (``cond:operation:az``).
     region = "cn-north-4"
@@ -173,6 +180,7 @@ class HuaweiEcsEmulator(Emulator):
             "UpdateServerMetadata": self._update_metadata,
             "ShowServer": self._show_server,
             "ShowJob": self._show_job,
+            "ShowServerLimits": self._show_server_limits,
             "ListOnDemandResourceRatings": self._rate_on_demand,
         }
 
@@ -353,7 +361,8 @@ class HuaweiEcsEmulator(Emulator):
             )
         flavor = self.flavors.get(server["flavorRef"])
         if flavor is None or flavor.extra.get("cond:operation:status") == "abandon":
-            raise ApiError(400, "Ecs.0008", f"The flavor {server['flavorRef']} is not sold.")
+            # ecs_07_0002: "The flavor does not exist or has been abandoned."
+            raise ApiError(400, "Ecs.0029", f"Flavor [{server['flavorRef']}] does not exist.")
         extend = server.get("extendparam") or {}
         if extend.get("chargingMode", 0) not in (0, "0", "postPaid"):
             raise ApiError(400, "Ecs.0005", "Invalid parameter values: chargingMode must be 0.")
@@ -383,6 +392,7 @@ class HuaweiEcsEmulator(Emulator):
             },
         )
         self.state.instances[instance.instance_id] = instance
+        self.launched(instance, request)
         job_id = self._new_job("createServer", "createSingleServer", instance.instance_id)
         answer = {"job_id": job_id, "serverIds": [instance.instance_id]}
         if token:
@@ -400,8 +410,9 @@ class HuaweiEcsEmulator(Emulator):
         return job_id
 
     def _find(self, server_id: str) -> Instance:
+        """A known server; one not shown yet (the listing lag after a create) is not found."""
         instance = self.state.instances.get(server_id)
-        if instance is None:
+        if instance is None or (instance.terminated is None and not self.visible(instance)):
             raise ApiError(404, "Ecs.0114", f"Instance[{server_id}] could not be found.")
         return instance
 
@@ -410,16 +421,35 @@ class HuaweiEcsEmulator(Emulator):
 
     def _list_servers_details(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         wanted = request.query.get("tags")
-        views = [self._server_view(i) for i in self.state.instances.values()]
+        views = [self._server_view(i) for i in self.state.instances.values() if self.visible(i)]
         views = [
             v for v in views if v["status"] != "DELETED" and (wanted is None or wanted in v["tags"])
         ]
-        marker = request.query.get("marker")
-        if marker:
-            ids = [v["id"] for v in views]
-            views = views[ids.index(marker) + 1 :] if marker in ids else []
         limit = int(request.query.get("limit") or 25)
-        return 200, {"count": len(views), "servers": views[:limit]}
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ApiError(400, "Ecs.0005", "Invalid parameter values: limit from 1 to 1000.")
+        marker = request.query.get("marker")
+        ids = [v["id"] for v in views]
+        start = ids.index(marker) + 1 if marker in ids else (len(ids) if marker else 0)
+        page, _ = self.page(views, start, limit)
+        return 200, {"count": len(views), "servers": page}
+
+    def _show_server_limits(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        """The project's quotas (``POST /_emulator/quota`` with region :attr:`region` and
+        the field name, e.g. ``maxTotalCores``; generous by default) and live usage."""
+        live = [i for i in self.live_instances() if i.state(self.boot_seconds) != "failed"]
+        cores = {False: 0, True: 0}
+        for i in live:
+            cores[i.spot] += self.flavors[i.instance_type].vcpus
+        absolute = {
+            "maxTotalInstances": int(self.quota(self.region, "maxTotalInstances", 1000)),
+            "totalInstancesUsed": len(live),
+            "maxTotalCores": int(self.quota(self.region, "maxTotalCores", 100_000)),
+            "totalCoresUsed": cores[False],
+            "maxTotalSpotCores": int(self.quota(self.region, "maxTotalSpotCores", 100_000)),
+            "totalSpotCoresUsed": cores[True],
+        }
+        return 200, {"absolute": absolute}
 
     def _update_metadata(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         instance = self._find(params["id"])
@@ -518,6 +548,15 @@ class HuaweiEcsEmulator(Emulator):
             if status == "DELETED"
             else None,
             "OS-EXT-SRV-ATTR:user_data": instance.user_data,
+            **({"fault": self._fault(instance)} if status == "ERROR" else {}),
+        }
+
+    def _fault(self, instance: Instance) -> dict[str, Any]:
+        """Nova's fault shape (code, message, created); the message is the fault's reason."""
+        return {
+            "code": 500,
+            "message": instance.failure or "No valid host was found.",
+            "created": _iso(instance.fails_at),
         }
 
     def _status(self, instance: Instance) -> tuple[str, str | None, str]:
@@ -527,6 +566,8 @@ class HuaweiEcsEmulator(Emulator):
             if time.time() - ended < self.boot_seconds:
                 return "ACTIVE", "deleting", "active"
             return "DELETED", None, "deleted"
+        if instance.state(self.boot_seconds) == "failed":
+            return "ERROR", None, "error"
         if instance.state(self.boot_seconds) == "pending":
             return "BUILD", "spawning", "building"
         return "ACTIVE", None, "active"

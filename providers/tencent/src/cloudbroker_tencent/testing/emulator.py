@@ -12,10 +12,16 @@ errors as Tencent sends them: HTTP 200, Content-Type exactly ``application/json`
 
 Actions: DescribeRegions, DescribeZoneInstanceConfigInfos, InquiryPriceRunInstances,
 RunInstances (idempotent on ClientToken), DescribeInstances (by InstanceIds or ``tag:<key>``
-filters), TerminateInstances. Instances go
-PENDING -> RUNNING; TerminateInstances makes them TERMINATING, then SHUTDOWN in the recycle
-bin (IsolatedSource MANMADE), and a second TerminateInstances releases them: no longer listed,
-and any further TerminateInstances is ``UnsupportedOperation.InstanceStateTerminated``.
+filters; Offset/Limit, Limit default 20 and at most 100, SDK models.py), DescribeKeyPairs
+(filter ``key-name``), TerminateInstances. Instances go PENDING -> RUNNING, or, with a
+``fail-later`` fault, PENDING -> LAUNCH_FAILED with ``LatestOperationErrorMsg`` (RunInstances
+is asynchronous: SDK ``cvm_client.py`` RunInstances docstring). TerminateInstances destroys a
+pay-as-you-go or spot instance directly, no recycle bin ("按量计费实例调用本接口将被直接销毁",
+SDK TerminateInstances docstring): TERMINATING while still listed (the kit's listing lag),
+then gone, and a further TerminateInstances is ``UnsupportedOperation.InstanceStateTerminated``
+(that answer for a destroyed id is unsourced). During the lag after RunInstances the
+instance is not listed and TerminateInstances answers ``InvalidInstanceId.NotFound``.
+LoginSettings.KeyIds must name key pair ids (``skey-``) of :attr:`TencentEmulator.key_pairs`.
 A spot reclaim (``POST /_emulator/reclaim``) makes a SPOTPAID instance TERMINATING without a
 TerminateInstances, which is what DescribeInstances shows of one. Fault injection and the
 ``/_emulator/`` control API come from :mod:`cloudbroker.testing.emulator`.
@@ -66,9 +72,13 @@ ACTIONS = frozenset(
         "InquiryPriceRunInstances",
         "RunInstances",
         "DescribeInstances",
+        "DescribeKeyPairs",
+        "DescribeAccountQuota",
         "TerminateInstances",
     }
 )
+KEY_ID = re.compile(r"^skey-[0-9a-z]{8}$")
+MAX_LIMIT = 100  # DescribeInstances / DescribeKeyPairs: Limit default 20, at most 100
 BUSY = ("PENDING", "TERMINATING")  # states whose LatestOperation is still running
 FILTERS = ("zone", "instance-family", "instance-type", "instance-charge-type")
 AUTHORIZATION = re.compile(
@@ -193,6 +203,8 @@ class TencentEmulator(Emulator):
     ) -> None:
         super().__init__(**kwargs)
         self.offerings = offerings
+        #: Key pair name -> id, as DescribeKeyPairs lists them (fixture; tests add their own).
+        self.key_pairs: dict[str, str] = {"cloudbroker": "skey-3glfot13"}
 
     @classmethod
     def from_catalog(cls, **kwargs: Any) -> TencentEmulator:
@@ -298,12 +310,6 @@ class TencentEmulator(Emulator):
     def error(self, error: ApiError, request: Request) -> Response:
         body = {"Error": {"Code": error.code, "Message": error.message}}
         return Response(200, {"Response": {**body, "RequestId": request.request_id}})
-
-    def reclaim(self, instance_id: str) -> None:
-        with self.state.lock:
-            if not self.state.instances[instance_id].spot:
-                raise ValueError(f"{instance_id} is not a spot instance; only spot is reclaimed")
-        super().reclaim(instance_id)
 
     # -- catalog ---------------------------------------------------------------------------
 
@@ -419,6 +425,11 @@ class TencentEmulator(Emulator):
         if known:  # the same request again: the same instances, nothing new
             return {"InstanceIdSet": [i.instance_id for i in known]}
         found, charge_type = self._offering(params, region)
+        for key in (params.get("LoginSettings") or {}).get("KeyIds") or []:
+            if not KEY_ID.match(key):  # SDK errorcodes.py: e.g. a key name instead of an id
+                raise _bad("InvalidKeyPairId.Malformed", f"The key pair id {key!r} is malformed.")
+            if key not in self.key_pairs.values():
+                raise _bad("InvalidKeyPairId.NotFound", f"The key pair {key} does not exist.")
         self.take_stock(region, found.zone, found.instance_type)
         user_data = _user_data(params.get("UserData"))
         count = int(params.get("InstanceCount") or 1)
@@ -449,13 +460,15 @@ class TencentEmulator(Emulator):
                 },
             )
             self.state.instances[instance.instance_id] = instance
+            self.launched(instance, request)
             ids.append(instance.instance_id)
         return {"InstanceIdSet": ids}
 
     def _known(self, instance_id: str) -> Instance:
+        """A known instance; one not listed yet (the listing lag) is not found either."""
         _check_id(instance_id)
         instance = self.state.instances.get(instance_id)
-        if instance is None:
+        if instance is None or (instance.terminated is None and not self.visible(instance)):
             raise _bad("InvalidInstanceId.NotFound", f"The instance {instance_id} is not found.")
         return instance
 
@@ -474,24 +487,65 @@ class TencentEmulator(Emulator):
             i
             for i in self.state.instances.values()
             if i.region == region
-            and not i.extra.get("released")
+            and self.visible(i)
             and (ids is None or i.instance_id in ids)
             and all(i.tags.get(key) in values for key, values in tags.items())
         ]
+        page = self._page(found, params)
+        return {"TotalCount": len(found), "InstanceSet": [self._render(i) for i in page]}
+
+    def _page(self, items: list[Any], params: dict) -> list[Any]:
         offset, limit = int(params.get("Offset") or 0), int(params.get("Limit") or 20)
-        if limit > 100:
+        if limit > MAX_LIMIT:
             raise _bad("InvalidParameterValue.LimitExceeded", "Limit is at most 100.")
-        return {
-            "TotalCount": len(found),
-            "InstanceSet": [self._render(i) for i in found[offset : offset + limit]],
-        }
+        return self.page(items, offset, limit)[0]
+
+    def _DescribeAccountQuota(self, params: dict, region: str, _: Request) -> dict:
+        """Spot vCPUs per zone (SDK models.SpotPaidQuota): the kit's quota ``spot-vcpus`` of
+        the zone (generous by default) less the live spot instances' vCPUs there."""
+        zones = sorted({o.zone for o in self.offerings if o.region == region})
+        spot_sets = []
+        for zone in zones:
+            total = int(self.quota(zone, "spot-vcpus", 100_000))
+            used = sum(
+                self._cpu(i.instance_type)
+                for i in self.live_instances()
+                if i.spot and i.zone == zone
+            )
+            spot_sets.append(
+                {
+                    "Zone": zone,
+                    "TotalQuota": total,
+                    "UsedQuota": used,
+                    "RemainingQuota": max(total - used, 0),
+                }
+            )
+        quota = {"SpotPaidQuotaSet": spot_sets, "PostPaidQuotaSet": [], "PrePaidQuotaSet": []}
+        overview = {"Region": region, "AccountQuota": quota}
+        return {"AppId": 1250000000, "AccountQuotaOverview": overview}
+
+    def _cpu(self, instance_type: str) -> int:
+        return next(o.cpu for o in self.offerings if o.instance_type == instance_type)
+
+    def _DescribeKeyPairs(self, params: dict, region: str, _: Request) -> dict:
+        names: set[str] | None = None
+        for f in params.get("Filters") or []:
+            if f.get("Name") != "key-name":
+                raise _bad("InvalidFilter", f"The filter {f.get('Name')!r} is not supported.")
+            names = set(f.get("Values") or [])
+        keys = [
+            {"KeyId": key_id, "KeyName": name, "ProjectId": 0}
+            for name, key_id in sorted(self.key_pairs.items())
+            if names is None or name in names
+        ]
+        return {"TotalCount": len(keys), "KeySet": self._page(keys, params)}
 
     def _TerminateInstances(self, params: dict, region: str, request: Request) -> dict:
         instances = [self._known(i) for i in params.get("InstanceIds") or []]
         if not instances:
             raise _bad("MissingParameter", "The request is missing `InstanceIds`.")
         for instance in instances:
-            if instance.extra.get("released"):  # no longer listed, but still known
+            if instance.terminated is not None and not self.visible(instance):  # destroyed
                 raise _bad(
                     "UnsupportedOperation.InstanceStateTerminated",
                     f"The instance {instance.instance_id} is terminated.",
@@ -501,22 +555,19 @@ class TencentEmulator(Emulator):
                     "UnsupportedOperation.InstanceStateTerminating",
                     f"The instance {instance.instance_id} is being terminated.",
                 )
-        for instance in instances:
-            if self._state(instance) == "SHUTDOWN":  # in the recycle bin: release it now
-                instance.extra["released"] = True
-                continue
+        for instance in instances:  # pay-as-you-go and spot: destroyed, no recycle bin
             instance.terminated = time.time()
             instance.extra["latest_operation"] = "TerminateInstances"
             instance.extra["request_id"] = request.request_id
         return {}
 
     def _state(self, instance: Instance) -> str:
-        if instance.terminated is not None:
-            recent = time.time() - instance.terminated < self.boot_seconds
-            return "TERMINATING" if recent else "SHUTDOWN"
-        if instance.reclaimed is not None:
+        """The InstanceState: a destroyed instance is TERMINATING for as long as it is still
+        listed (the listing lag), a reclaimed spot one TERMINATING until it is destroyed."""
+        state = instance.state(self.boot_seconds)
+        if state in ("terminated", "reclaiming"):
             return "TERMINATING"
-        return "PENDING" if instance.state(self.boot_seconds) == "pending" else "RUNNING"
+        return {"pending": "PENDING", "failed": "LAUNCH_FAILED"}.get(state, "RUNNING")
 
     def _render(self, i: Instance) -> dict[str, Any]:
         """A DescribeInstances item, with the fields Tencent documents."""
@@ -558,9 +609,16 @@ class TencentEmulator(Emulator):
             "StopChargingMode": "NOT_APPLICABLE",
             "Uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, i.instance_id)),
             "LatestOperation": i.extra["latest_operation"],
-            "LatestOperationState": "OPERATING" if state in BUSY else "SUCCESS",
+            "LatestOperationState": (
+                "FAILED"
+                if state == "LAUNCH_FAILED"
+                else "OPERATING"
+                if state in BUSY
+                else "SUCCESS"
+            ),
+            "LatestOperationErrorMsg": i.failure if state == "LAUNCH_FAILED" else None,
             "LatestOperationRequestId": i.extra["request_id"],
-            "IsolatedSource": "MANMADE" if state == "SHUTDOWN" else "NOTISOLATED",
+            "IsolatedSource": "NOTISOLATED",
             "DisableApiTermination": False,
         }
 
