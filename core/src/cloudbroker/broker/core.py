@@ -115,7 +115,10 @@ class BrokerCore:
         settings = self.pm.settings.get(provider, {})
         bucket = spec["sides"][side]["bucket"]
         remote = self.pm.sync_storage(provider, BucketRef(**bucket))
-        script = user_data(pid, side, remote, spec.get("startup_script"), settings)
+        notice = self.pm.spot_notice(providers=[provider]).results.get(provider)
+        script = user_data(
+            pid, side, remote, spec.get("startup_script"), settings, notice, provider=provider
+        )
         no_capacity = []
         if started:  # resuming: from the offer it was trying, in the planned order
             order: list[int] = list(range(max(started), len(offers)))

@@ -8,7 +8,7 @@ rule carries the :class:`Source` it came from.
 Modules: ``base`` (:class:`Model`, :class:`Source`, :class:`Market`), ``catalog`` (instance
 types, prices, hidden-cost terms), ``provider`` (:class:`ProviderInfo`, :class:`Availability`),
 ``instances`` (launch request, instance), ``storage`` (bucket, rclone remote, instance
-credentials).
+credentials), ``notice`` (a spot reclaim notice in the instance's metadata).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from cloudbroker.models.instances import (
     LaunchRequest,
     NetworkSettings,
 )
+from cloudbroker.models.notice import NoticeFormat, SpotNotice
 from cloudbroker.models.provider import (
     Availability,
     AvailabilityStatus,
@@ -76,12 +77,14 @@ __all__ = [
     "MetadataToken",
     "Model",
     "NetworkSettings",
+    "NoticeFormat",
     "PriceSheet",
     "ProviderInfo",
     "Rate",
     "RegionTerms",
     "Route",
     "Source",
+    "SpotNotice",
     "StorageRemote",
     "StorageTerms",
     "Tier",

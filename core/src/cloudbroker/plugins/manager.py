@@ -30,12 +30,15 @@ if TYPE_CHECKING:
         Market,
         PriceSheet,
         ProviderInfo,
+        SpotNotice,
         StorageRemote,
     )
 
 T = TypeVar("T")
 Routed = Literal["launch", "terminate", "instance_status", "sync_storage"]
-Spread = Literal["provider_info", "list_instance_types", "price", "list_instances", "availability"]
+Spread = Literal[
+    "provider_info", "list_instance_types", "price", "list_instances", "availability", "spot_notice"
+]
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,12 @@ class PluginManager(Registry):
     ) -> FanOut[list[Availability]]:
         kwargs = {"regions": regions, "instance_types": instance_types, "market": market}
         return self._fan_out("availability", kwargs, providers, timeout, offline)
+
+    def spot_notice(
+        self, *, providers: Iterable[str] | None = None, timeout: float | None = None
+    ) -> FanOut[SpotNotice]:
+        """Each provider's in-instance reclaim notice; one without the hook is left out."""
+        return self._fan_out("spot_notice", {}, providers, timeout, offline=True)
 
     def catalogs(
         self, providers: Iterable[str] | None = None, *, offline: bool | None = None

@@ -63,6 +63,32 @@ def _config(clouds: list[Any], emulators: dict[str, Any], metadata: dict[str, An
     return "\n".join(lines)
 
 
+def _notice_control(emulator: Any, server: Any, seconds: float) -> Any:
+    """``/_emulator/notice {"instance_id"}``: the metadata service serves the instance the
+    cloud's reclaim notice for ``seconds`` (the reclaim's time rounded up to a whole second,
+    as the clouds write it), then the emulator reclaims it (SIGTERM, SIGKILL)."""
+    import math
+    from datetime import UTC, datetime
+
+    def publish(body: dict[str, Any]) -> None:
+        instance_id = str(body["instance_id"])
+        if instance_id not in emulator.state.instances:
+            raise KeyError(f"no instance {instance_id}")
+        at = math.ceil(time.time() + seconds)
+        server.publish(instance_id, datetime.fromtimestamp(at, UTC))
+
+        def reclaim() -> None:
+            server.publish(instance_id, None)
+            with contextlib.suppress(KeyError):
+                emulator.reclaim(instance_id)
+
+        timer = threading.Timer(max(0.0, at - time.time()), reclaim)
+        timer.daemon = True
+        timer.start()
+
+    return publish
+
+
 def run(directory: Path, time_factor: float) -> None:
     """Start everything, record it, serve until SIGTERM, then stop everything."""
     from cloudbroker.sandbox.clouds import installed
@@ -96,10 +122,13 @@ def run(directory: Path, time_factor: float) -> None:
             )
             notice = notice_seconds(cloud.name, cloud.package) * time_factor
             runners[cloud.name] = emulator.runner = ProcessRunner(
-                directory, cloud.name, notice, pids
+                directory, cloud.name, notice, pids, metadata[cloud.name].url
             )
             emulator.controls["/_emulator/storage-outage"] = lambda body, g=gate: g.set_closed(
                 bool(body["on"])
+            )
+            emulator.controls["/_emulator/notice"] = _notice_control(
+                emulator, metadata[cloud.name], notice
             )
             emulators[cloud.name] = emulator.start()
         (directory / "config.toml").write_text(_config(clouds, emulators, metadata))

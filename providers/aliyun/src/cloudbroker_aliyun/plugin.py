@@ -18,10 +18,11 @@ from cloudbroker.models import (
     LaunchRequest,
     Market,
     PriceSheet,
+    SpotNotice,
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_aliyun import instances, offers, storage
+from cloudbroker_aliyun import instances, notice, offers, storage
 from cloudbroker_aliyun.credentials import (
     CLI_CONFIG,
     CREDENTIAL_HINT,
@@ -80,6 +81,10 @@ class AliyunProvider(CatalogProvider):
     @hookimpl
     def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
         return storage.remote(ctx, bucket)
+
+    @hookimpl
+    def spot_notice(self, ctx: HookContext) -> SpotNotice:
+        return notice.SPOT_NOTICE
 
 
 plugin = AliyunProvider(DESCRIPTION)

@@ -17,10 +17,11 @@ from cloudbroker.models import (
     LaunchRequest,
     Market,
     PriceSheet,
+    SpotNotice,
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_aws import instances, offers, storage
+from cloudbroker_aws import instances, notice, offers, storage
 
 DESCRIPTION = Description(
     name="aws",
@@ -73,6 +74,10 @@ class AwsProvider(CatalogProvider):
     @hookimpl
     def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
         return storage.remote(ctx, bucket)
+
+    @hookimpl
+    def spot_notice(self, ctx: HookContext) -> SpotNotice:
+        return notice.SPOT_NOTICE
 
 
 plugin = AwsProvider(DESCRIPTION)

@@ -19,7 +19,16 @@ from cloudbroker.cli.table import Column, FitTable
 EVENTS_SHOWN = 15
 DETAIL_WIDTH = 40  # narrower than this, an event's fields go on lines of their own
 #: Event fields that are epoch seconds, shown as a time of day.
-TIMES = {"running_at", "detected_at", "standby_newest"}
+TIMES = {
+    "running_at",
+    "detected_at",
+    "standby_newest",
+    "noticed_at",
+    "deadline",
+    "job_exited_at",
+    "checkpoint_at",
+    "idle_since",
+}
 INSTANCE_COLUMNS = (
     Column("role", "role"),
     Column("provider", "provider"),
@@ -81,6 +90,8 @@ def status(
             f"{'unknown' if rpo is None else f'{rpo:.1f} s'}",
             markup=False,
         )
+        if "notice_lead_seconds" in last:
+            console.print(Padding(Text(_notice_line(last)), (0, 0, 0, 2)))
     if report["failover"]:
         console.print(
             f"failover in progress at step {report['failover']['step']}; "
@@ -89,6 +100,18 @@ def status(
             markup=False,
         )
     _print_events(report["events"])
+
+
+def _notice_line(last: dict[str, Any]) -> str:
+    """A failover on a reclaim notice, timed from the notice: lead, start, standby running."""
+    ahead = last["standby_before_reclaim_seconds"]
+    reclaim = f"{ahead:.1f} s before the reclaim" if ahead > 0 else "after the reclaim"
+    return (
+        f"notice {clock(last['notice_at'])} (lead {last['notice_lead_seconds']:.1f} s) -> "
+        f"failover start +{last['failover_start_seconds']:.1f} s -> standby running "
+        f"+{last['standby_running_seconds']:.1f} s ({reclaim}); RTO and RPO from the reclaim; "
+        f"checkpoint {last.get('checkpoint') or 'none'}"
+    )
 
 
 def _print_events(events: list[dict[str, Any]]) -> None:
