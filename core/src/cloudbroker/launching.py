@@ -256,10 +256,10 @@ def credentials_script(recipe: InstanceCredentials, role: str | None = None) -> 
             f'[ -n "${name}" ] || fail "no {key} in the answer of GET $url"',
             f"export {name}",
         ]
-    lines += [
-        "while IFS= read -r candidate; do",
-        '  [ "$candidate" -ef "$0" ] || exec "$candidate" "$@"',
-        "done < <(type -ap rclone)",
+    lines += [  # the candidates on fd 3: the real rclone keeps the caller's stdin (rcat)
+        "while IFS= read -r candidate <&3; do",
+        '  [ "$candidate" -ef "$0" ] || exec "$candidate" "$@" 3<&-',
+        "done 3< <(type -ap rclone)",
         "fail rclone is not installed",
     ]
     return "\n".join(lines)

@@ -148,20 +148,23 @@ class Agent:
     def write_marker(self, notice: dict[str, Any] | None, until: float, retry: bool) -> str | None:
         """Write :data:`MARKER` (with ``retry``: again until ``until``); the last error, None
         once written."""
-        body = json.dumps(self.marker(notice))
+        local = os.path.join(os.path.dirname(os.path.abspath(__file__)), MARKER)
+        with open(f"{local}.tmp", "w") as out:
+            json.dump(self.marker(notice), out)
+        os.replace(f"{local}.tmp", local)
         while True:
-            error = self.rclone(["rcat", f"{self.uri}/{MARKER}"], body, until)
+            error = self.rclone(["copyto", local, f"{self.uri}/{MARKER}"], until)
             if error is None or not retry or time.time() + self.poll >= until:
                 return error
             time.sleep(self.poll)
 
-    def rclone(self, args: list[str], stdin: str | None, until: float) -> str | None:
+    def rclone(self, args: list[str], until: float) -> str | None:
         """One bounded rclone call; None when it worked, else one line why."""
         left = max(1.0, until - time.time())
         try:
             done = subprocess.run(
                 ["rclone", *args, *RCLONE_FLAGS],
-                input=stdin,
+                stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
                 timeout=left,
@@ -255,14 +258,18 @@ class Agent:
                 self.say(f"could not send SIG{name} to the job: {exc}")
         before = self.newest_checkpoint()
         bound = noticed + max(0.0, left) * (1 - self.margin)
-        exited_at = None
+        exited_at, written_at = None, None
         while time.time() < bound:
             if not self.job_running():
                 exited_at = time.time()
                 break
             now = self.newest_checkpoint()
             if now and now != before and time.time() - now[1] > min(1.0, self.poll):
-                break  # a new checkpoint, unchanged since: written
+                # a new checkpoint, unchanged since: written; a job that stops after it
+                # (as it should) is given a moment to, so its stop is known
+                written_at = written_at or time.time()
+                if time.time() - written_at > 2 * self.poll:
+                    break
             time.sleep(min(0.1, self.poll))
         errors = []
         newest = self.newest_checkpoint()
@@ -270,7 +277,6 @@ class Agent:
         if newest and self.uri:
             error = self.rclone(
                 ["copyto", os.path.join(self.local, newest[0]), f"{self.uri}/{newest[0]}"],
-                None,
                 deadline,
             )
             uploaded = error is None

@@ -3,12 +3,13 @@
 The agent on the primary (:mod:`cloudbroker.agent`) writes :data:`~cloudbroker.agent.MARKER`
 beside the checkpoints: on a spot reclaim notice, after the job's last checkpoint is up, with
 the reclaim's time; and every few minutes, with the GPU summary the idle guard reads. The
-watcher reads it from the primary bucket at each check (only for placements that can use it:
-a spot primary whose cloud has a notice, or an idle rule). A marker older than the primary
-instance (an earlier primary's, replicated) is ignored. On a notice, it records a
-``reclaim-notice`` event (and ``notice-agent-error`` when the agent could not upload or
-write), and starts the failover while the primary still runs: its final sync carries the
-checkpoint the job took on the notice, and RTO and RPO are measured from the reclaim.
+watcher reads it from the primary bucket at each check (one filtered listing and a small
+read; only for placements that can use it: a primary cloud with a notice, or an idle rule).
+A marker older than the primary instance (an earlier primary's, replicated) is ignored. On a
+notice, it records a ``reclaim-notice`` event (and ``notice-agent-error`` when the agent
+could not upload or write), and starts the failover while the primary still runs: its final
+sync carries the checkpoint the job took on the notice; RTO and RPO are measured from the
+reclaim.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.records import NOTICE_REASON, span
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.lease import Lease
-from cloudbroker.models import BucketRef, Market
+from cloudbroker.models import BucketRef
 
 #: Bound of one marker read (a listing and a small object).
 READ_SECONDS = 20.0
@@ -45,14 +46,14 @@ class Noticing(Failover):
     def agent_report(self, placement: dict[str, Any], primary: str) -> AgentReport | None:
         """The primary agent's marker, if it can matter here and is the current primary's.
 
-        None when the placement cannot use one (an on-demand primary without an idle rule),
+        None when the placement cannot use one (a primary cloud without a notice and no idle
+        rule; on-demand primaries are read too: the sandbox reclaims them, a cloud never),
         the replicator cannot read objects (polling only), nothing was written yet, or it is
         an earlier primary's. A read that fails is a note; the check goes on polling.
         """
         spec, pid = placement["spec"], placement["id"]
         side = spec["sides"][primary]
-        spot = any(o["market"] == Market.SPOT for o in side["offers"])
-        if not (spot and self._has_notice(side["provider"])) and not spec.get("idle_stop"):
+        if not self._has_notice(side["provider"]) and not spec.get("idle_stop"):
             return None
         read = getattr(self.replicator, "read", None)
         if read is None:

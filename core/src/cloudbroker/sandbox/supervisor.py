@@ -50,13 +50,20 @@ def notice_seconds(provider: str, package: str) -> int:
     return next((n for n in notices if n), FALLBACK_NOTICE_SECONDS)
 
 
-def _config(clouds: list[Any], emulators: dict[str, Any], metadata: dict[str, Any]) -> str:
+def _config(
+    clouds: list[Any], emulators: dict[str, Any], metadata: dict[str, Any], factor: float
+) -> str:
+    from cloudbroker.agent import GPU_SETTING, POLL_SETTING
+
     lines = []
     for cloud in clouds:
         settings = dict(cloud.settings)
         if cloud.name == "aws":
             settings["image"] = emulators["aws"].linux_image()
         settings["metadata_endpoint"] = metadata[cloud.name].url
+        # the notice agent's periods (5 s, 60 s on a cloud), scaled as the notice periods are
+        settings[POLL_SETTING] = max(0.2, round(5 * factor, 3))
+        settings[GPU_SETTING] = max(0.5, round(60 * factor, 3))
         lines.append(f"[providers.{cloud.name}]")
         lines += [f'{key} = "{value}"' for key, value in settings.items()]
         lines.append("")
@@ -131,7 +138,7 @@ def run(directory: Path, time_factor: float) -> None:
                 emulator, metadata[cloud.name], notice
             )
             emulators[cloud.name] = emulator.start()
-        (directory / "config.toml").write_text(_config(clouds, emulators, metadata))
+        (directory / "config.toml").write_text(_config(clouds, emulators, metadata, time_factor))
         write_info(
             directory,
             {
