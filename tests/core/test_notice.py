@@ -166,21 +166,31 @@ class MarkerReplicator(FakeReplicator):
             "errors": [],
             **notice,
         }
-        self.markers[(provider, bucket)] = json.dumps(
+        started = notice.pop("started_at", now)
+        self.markers[(provider, bucket)] = self._marker(provider, started, body)
+        return body
+
+    def gpu(self, provider: str, bucket: str, gpu: dict) -> None:
+        """The agent's periodic marker: no notice, its GPU summary."""
+        self.markers[(provider, bucket)] = self._marker(provider, time.time(), None, gpu)
+
+    @staticmethod
+    def _marker(provider, started, notice, gpu=None) -> bytes:
+        now = time.time()
+        return json.dumps(
             {
                 "version": 1,
                 "cloud": provider,
                 "side": "a",
-                "started_at": notice.pop("started_at", now),
+                "started_at": started,
                 "written_at": now,
-                "gpu": {"every": 60, "samples": []},
-                "notice": body,
+                "gpu": gpu or {"every": 60, "samples": []},
+                "notice": notice,
             }
         ).encode()
-        return body
 
 
-def world(tmp_path, replicator=None):
+def world(tmp_path, replicator=None, **extra):
     pm = PluginManager(env={}, settings={n: {"image": f"img-{n}"} for n in ("ali", "ten")})
     clouds = {"ali": NoticeCloud("ali", "20"), "ten": FakeCloud("ten", "30")}
     for name, cloud in clouds.items():
@@ -197,6 +207,7 @@ def world(tmp_path, replicator=None):
         standby="ten",
         bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
         standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
+        **extra,
     )
     pid, _ = broker.place(request)
     broker.up(pid)
@@ -300,3 +311,107 @@ def test_a_watcher_restarted_mid_notice_resumes_the_failover_with_one_standby(tm
     assert kinds(restarted, pid).count("roles-swapped") == 1
     last = restarted.status(pid, refresh=False)["last_failover"]
     assert last["reason"].startswith("reclaim notice") and "notice_lead_seconds" in last
+
+
+# -- the idle guard ---------------------------------------------------------------------------
+
+
+def samples(clock, percent: float, seconds: float, every: float = 60) -> dict:
+    """The agent's GPU summary: one sample every ``every`` s for the last ``seconds``."""
+    count = int(seconds // every) + 1
+    rows = [[clock() - seconds + i * every, percent, percent, None, None, 1] for i in range(count)]
+    return {"every": every, "samples": rows}
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [("10%:30m", (10.0, 1800.0)), (" 5 % : 90s ", (5.0, 90.0)), ("50%:2h", (50.0, 7200.0))],
+)
+def test_an_idle_rule_is_a_utilisation_and_a_period(text, rule):
+    from cloudbroker.broker.idle import idle_rule
+
+    parsed = idle_rule(text)
+    assert (parsed["below_percent"], parsed["seconds"]) == rule
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("10%", "--idle-stop must be a utilisation and a period, e.g. 10%:30m"),
+        ("0%:30m", "above 0 and at most 100 %"),
+        ("120%:30m", "above 0 and at most 100 %"),
+        ("10%:0s", "the period must be 1 s to 30 days"),
+        ("10:30m", "must be a utilisation and a period"),
+    ],
+)
+def test_a_bad_idle_rule_is_one_line_naming_the_accepted_form(text, says):
+    from cloudbroker.broker.idle import idle_rule
+    from cloudbroker.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"^[^\n]+$") as caught:
+        idle_rule(text)
+    assert says in str(caught.value)
+
+
+def test_the_api_takes_the_idle_rule_and_the_plan_keeps_it(tmp_path):
+    from cloudbroker import api
+
+    request = api.place_request(
+        "A100", hours=10, bucket="ali:ckpt-a/run1", standby_bucket="ten:ckpt-b/run1",
+        idle_stop="10%:30m",
+    )  # fmt: skip
+    assert request.idle_stop == "10%:30m"
+    broker, _, _, pid = world(tmp_path, idle_stop="10%:30m")
+    spec = broker.store.require_placement(pid)["spec"]
+    assert spec["idle_stop"] == {"below_percent": 10.0, "seconds": 1800.0}
+
+
+def test_gpus_idle_below_the_rule_are_warned_then_checkpointed_and_stopped(tmp_path):
+    broker, clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    replicator.write(BucketRef(provider="ali", bucket="ckpt-a", path="run1"), "step-100.json")
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 25 * 60))  # 25 of 30 min
+    check(broker, pid)
+    assert kinds(broker, pid).count("idle-warning") == 1
+    check(broker, pid)
+    assert kinds(broker, pid).count("idle-warning") == 1  # once per idle run
+    assert broker.store.require_placement(pid)["status"] == "up"
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 31 * 60))
+    checked = check(broker, pid)
+    assert checked.stopped and "stopped idle" in checked.stopped
+    assert broker.store.require_placement(pid)["status"] == "down"
+    assert clouds["ali"].live() == [] and clouds["ten"].launch_calls == 0
+    [stopped] = [e for e in broker.store.events(pid) if e.kind == "idle-stopped"]
+    assert stopped.detail["util"] == 5 and "rpo_seconds" in stopped.detail  # the last sync
+    assert "step-100.json" in replicator.buckets[("ten", "ckpt-b")]
+
+
+def test_busy_gpus_are_left_alone(tmp_path):
+    broker, _clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    summary = samples(broker.clock, 5, 40 * 60)
+    summary["samples"][-1][2] = 80  # the busiest GPU at 80 % now: the idle run is over
+    replicator.gpu("ali", "ckpt-a", summary)
+    check(broker, pid)
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 80, 40 * 60))
+    check(broker, pid)
+    assert not {"idle-warning", "idle-stopped"} & set(kinds(broker, pid))
+    assert broker.store.require_placement(pid)["status"] == "up"
+
+
+def test_without_nvidia_smi_the_gpus_are_reported_unknown_never_idle(tmp_path):
+    broker, _clouds, replicator, pid = world(tmp_path, idle_stop="10%:1m")
+    gpu = {"every": 60, "samples": [], "error": "nvidia-smi not found on PATH"}
+    replicator.gpu("ali", "ckpt-a", gpu)
+    for _ in range(3):
+        check(broker, pid)
+        broker.sleep(600)
+    [event] = [e for e in broker.store.events(pid) if e.kind == "gpu-unavailable"]
+    assert event.detail["error"] == "nvidia-smi not found on PATH"
+    assert broker.store.require_placement(pid)["status"] == "up"
+
+
+def test_samples_the_agent_stopped_writing_are_not_idle(tmp_path):
+    broker, _clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))
+    broker.sleep(3600)  # an hour without a new sample
+    check(broker, pid)
+    assert broker.store.require_placement(pid)["status"] == "up"
