@@ -375,6 +375,7 @@ def test_gpus_idle_below_the_rule_are_warned_then_checkpointed_and_stopped(tmp_p
     check(broker, pid)
     assert kinds(broker, pid).count("idle-warning") == 1  # once per idle run
     assert broker.store.require_placement(pid)["status"] == "up"
+    broker.sleep(6 * 60)  # six minutes on: the same idle run, 31 min long now
     replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 31 * 60))
     checked = check(broker, pid)
     assert checked.stopped and "stopped idle" in checked.stopped
@@ -415,3 +416,12 @@ def test_samples_the_agent_stopped_writing_are_not_idle(tmp_path):
     broker.sleep(3600)  # an hour without a new sample
     check(broker, pid)
     assert broker.store.require_placement(pid)["status"] == "up"
+
+
+def test_gpus_idle_past_the_period_at_the_first_look_are_warned_before_they_are_stopped(tmp_path):
+    broker, _clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))  # a watcher just started
+    check(broker, pid)
+    assert "idle-warning" in kinds(broker, pid) and "idle-stopped" not in kinds(broker, pid)
+    assert check(broker, pid).stopped
+    assert broker.store.require_placement(pid)["status"] == "down"

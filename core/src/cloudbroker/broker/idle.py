@@ -4,7 +4,8 @@
 The notice agent on the primary samples ``nvidia-smi`` and writes the samples into its marker
 (:mod:`.notice`); at each check the watcher finds the run of newest samples whose busiest GPU
 is below the threshold. Once that run has lasted :data:`WARN_AT` of the period it warns
-(``idle-warning``, once per run); once it has lasted the period it syncs a last checkpoint to
+(``idle-warning``, once per run, always at a check before the stop); once it has lasted the
+period it syncs a last checkpoint to
 the standby (bounded, as a failover's final sync) and does what ``down`` does, after an
 ``idle-stopped`` event, the way the budget guard stops a placement at its budget.
 
@@ -112,13 +113,14 @@ class IdleGuarding(Budgeting, Noticing):
             "idle_seconds": round(lasted, 3),
             "rule": rule,
         }
-        if lasted >= float(rule["seconds"]):
-            return self._idle_stop(placement, rule, figures)
         if lasted < WARN_AT * float(rule["seconds"]):
             return None
-        warned = (e.detail.get("idle_since") for e in events if e.kind == "idle-warning")
-        if idle.since in warned:
-            return None
+        warnings = (e.detail.get("idle_since") for e in events if e.kind == "idle-warning")
+        warned = idle.since in warnings
+        if warned and lasted >= float(rule["seconds"]):
+            return self._idle_stop(placement, rule, figures)
+        if warned:
+            return None  # always warned first, at one check at least before the stop
         said = (
             f"GPUs idle: {idle.util:g} % now, {rule_text(rule)} stops it "
             f"(idle {span(lasted)} so far)"

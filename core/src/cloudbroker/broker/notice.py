@@ -26,7 +26,7 @@ from cloudbroker.lease import Lease
 from cloudbroker.models import BucketRef
 
 #: Bound of one marker read (a listing and a small object).
-READ_SECONDS = 20.0
+READ_SECONDS = 10.0
 
 
 @dataclass(frozen=True)

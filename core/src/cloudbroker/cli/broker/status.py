@@ -49,6 +49,9 @@ def status(
     report = broker.status(placement_id)
     spent = broker.spend(placement_id)
     report["spend"] = spent.model_dump(mode="json")
+    placement = broker.store.require_placement(placement_id)
+    agent = broker.agent_report(placement, placement["primary_side"])
+    report["gpu"] = None if agent is None else agent.gpu
     if json_output:
         print_json(report)
         return
@@ -59,6 +62,8 @@ def status(
         markup=False,
     )
     console.print(spent.text(), markup=False)
+    if report["gpu"] is not None:
+        console.print(_gpu_line(report["gpu"]), markup=False)
     if spent.unknown:
         console.print(Padding(Text(f"not priced: {'; '.join(spent.unknown)}"), (0, 0, 0, 2)))
     table = FitTable(INSTANCE_COLUMNS)
@@ -100,6 +105,21 @@ def status(
             markup=False,
         )
     _print_events(report["events"])
+
+
+def _gpu_line(gpu: dict[str, Any]) -> str:
+    """The primary's GPUs as its agent last sampled them (nvidia-smi), or why it cannot."""
+    if gpu.get("error"):
+        return f"GPUs on the primary: unknown ({gpu['error']})"
+    samples = gpu.get("samples") or []
+    if not samples:
+        return "GPUs on the primary: not sampled yet"
+    at, util, busiest, used, total, count = samples[-1][:6]
+    memory = "" if used is None or total is None else f", memory {used:,}/{total:,} MiB"
+    return (
+        f"GPUs on the primary: {util:g} % (busiest {busiest:g} %, {count} GPU(s){memory}) "
+        f"at {clock(at)}"
+    )
 
 
 def _notice_line(last: dict[str, Any]) -> str:
