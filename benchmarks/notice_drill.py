@@ -1,6 +1,6 @@
 """Spot reclaim drills in the sandbox: the README's training job, its primary reclaimed.
 
-Run: ./uvw run python benchmarks/notice_drill.py [--time-factor 0.05] [--json]
+Run: ./uvw run python benchmarks/notice_drill.py [--time-factor 0.25] [--json]
      (results go in benchmarks/README.md)
 
 One sandbox (``cloudbroker sandbox up``), then per pair of clouds (aliyun -> tencent,
@@ -134,7 +134,7 @@ def drill(sandbox: Sandbox, primary: str, standby: str, *, notice: bool) -> dict
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--time-factor", type=float, default=0.05)
+    parser.add_argument("--time-factor", type=float, default=0.25)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sandbox = Sandbox(args.time_factor)

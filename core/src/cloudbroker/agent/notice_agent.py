@@ -268,7 +268,7 @@ class Agent:
                 # a new checkpoint, unchanged since: written; a job that stops after it
                 # (as it should) is given a moment to, so its stop is known
                 written_at = written_at or time.time()
-                if time.time() - written_at > 2 * self.poll:
+                if time.time() - written_at > max(2.0, 2 * self.poll):
                     break
             time.sleep(min(0.1, self.poll))
         errors = []

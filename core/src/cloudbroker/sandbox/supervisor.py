@@ -61,9 +61,10 @@ def _config(
         if cloud.name == "aws":
             settings["image"] = emulators["aws"].linux_image()
         settings["metadata_endpoint"] = metadata[cloud.name].url
-        # the notice agent's periods (5 s, 60 s on a cloud), scaled as the notice periods are
+        # the notice agent's polling (5 s on a cloud), scaled as the notice periods are; its
+        # GPU samples every second (60 s on a cloud): the fake nvidia-smi costs nothing
         settings[POLL_SETTING] = max(0.2, round(5 * factor, 3))
-        settings[GPU_SETTING] = max(0.5, round(60 * factor, 3))
+        settings[GPU_SETTING] = 1
         lines.append(f"[providers.{cloud.name}]")
         lines += [f'{key} = "{value}"' for key, value in settings.items()]
         lines.append("")
