@@ -3,8 +3,9 @@ with an in-instance notice, and the idle guard against the sandbox's fake nvidia
 
 One sandbox for the module (time factor 0.25: AWS's and Tencent's 120 s notices last 30 s,
 Aliyun's 300 s last 75 s; the drill waits for the failover, not for the reclaim, so a long
-notice costs nothing but leaves a loaded machine's watcher time to act). Each drill is ``benchmarks/notice_drill.py``'s (the figures in
-benchmarks/README.md come from the same code). Outcomes and order only: the step the standby
+notice costs nothing but leaves a loaded machine's watcher time to act). Each drill is
+``benchmarks/notice_drill.py``'s (the figures in benchmarks/README.md come from the same
+code). Outcomes and order only: the step the standby
 resumed from is the step the job checkpointed at on the notice, and the failover started
 (``failure-detected``) before the reclaim's time the cloud announced.
 """
