@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -137,6 +138,7 @@ def main() -> None:
     parser.add_argument("--time-factor", type=float, default=0.25)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still ends its sandbox
     sandbox = Sandbox(args.time_factor)
     rows = []
     try:
