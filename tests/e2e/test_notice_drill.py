@@ -49,6 +49,7 @@ def test_a_reclaim_with_a_notice_loses_no_step_and_fails_over_before_the_primary
     sandbox, primary, standby
 ):
     figures = drills().drill(sandbox, primary, standby, notice=True)
+    print(figures)  # benchmarks/README.md records them (pytest -s)
     assert figures["on_notice"], figures["reason"]
     assert figures["reason"].startswith(f"reclaim notice ({primary}")
     assert figures["rpo_steps"] == 0, figures  # resumed from the step it stopped at

@@ -87,7 +87,7 @@ def _notice_control(emulator: Any, server: Any, seconds: float) -> Any:
 
         def reclaim() -> None:
             server.publish(instance_id, None)
-            with contextlib.suppress(KeyError):
+            with contextlib.suppress(KeyError, ValueError):  # gone, or one it cannot reclaim
                 emulator.reclaim(instance_id)
 
         timer = threading.Timer(max(0.0, at - time.time()), reclaim)
