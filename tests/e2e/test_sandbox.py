@@ -79,7 +79,7 @@ def test_the_readme_sandbox_block_fails_over_and_the_job_resumes(clean_env, tmp_
             env=env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=600,
         )
     finally:  # a block that failed half-way leaves its sandbox up: end it
         if sandbox.exists():

@@ -53,10 +53,10 @@ class Noticing(Failover):
         """
         spec, pid = placement["spec"], placement["id"]
         side = spec["sides"][primary]
-        if not self._has_notice(side["provider"]) and not spec.get("idle_stop"):
-            return None
         read = getattr(self.replicator, "read", None)
         if read is None:
+            return None
+        if not spec.get("idle_stop") and not self._has_notice(side["provider"]):
             return None
         try:
             data = read(BucketRef(**side["bucket"]), MARKER, deadline_seconds=READ_SECONDS)
@@ -83,7 +83,11 @@ class Noticing(Failover):
         return report
 
     def _has_notice(self, provider: str) -> bool:
-        return provider in self.pm.spot_notice(providers=[provider]).results
+        """Whether the provider declares a notice (asked once per broker: static data)."""
+        known: dict[str, bool] = self.__dict__.setdefault("_notices", {})
+        if provider not in known:
+            known[provider] = provider in self.pm.spot_notice(providers=[provider]).results
+        return known[provider]
 
     def _primary_launched_at(self, pid: str, primary: str) -> float | None:
         """When the live primary instance's launch was requested (the store's clock)."""
