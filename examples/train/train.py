@@ -12,6 +12,12 @@ broker's preamble exports ``CLOUDBROKER_CHECKPOINT_URI`` and the rclone remote `
 the cloud it runs on. Without ``CLOUDBROKER_CHECKPOINT_URI`` it trains without checkpoints.
 Settings (environment): ``TRAIN_STEPS`` (1000), ``CHECKPOINT_EVERY`` (25), ``STEP_SECONDS``
 (0.05, a pause per step standing in for real work).
+
+On a spot reclaim notice (the broker's notice agent sends SIGUSR1 and writes
+``$CLOUDBROKER_NOTICE_FILE``) it finishes the step it is in, checkpoints it at once and
+exits, so the standby resumes from the very step the notice found it at (RPO 0 steps).
+Local checkpoints go to ``$CLOUDBROKER_CHECKPOINT_DIR`` (the agent uploads the newest one
+there if the job could not), else ``./checkpoints``.
 """
 
 from __future__ import annotations
@@ -100,8 +106,9 @@ def main() -> None:
     every = int(os.environ.get("CHECKPOINT_EVERY", "25"))
     pause = float(os.environ.get("STEP_SECONDS", "0.05"))
     uri = os.environ.get("CLOUDBROKER_CHECKPOINT_URI")
-    local = Path("checkpoints")
-    local.mkdir(exist_ok=True)
+    notice_file = os.environ.get("CLOUDBROKER_NOTICE_FILE")
+    local = Path(os.environ.get("CLOUDBROKER_CHECKPOINT_DIR") or "checkpoints")
+    local.mkdir(parents=True, exist_ok=True)
     points, labels = dataset()
     weights, done = [0.0] * (FEATURES + 1), 0
     found = newest_checkpoint(uri, local) if uri else None
@@ -115,11 +122,22 @@ def main() -> None:
         print(f"SIGTERM after step {done}; stopping", flush=True)
         sys.exit(128 + signum)
 
+    noticed = []
+
+    def notice(signum: int, frame: object) -> None:
+        noticed.append(signum)  # acted on between steps: a step is never cut in half
+
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGUSR1, notice)
     while done < steps:
         weights = step(weights, points, labels)
         done += 1
         print(f"step {done} loss {loss(weights, points, labels)!r}", flush=True)
+        if noticed or (notice_file and os.path.exists(notice_file)):
+            if uri:
+                save_checkpoint(uri, local, done, weights)
+            print(f"reclaim notice: checkpoint at step {done}; stopping", flush=True)
+            return
         if uri and done % every == 0:
             save_checkpoint(uri, local, done, weights)
             print(f"checkpoint step {done}", flush=True)

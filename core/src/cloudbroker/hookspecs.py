@@ -14,11 +14,11 @@ reported as the plugin's failure. Implement hooks with::
 Two kinds of hook:
 
 * **fan-out** (:func:`provider_info`, :func:`list_instance_types`, :func:`price`,
-  :func:`list_instances`, :func:`availability`, :func:`billed`, :func:`quotas`;
-  :data:`FAN_OUT_HOOKS`): the core calls every provider's implementation concurrently, one
-  thread each, with a timeout per provider. A
-  provider that raises, times out or returns data that does not validate is reported by name
-  and left out; the others still answer.
+  :func:`list_instances`, :func:`availability`, :func:`billed`, :func:`quotas`,
+  :func:`spot_notice`; :data:`FAN_OUT_HOOKS`): the core calls every provider's
+  implementation concurrently, one thread each, with a timeout per provider. A provider that
+  raises, times out or returns data that does not validate is reported by name and left out;
+  the others still answer.
 * **routed** (:func:`launch`, :func:`terminate`, :func:`instance_status`,
   :func:`sync_storage`; :data:`ROUTED_HOOKS`): the core calls only the provider that owns the
   instance or bucket.
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         PriceSheet,
         ProviderInfo,
         Quota,
+        SpotNotice,
         StorageRemote,
     )
 
@@ -69,6 +70,7 @@ FAN_OUT_HOOKS = (
     "availability",
     "billed",
     "quotas",
+    "spot_notice",
 )
 ROUTED_HOOKS = ("launch", "terminate", "instance_status", "sync_storage")
 
@@ -214,6 +216,31 @@ def quotas(
     :param instance_types: the instance type names to report on.
     :param market: the market (clouds keep separate quotas for spot).
     :returns: a list of :class:`~cloudbroker.models.Quota`.
+
+    .. versionadded:: 0.2
+    """
+
+
+@hookspec
+def spot_notice(ctx: HookContext) -> SpotNotice:
+    """Where an instance of this cloud reads its spot reclaim notice: path, format, lead time.
+
+    Fan-out, offline and fast (static data, no network): ``place`` and ``quote`` ask every
+    provider to say which clouds give early warning, and the launch preamble hands the
+    answer to the notice agent it installs on every instance. The agent polls
+    ``endpoint + path`` on the instance's metadata service (``metadata_endpoint`` overrides
+    the address, as for credentials), sending the session ``token`` where the cloud has one;
+    404 means no reclaim is scheduled, and an answer in ``format`` (``json-action-time``,
+    ``iso-utc`` or ``utc8-time``, see :class:`~cloudbroker.models.SpotNotice`) gives the
+    reclaim's time, ``lead_seconds`` ahead. The agent then tells the job, uploads its newest
+    checkpoint and writes a marker the watcher acts on at once. Cite the cloud's
+    documentation in ``source``.
+
+    Optional: a provider that does not implement it (its cloud documents no in-instance
+    notice, as with Huawei) is watched by polling its API (``instance_status``) only.
+
+    :param ctx: the provider's context.
+    :returns: :class:`~cloudbroker.models.SpotNotice`.
 
     .. versionadded:: 0.2
     """

@@ -22,6 +22,7 @@ from cloudbroker.models import (
     LaunchRequest,
     Market,
     NetworkSettings,
+    SpotNotice,
     StorageRemote,
 )
 from cloudbroker.money import Money
@@ -133,6 +134,8 @@ def user_data(
     remote: StorageRemote,
     script: str | None,
     settings: Mapping[str, Any] | None = None,
+    notice: SpotNotice | None = None,
+    provider: str = "",
 ) -> str:
     """The startup script: where checkpoints live on *this* cloud, then the user's job.
 
@@ -146,7 +149,15 @@ def user_data(
     0600) between :data:`KEYS_BEGIN` and :data:`KEYS_END`, the only secret user data ever
     holds, which :func:`redact` hides wherever cloudbroker shows it. Otherwise rclone's
     ``env_auth`` reads AWS-style credentials from the instance's environment.
+
+    With a job, the notice agent (:mod:`cloudbroker.agent`) is installed and started beside
+    it: it polls ``notice`` (the provider's ``spot_notice``; None: no notice, GPU samples
+    only), tells the job (``CLOUDBROKER_NOTICE_FILE`` and a signal), uploads its newest
+    checkpoint from ``CLOUDBROKER_CHECKPOINT_DIR`` and writes the marker the watcher acts on.
+    The agent and the job are written gzip'd: Tencent and AWS take 16 KB of user data.
     """
+    from cloudbroker import agent
+
     settings = settings or {}
     env = {
         "CLOUDBROKER_PLACEMENT": placement_id,
@@ -166,6 +177,8 @@ def user_data(
         env["RCLONE_CONFIG_CKPT_ENV_AUTH"] = "true"
     elif settings.get(METADATA_SETTING):
         env[METADATA_ENV] = settings[METADATA_SETTING]
+    if script:
+        env.update(agent.environment(provider, notice, settings, settings.get(METADATA_SETTING)))
     exports = [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     lines = ["#!/bin/bash", f"# cloudbroker placement {placement_id} ({side})"]
     if remote.instance_keys:
@@ -192,13 +205,13 @@ def user_data(
         ]
     lines += [f"cat > {ENV_FILE} <<'CBENV'", *exports, "CBENV", f". {ENV_FILE}"]
     if script:
-        encoded = base64.b64encode(script.encode()).decode()
         lines += [
             f"mkdir -p {TOOLS_DIR}",
-            f"base64 -d > {TOOLS_DIR}/job <<'CBJOB'",
-            encoded,
+            f"base64 -d <<'CBJOB' | gunzip > {TOOLS_DIR}/job",
+            agent.packed(script),
             "CBJOB",
             f"chmod +x {TOOLS_DIR}/job",
+            *agent.install_lines(),
             f"exec {TOOLS_DIR}/job",
         ]
     return "\n".join(lines) + "\n"
@@ -280,10 +293,10 @@ def credentials_script(recipe: InstanceCredentials, role: str | None = None) -> 
             f'[ -n "${name}" ] || fail "no {key} in the answer of GET $url"',
             f"export {name}",
         ]
-    lines += [
-        "while IFS= read -r candidate; do",
-        '  [ "$candidate" -ef "$0" ] || exec "$candidate" "$@"',
-        "done < <(type -ap rclone)",
+    lines += [  # the candidates on fd 3: the real rclone keeps the caller's stdin (rcat)
+        "while IFS= read -r candidate <&3; do",
+        '  [ "$candidate" -ef "$0" ] || exec "$candidate" "$@" 3<&-',
+        "done 3< <(type -ap rclone)",
         "fail rclone is not installed",
     ]
     return "\n".join(lines)

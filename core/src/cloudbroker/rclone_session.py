@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NoReturn
 
-from cloudbroker import rclone
+from cloudbroker import agent, rclone
 from cloudbroker.errors import AuthError, CloudBrokerError, NotFoundError, ProviderUnavailable
 from cloudbroker.listing import Listing, human_bytes, parse_listing
 from cloudbroker.models import BucketRef, StorageRemote
@@ -327,7 +327,8 @@ class Session:
         return log
 
     def newest(self, side: Side) -> float | None:
-        """Modification time of the newest object under the side's folder (epoch seconds)."""
+        """Modification time of the newest object under the side's folder (epoch seconds), the
+        notice agent's marker left out."""
         listing = self.scratch / "newest.json"
         log = TransferLog()
         args = ["lsjson", "-R", "--files-only", "--no-mimetype", side.target]
@@ -336,8 +337,26 @@ class Session:
         if self.run(args, log, bound=bound, late=late, stdout=listing) != 0:
             raise self._redacted(side_error(side, log.last_error() or "rclone lsjson failed"))
         entries = json.loads(listing.read_text(encoding="utf-8") or "[]")
-        times = [_epoch(e["ModTime"]) for e in entries if e.get("ModTime")]
+        # the notice agent's marker is rewritten every few minutes: it is not a checkpoint
+        times = [
+            _epoch(e["ModTime"])
+            for e in entries
+            if e.get("ModTime") and e.get("Path") != agent.MARKER
+        ]
         return max(times) if times else None
+
+    def read(self, side: Side, name: str) -> bytes | None:
+        """The object ``name`` directly under the side's folder, None if there is none (one
+        filtered listing and the read: ``rclone cat`` of the folder, that object only)."""
+        out = self.scratch / "read.bin"
+        log = TransferLog()
+        args = ["cat", side.target, "--include", f"/{name}", "--max-depth", "1"]
+        bound = self.bound(LIST_SECONDS)
+        late = f"{side.label}: reading {name} not finished within {bound}"
+        if self.run(args, log, bound=bound, late=late, stdout=out) != 0:
+            raise self._redacted(side_error(side, log.last_error() or "rclone cat failed"))
+        data = out.read_bytes()
+        return data or None
 
 
 def _epoch(stamp: str) -> float:

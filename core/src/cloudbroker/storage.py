@@ -406,3 +406,13 @@ class RcloneReplicator:
         side = resolve_side(self.pm, "bucket", bucket, "cbbucket")
         with session(self.pm, (side,), deadline_seconds) as run:
             return run.newest(side)
+
+    def read(
+        self, bucket: BucketRef, name: str, *, deadline_seconds: float | None = None
+    ) -> bytes | None:
+        """The object ``name`` directly in ``bucket``'s folder (the notice agent's marker),
+        None if there is none."""
+        check_deadline(deadline_seconds)
+        side = resolve_side(self.pm, "bucket", bucket, "cbbucket")
+        with session(self.pm, (side,), deadline_seconds) as run:
+            return run.read(side, name)

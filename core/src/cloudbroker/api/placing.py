@@ -47,6 +47,7 @@ def place_request(
     region: Names | None = None,
     budget: str | Money | None = None,
     max_hours: Number | None = None,
+    idle_stop: str | None = None,
     name: Spelling = keyword,
 ) -> PlaceRequest:
     """Check :meth:`Broker.place`'s arguments; a ``Path`` startup script is read (64 KiB)."""
@@ -85,7 +86,16 @@ def place_request(
         regions=regions,
         budget=None if budget is None else budget_money(budget, name("budget")),
         max_hours=_bounded(limits.HOURS, max_hours, "max_hours", name),
+        idle_stop=None if idle_stop is None else _idle(idle_stop, name("idle_stop")),
     )
+
+
+def _idle(text: str, what: str) -> str:
+    """``10%:30m``, checked (a UsageError naming ``what`` otherwise)."""
+    from cloudbroker.broker.idle import idle_rule
+
+    idle_rule(text, what)
+    return text
 
 
 def not_terminated(placement_id: str, left: list[tuple[InstanceRow, str]]) -> NotTerminated:
@@ -192,6 +202,7 @@ class Broker:
         region: Names | None = None,
         budget: str | Money | None = None,
         max_hours: Number | None = None,
+        idle_stop: str | None = None,
     ) -> Placement:
         """Plan a primary and a standby on two clouds with the full cost, and save it.
 
@@ -202,7 +213,9 @@ class Broker:
         replicated every ``sync_every`` seconds. ``startup_script`` is the job's script
         (its text, or a ``Path`` to read). ``budget`` (``"5000CNY"`` or a Money) and
         ``max_hours`` limit it: a watcher stops it there, after a last checkpoint sync (see
-        :meth:`spend`). Nothing is launched: see :meth:`up`.
+        :meth:`spend`); so does ``idle_stop`` (``"10%:30m"``) once its GPUs stay below the
+        utilisation for the period (read by the agent on the instance with nvidia-smi).
+        Nothing is launched: see :meth:`up`.
         """
         request = place_request(
             gpu,
@@ -222,6 +235,7 @@ class Broker:
             region=region,
             budget=budget,
             max_hours=max_hours,
+            idle_stop=idle_stop,
         )
         self._creating = True
         try:

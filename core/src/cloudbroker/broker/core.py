@@ -224,7 +224,10 @@ class BrokerCore:
         started = [i for i, key in enumerate(keys) if key in rows and i not in skip]
         settings = self.pm.settings.get(provider, {})
         remote = self.pm.sync_storage(provider, self._bucket(placement, side, number))
-        script = user_data(pid, side, remote, spec.get("startup_script"), settings)
+        notice = self.pm.spot_notice(providers=[provider]).results.get(provider)
+        script = user_data(
+            pid, side, remote, spec.get("startup_script"), settings, notice, provider=provider
+        )
         if started:  # resuming: from the offer it was trying, in the planned order
             order: list[int] = list(range(max(started), len(offers)))
         else:

@@ -14,6 +14,8 @@ from cloudbroker.broker.records import (
     described,
     generation,
     last_failover,
+    notice_of,
+    notice_stop,
     span,
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost
@@ -87,8 +89,11 @@ class Failover(BrokerCore):
 
     def _final_sync(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
         """Copy what the primary bucket has, within ``final_sync_timeout``; then go on with
-        the newest replica either way, and record the RPO that leaves."""
-        detail = self._last_sync(placement, primary, standby, fo["detected_at"])
+        the newest replica either way, and record the RPO that leaves (on a reclaim notice:
+        at the job's stop, its exit on the notice or the reclaim)."""
+        notice = notice_of(self.store.events(placement["id"]), fo["reason"])
+        at = fo["detected_at"] if notice is None else notice_stop(notice)
+        detail = self._last_sync(placement, primary, standby, at)
         event = "final-sync-skipped" if "error" in detail else "final-sync-done"
         self.store.advance_failover(
             placement["id"], "launch", event, detail, from_step="final-sync"
@@ -205,6 +210,30 @@ class Failover(BrokerCore):
             "reason": fo["reason"],
             "generation": fo.get("generation", generation(self.store.events(placement["id"]))),
         }
+        notice = notice_of(self.store.events(placement["id"]), fo["reason"])
+        if notice is not None:
+            swapped.update(_notice_figures(notice, fo))
+            rto = swapped["rto_seconds"]
         self.store.swap_primary(placement["id"], swapped)
         rpo_text = "unknown" if rpo is None else span(max(rpo, 0))
-        return f"roles swapped: {swapped['to']} is primary, RTO {span(rto)}, RPO {rpo_text}"
+        said = f"roles swapped: {swapped['to']} is primary, RTO {span(rto)}, RPO {rpo_text}"
+        if notice is not None and swapped["standby_before_reclaim_seconds"] > 0:
+            said += f" (standby running {span(swapped['standby_before_reclaim_seconds'])} "
+            said += "before the reclaim)"
+        return said
+
+
+def _notice_figures(notice: dict[str, Any], fo: dict[str, Any]) -> dict[str, Any]:
+    """A failover on a reclaim notice, timed from the notice: when it started, when the
+    standby ran, the notice's lead; RTO from the reclaim (0 when the standby ran before it)."""
+    noticed, reclaim = float(notice["noticed_at"]), float(notice["deadline"])
+    return {
+        "notice_at": noticed,
+        "reclaim_at": reclaim,
+        "notice_lead_seconds": round(reclaim - noticed, 3),
+        "failover_start_seconds": round(fo["detected_at"] - noticed, 3),
+        "standby_running_seconds": round(fo["running_at"] - noticed, 3),
+        "standby_before_reclaim_seconds": round(max(reclaim - fo["running_at"], 0.0), 3),
+        "rto_seconds": round(max(fo["running_at"] - reclaim, 0.0), 3),
+        "checkpoint": notice.get("checkpoint"),
+    }

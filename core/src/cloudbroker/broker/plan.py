@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from cloudbroker import limits
 from cloudbroker.broker.budget import budget_money
 from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.idle import idle_rule
 from cloudbroker.broker.records import bucket_text
 from cloudbroker.costs import egress_cost
 from cloudbroker.errors import (
@@ -54,6 +55,7 @@ class PlaceRequest:
     regions: tuple[str, ...] = ()  # only offers in these regions (either cloud's names)
     budget: Money | None = None  # the watcher stops the placement when its spend reaches it
     max_hours: Decimal | None = None  # ... or when it has run this long
+    idle_stop: str | None = None  # "10%:30m": stop it when its GPUs stay below 10 % for 30 min
 
     def bounded(self) -> PlaceRequest:
         """This request with its numbers checked against :mod:`cloudbroker.limits`.
@@ -72,7 +74,13 @@ class PlaceRequest:
             max_hours=None
             if self.max_hours is None
             else limits.HOURS.check(self.max_hours, "max_hours"),
+            idle_stop=None if self.idle_stop is None else _idle_text(self.idle_stop),
         )
+
+
+def _idle_text(text: str) -> str:
+    idle_rule(text, "idle_stop")  # checked here; the plan stores the parsed rule
+    return text
 
 
 def _offer(q: Quote, sheet: PriceSheet) -> PlannedOffer:
@@ -151,6 +159,8 @@ class PlacementSpec(BaseModel):
     # the budget guard (see cloudbroker.broker.budget): a Money, and hours as Decimal text
     budget: Money | None = Field(default=None, exclude_if=lambda v: v is None)
     max_hours: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the idle guard (see cloudbroker.broker.idle): below_percent and seconds
+    idle_stop: dict[str, float] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Planning(BrokerCore):
@@ -309,6 +319,7 @@ class Planning(BrokerCore):
             live=report,
             budget=request.budget,
             max_hours=None if request.max_hours is None else str(request.max_hours),
+            idle_stop=None if request.idle_stop is None else idle_rule(request.idle_stop),
         )
         return spec.model_dump(mode="json")
 

@@ -88,6 +88,8 @@ FAILOVER_DOING = {
     "swap": "swapping roles",
 }
 FAILOVER_STEPS = list(FAILOVER_DOING)
+#: How a failover started on the notice agent's marker begins its reason (see .notice).
+NOTICE_REASON = "reclaim notice"
 
 
 class Replicator(Protocol):
@@ -237,6 +239,23 @@ def replication_failing(events: list[Event]) -> dict[str, Any] | None:
         "since": failed[0].at,
         "error": failed[-1].detail.get("error"),
     }
+
+
+def notice_of(events: list[Event], reason: str) -> dict[str, Any] | None:
+    """The reclaim notice a failover with ``reason`` was started on (the last one recorded),
+    or None when it was not started on one."""
+    if not reason.startswith(NOTICE_REASON):
+        return None
+    notices = [e.detail for e in events if e.kind == "reclaim-notice"]
+    return notices[-1] if notices else None
+
+
+def notice_stop(notice: dict[str, Any]) -> float:
+    """When the primary's job stopped making progress: its exit on the notice, else the
+    reclaim (the RPO is measured to it)."""
+    deadline = float(notice["deadline"])
+    exited = notice.get("job_exited_at")
+    return deadline if exited is None else min(float(exited), deadline)
 
 
 def last_failover(events: list[Event]) -> dict[str, Any] | None:

@@ -9,8 +9,8 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from cloudbroker.broker.budget import Budgeting
 from cloudbroker.broker.fencing import Fencing
+from cloudbroker.broker.idle import IdleGuarding
 from cloudbroker.broker.records import (
     FAILED_STATES,
     REPLICATION_ALERT_AFTER,
@@ -73,8 +73,9 @@ class Checked:
     stopped: str | None = None  # why this placement is no longer watched (`down` requested)
 
 
-class Watching(Fencing, Budgeting):
-    """Watches a placement that is up and fails it over when its primary fails."""
+class Watching(Fencing, IdleGuarding):
+    """Watches a placement that is up and fails it over when its primary fails, or at once
+    on the notice agent's reclaim notice; stops it at its budget or when its GPUs idle."""
 
     #: How often ``watch`` asks whether the standby's offer is still in stock (seconds).
     standby_check_every = 600.0
@@ -190,6 +191,15 @@ class Watching(Fencing, Budgeting):
             for line in self.retire_former_primaries(placement):  # billing: until confirmed
                 self._emit(placement_id, "warning", line)
             primary, standby = self._roles(placement)
+            report = self.agent_report(placement, primary)
+            if report is not None and report.notice:
+                self.fail_over_on_notice(placement, report, lease)
+                watched.consecutive, watched.replica = 0, _Replica()
+                return Checked(again=True)
+            if idle := self.enforce_idle(placement, report):
+                status = self._placement(placement_id)["status"]
+                if status in STOPPED:
+                    return Checked(stopped=idle if status == "down" else None)
             health = self._health(placement_id, primary)
             watched.consecutive = watched.consecutive + 1 if health.reason else 0
             if health.reason and (

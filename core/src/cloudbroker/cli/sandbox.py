@@ -113,13 +113,42 @@ def reclaim(
     provider: str,
     instance: str = typer.Argument(None, help="Default: the cloud's only live instance."),
     directory: str | None = DIR,
+    no_notice: bool = typer.Option(
+        False, "--no-notice", help="Reclaim at once, without the cloud's in-instance notice."
+    ),
 ) -> None:
-    """Reclaim a spot instance, as the cloud does (the job gets SIGTERM, then SIGKILL)."""
+    """Reclaim a spot instance as the cloud does: its notice first (AWS, Aliyun, Tencent),
+    then the reclaim (the job gets SIGTERM, then SIGKILL)."""
     from cloudbroker.sandbox import faults
     from cloudbroker.sandbox.env import read_info, sandbox_dir
 
-    reclaimed = faults.reclaim(read_info(sandbox_dir(directory)), provider, instance)
-    print(f"{provider} {reclaimed} reclaimed")
+    info = read_info(sandbox_dir(directory))
+    reclaimed = faults.reclaim(info, provider, instance, notice=not no_notice)
+    if not no_notice and faults.has_notice(provider):
+        seconds = faults.cloud(info, provider)["notice_seconds"]
+        print(f"{provider} {reclaimed}: reclaim notice published; reclaimed in {seconds:g} s")
+    else:
+        print(f"{provider} {reclaimed} reclaimed")
+
+
+@sandbox_app.command("gpu-util")
+def gpu_util(
+    provider: str,
+    percent: str = typer.Argument(..., help="0 to 100, or 'missing' (no nvidia-smi)."),
+    directory: str | None = DIR,
+) -> None:
+    """Set the GPU utilisation the fake nvidia-smi of a cloud's instances reports."""
+    from cloudbroker.sandbox import faults
+    from cloudbroker.sandbox.env import read_info, sandbox_dir
+
+    where = sandbox_dir(directory)
+    faults.cloud(read_info(where), provider)
+    value = percent.strip().rstrip("%")
+    if value != "missing" and not (value.isdigit() and 0 <= int(value) <= 100):
+        raise UsageError(f"the utilisation must be 0 to 100 or 'missing', got {percent!r}")
+    faults.gpu_util(where, provider, None if value == "missing" else int(value))
+    said = "nvidia-smi not installed" if value == "missing" else f"GPUs at {value} %"
+    print(f"{provider} instances: {said}")
 
 
 @sandbox_app.command("outage")

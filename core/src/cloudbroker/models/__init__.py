@@ -8,7 +8,7 @@ rule carries the :class:`Source` it came from.
 Modules: ``base`` (:class:`Model`, :class:`Source`, :class:`Market`), ``catalog`` (instance
 types, prices, hidden-cost terms), ``provider`` (:class:`ProviderInfo`, :class:`Availability`),
 ``instances`` (launch request, instance), ``storage`` (bucket, rclone remote, instance
-credentials).
+credentials), ``notice`` (a spot reclaim notice in the instance's metadata).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from cloudbroker.models.instances import (
     LaunchRequest,
     NetworkSettings,
 )
+from cloudbroker.models.notice import NoticeFormat, SpotNotice
 from cloudbroker.models.provider import (
     Availability,
     AvailabilityStatus,
@@ -82,6 +83,7 @@ __all__ = [
     "Model",
     "NetworkSettings",
     "NotListed",
+    "NoticeFormat",
     "ObjectStoreTerms",
     "PriceSheet",
     "ProviderInfo",
@@ -90,6 +92,7 @@ __all__ = [
     "RegionTerms",
     "Route",
     "Source",
+    "SpotNotice",
     "StorageRemote",
     "StorageTerms",
     "Tier",

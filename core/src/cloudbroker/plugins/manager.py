@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         PriceSheet,
         ProviderInfo,
         Quota,
+        SpotNotice,
         StorageRemote,
     )
 
@@ -45,6 +46,7 @@ Spread = Literal[
     "availability",
     "billed",
     "quotas",
+    "spot_notice",
 ]
 
 
@@ -154,6 +156,12 @@ class PluginManager(Registry):
     ) -> FanOut[list[Quota]]:
         kwargs = {"regions": regions, "instance_types": instance_types, "market": market}
         return self._fan_out("quotas", kwargs, providers, timeout, False)
+
+    def spot_notice(
+        self, *, providers: Iterable[str] | None = None, timeout: float | None = None
+    ) -> FanOut[SpotNotice]:
+        """Each provider's in-instance reclaim notice; one without the hook is left out."""
+        return self._fan_out("spot_notice", {}, providers, timeout, offline=True)
 
     def catalogs(
         self, providers: Iterable[str] | None = None, *, offline: bool | None = None

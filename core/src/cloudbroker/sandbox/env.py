@@ -37,7 +37,7 @@ FILES = (
     "aws-config",
     "aws-credentials",
 )
-FOLDERS = ("data", "instances", "pids")
+FOLDERS = ("data", "instances", "pids", "gpu")
 #: What a record must hold to be a sandbox's (a stray ``sandbox.json`` is not).
 INFO_KEYS = {"pid", "started", "time_factor", "clouds"}
 CLOUD_KEYS = {"api", "storage", "key", "secret", "notice_seconds"}

@@ -64,16 +64,49 @@ def live_instances(info: dict[str, Any], provider: str) -> list[dict[str, Any]]:
     return [i for i in state["instances"] if i["state"] in ("pending", "running")]
 
 
-def reclaim(info: dict[str, Any], provider: str, instance_id: str | None = None) -> str:
-    """Reclaim ``instance_id``, or the cloud's only live instance; the id reclaimed."""
+def reclaim(
+    info: dict[str, Any], provider: str, instance_id: str | None = None, notice: bool = True
+) -> str:
+    """Reclaim ``instance_id``, or the cloud's only live instance; the id reclaimed.
+
+    With ``notice``, where the cloud has an in-instance notice, its metadata service serves it
+    first for the cloud's notice period (scaled), then the emulator reclaims the instance; the
+    call returns once the notice is published.
+    """
     if instance_id is None:
         live = [i["instance_id"] for i in live_instances(info, provider)]
         if len(live) != 1:
             found = ", ".join(live) if live else "none"
             raise UsageError(f"name the {provider} instance to reclaim; live instances: {found}")
         instance_id = live[0]
-    control(info, provider, "reclaim", {"instance_id": instance_id})
+    action = "notice" if notice and has_notice(provider) else "reclaim"
+    control(info, provider, action, {"instance_id": instance_id})
     return instance_id
+
+
+def has_notice(provider: str) -> bool:
+    """Whether the sandbox serves ``provider``'s instances a reclaim notice."""
+    from cloudbroker.sandbox.metadata import SERVICES
+
+    service = SERVICES.get(provider)
+    return service is not None and service.notice is not None
+
+
+def gpu_util(directory: Any, provider: str, percent: int | None) -> None:
+    """The fake ``nvidia-smi`` of ``provider``'s instances answers ``percent`` (None: it is
+    not installed: removed from their PATH)."""
+    from cloudbroker.sandbox.instances import gpu_bin, nvidia_smi
+
+    where = gpu_bin(directory, provider)
+    exe = where / "nvidia-smi"
+    if percent is None:
+        exe.unlink(missing_ok=True)
+        return
+    where.mkdir(parents=True, exist_ok=True)
+    tmp = where / "nvidia-smi.tmp"
+    tmp.write_text(nvidia_smi(percent))
+    tmp.chmod(0o755)
+    tmp.replace(exe)
 
 
 def outage(info: dict[str, Any], provider: str, *, storage: bool, on: bool) -> None:

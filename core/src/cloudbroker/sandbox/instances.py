@@ -7,13 +7,17 @@ of its own with the environment a cloud image gives a job: ``HOME``, a ``PATH`` 
 curl and rclone, and no credentials: the preamble gets the instance role's from the sandbox's
 metadata service of the cloud (:mod:`.metadata`), as it would on the cloud. Terminating or
 reclaiming the instance sends SIGTERM to the group, then SIGKILL after the cloud's spot
-notice period times the sandbox's time factor.
+notice period times the sandbox's time factor. The instance's requests to the metadata
+service carry its id (``/i/<id>`` after the service's address), so that service can serve a
+reclaim notice to that instance alone. ``gpu/<cloud>/`` is first on its ``PATH``: the fake
+``nvidia-smi`` that ``sandbox gpu-util`` writes there (none until then: not installed).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -36,6 +40,21 @@ def localise(script: str, root: Path) -> str:
     return script
 
 
+def gpu_bin(directory: Path, cloud: str) -> Path:
+    """Where the fake ``nvidia-smi`` of the cloud's instances lives (first on their PATH)."""
+    return directory / "gpu" / cloud
+
+
+def nvidia_smi(percent: int) -> str:
+    """A fake ``nvidia-smi`` answering ``--query-gpu=... --format=csv,noheader,nounits`` for
+    one GPU at ``percent`` utilisation; memory figures it does not know are ``[N/A]``, as the
+    real one prints for fields a GPU does not report."""
+    return (
+        "#!/bin/sh\n# cloudbroker sandbox: a fake nvidia-smi (sandbox gpu-util)\n"
+        f"echo '{percent}, [N/A], [N/A]'\n"
+    )
+
+
 def log_path(directory: Path, cloud: str, instance_id: str) -> Path:
     return directory / "instances" / cloud / instance_id / "output.log"
 
@@ -49,11 +68,13 @@ class ProcessRunner:
         cloud: str,
         notice_seconds: float,
         pids: PidBook,
+        metadata_url: str | None = None,
     ) -> None:
         self.directory = directory
         self.cloud = cloud
         self.notice_seconds = notice_seconds
         self.pids = pids
+        self.metadata_url = metadata_url
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         from cloudbroker.rclone import find_rclone
 
@@ -63,7 +84,7 @@ class ProcessRunner:
     def environment(self, home: Path, instance_id: str) -> dict[str, str]:
         return {
             "HOME": str(home),
-            "PATH": self.path,
+            "PATH": os.pathsep.join([str(gpu_bin(self.directory, self.cloud)), self.path]),
             "LANG": "C.UTF-8",
             "CLOUDBROKER_SANDBOX_INSTANCE": f"{self.cloud}:{instance_id}",
         }
@@ -79,7 +100,11 @@ class ProcessRunner:
                 out.write(_note("no user data: nothing to run"))
                 return
             path = home / "user-data"
-            path.write_text(localise(script, home / "root"), encoding="utf-8")
+            script = localise(script, home / "root")
+            if self.metadata_url:  # the instance's own address on the service
+                own = f"{self.metadata_url}/i/{instance.instance_id}"
+                script = re.sub(re.escape(self.metadata_url) + r"(?![0-9])", own, script)
+            path.write_text(script, encoding="utf-8")
             path.chmod(0o700)
             command = [str(path)] if script.startswith("#!") else ["/bin/sh", str(path)]
             process = subprocess.Popen(

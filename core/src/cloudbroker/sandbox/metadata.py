@@ -19,6 +19,20 @@ fails here as it would on the cloud:
 
 The sandbox's credentials are STS sessions of a role in the cloud's object store
 (:class:`StsMinter`), so the store checks their key, secret and session token.
+
+It also serves each cloud's spot reclaim notice, per instance (an instance's requests carry
+``/i/<instance id>`` before the path: the sandbox writes the service's address so into the
+instance's user data), in the cloud's own format, while ``sandbox reclaim`` publishes it:
+
+- AWS: ``/latest/meta-data/spot/instance-action``, ``{"action": "terminate", "time":
+  "2017-09-18T08:22:00Z"}`` (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html).
+- Aliyun: ``/latest/meta-data/instance/spot/termination-time``, ``2015-01-05T18:02:00Z``
+  (https://www.alibabacloud.com/help/en/ecs/user-guide/best-practices-for-preemptible-instances/).
+- Tencent: ``/latest/meta-data/spot/termination-time``, ``2018-08-18 12:05:33`` in UTC+8
+  (https://www.tencentcloud.com/document/product/213/32487).
+- Huawei: none (no in-instance notice found in its documentation): 404 as ever.
+
+Before and after a notice the path answers 404, as on the clouds.
 """
 
 from __future__ import annotations
@@ -29,7 +43,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +81,10 @@ def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _utc8(moment: datetime) -> str:
+    return moment.astimezone(timezone(timedelta(hours=8))).strftime("%Y-%m-%d %H:%M:%S")
+
+
 @dataclass(frozen=True)
 class Service:
     """One cloud's metadata service: where the credentials are and what it answers."""
@@ -76,6 +94,8 @@ class Service:
     roles: bool = True  # GET ``credentials`` alone lists the instance's role
     token: Token | None = None
     roles_path: str | None = None  # where the role is listed, when not at ``credentials``
+    notice: str | None = None  # the reclaim notice's path; None: the cloud documents none
+    notice_answer: Callable[[datetime], str] = _iso  # the reclaim's time as the cloud writes it
 
     @classmethod
     def from_recipe(cls, recipe: InstanceCredentials) -> Service:
@@ -115,6 +135,7 @@ SERVICES: dict[str, Service] = {
             "X-aliyun-ecs-metadata-token-ttl-seconds",
             "X-aliyun-ecs-metadata-token",
         ),
+        notice="/latest/meta-data/instance/spot/termination-time",
     ),
     "tencent": Service(
         "/latest/meta-data/cam/security-credentials/",
@@ -126,6 +147,8 @@ SERVICES: dict[str, Service] = {
             "Token": c.token,
             "Code": "Success",
         },
+        notice="/latest/meta-data/spot/termination-time",
+        notice_answer=_utc8,
     ),
     "huawei": Service(
         "/openstack/latest/securitykey",
@@ -159,6 +182,8 @@ SERVICES: dict[str, Service] = {
             "X-aws-ec2-metadata-token",
             required=True,
         ),
+        notice="/latest/meta-data/spot/instance-action",
+        notice_answer=lambda at: json.dumps({"action": "terminate", "time": _iso(at)}),
     ),
 }
 
@@ -177,6 +202,7 @@ class MetadataServer:
         self.mint = mint
         self.role = role
         self.tokens: dict[str, float] = {}  # token -> monotonic expiry
+        self.notices: dict[str, datetime] = {}  # instance id -> its reclaim's time
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.httpd.daemon_threads = True
@@ -198,8 +224,22 @@ class MetadataServer:
             self.tokens[token] = time.monotonic() + int(ttl or 0)
         return 200, token
 
+    def publish(self, instance_id: str, at: datetime | None) -> bool:
+        """Serve ``instance_id`` a reclaim notice for ``at`` (None: no more); whether this
+        cloud has an in-instance notice at all."""
+        with self.lock:
+            if at is None:
+                self.notices.pop(instance_id, None)
+            elif self.service.notice:
+                self.notices[instance_id] = at
+        return self.service.notice is not None
+
     def get(self, path: str, token: str | None) -> tuple[int, str]:
         spec = self.service
+        instance = None
+        if path.startswith("/i/"):  # the instance asking: /i/<id>/<the cloud's path>
+            instance, _, rest = path[3:].partition("/")
+            path = "/" + rest
         if spec.token and (token is not None or spec.token.required):
             with self.lock:
                 valid = self.tokens.get(token or "", 0.0) > time.monotonic()
@@ -209,6 +249,11 @@ class MetadataServer:
             return 200, self.role
         if path == (spec.credentials + self.role if spec.roles else spec.credentials):
             return 200, json.dumps(spec.answer(self.mint()), indent=2)
+        if spec.notice and path == spec.notice:
+            with self.lock:
+                at = self.notices.get(instance or "")
+            if at is not None:
+                return 200, spec.notice_answer(at)
         return 404, "not found\n"
 
 
@@ -216,7 +261,10 @@ def _handler(server: MetadataServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_PUT(self) -> None:
             token = server.service.token
-            if token is None or self.path != token.path:
+            path = self.path
+            if path.startswith("/i/"):
+                path = "/" + path[3:].partition("/")[2]
+            if token is None or path != token.path:
                 self._send(404, "not found\n")
             else:
                 self._send(*server.new_token(self.headers.get(token.ttl_header)))

@@ -50,7 +50,10 @@ def notice_seconds(provider: str, package: str) -> int:
     return next((n for n in notices if n), FALLBACK_NOTICE_SECONDS)
 
 
-def _config(clouds: list[Any], emulators: dict[str, Any], metadata: dict[str, Any]) -> str:
+def _config(
+    clouds: list[Any], emulators: dict[str, Any], metadata: dict[str, Any], factor: float
+) -> str:
+    from cloudbroker.agent import GPU_SETTING, POLL_SETTING
     from cloudbroker.sandbox.clouds import launch_settings
 
     lines = []
@@ -60,6 +63,10 @@ def _config(clouds: list[Any], emulators: dict[str, Any], metadata: dict[str, An
             settings["image"] = emulators["aws"].linux_image()
         if cloud.name in metadata:
             settings["metadata_endpoint"] = metadata[cloud.name].url
+        # the notice agent's polling (5 s on a cloud), scaled as the notice periods are; its
+        # GPU samples every second (60 s on a cloud): the fake nvidia-smi costs nothing
+        settings[POLL_SETTING] = max(0.2, round(5 * factor, 3))
+        settings[GPU_SETTING] = 1
         lines.append(f"[providers.{cloud.name}]")
         lines += [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
         lines.append("")
@@ -87,6 +94,32 @@ DEFAULT_TIME_FACTOR = 0.01
 def listing_lag(time_factor: float) -> float:
     """The emulators' listing lag for ``time_factor``."""
     return LISTING_LAG_SECONDS * time_factor / DEFAULT_TIME_FACTOR
+
+
+def _notice_control(emulator: Any, server: Any, seconds: float) -> Any:
+    """``/_emulator/notice {"instance_id"}``: the metadata service serves the instance the
+    cloud's reclaim notice for ``seconds`` (the reclaim's time rounded up to a whole second,
+    as the clouds write it), then the emulator reclaims it (SIGTERM, SIGKILL)."""
+    import math
+    from datetime import UTC, datetime
+
+    def publish(body: dict[str, Any]) -> None:
+        instance_id = str(body["instance_id"])
+        if instance_id not in emulator.state.instances:
+            raise KeyError(f"no instance {instance_id}")
+        at = math.ceil(time.time() + seconds)
+        server.publish(instance_id, datetime.fromtimestamp(at, UTC))
+
+        def reclaim() -> None:
+            server.publish(instance_id, None)
+            with contextlib.suppress(KeyError, ValueError):  # gone, or one it cannot reclaim
+                emulator.reclaim(instance_id)
+
+        timer = threading.Timer(max(0.0, at - time.time()), reclaim)
+        timer.daemon = True
+        timer.start()
+
+    return publish
 
 
 def run(directory: Path, time_factor: float) -> None:
@@ -126,14 +159,17 @@ def run(directory: Path, time_factor: float) -> None:
                 mint = StsMinter(store.port, store.key, store.secret, store.role_arn)
                 metadata[cloud.name] = MetadataServer(cloud.name, mint, service=service).start()
             notice = notice_seconds(cloud.name, cloud.package) * time_factor
+            served = metadata.get(cloud.name)  # None: a plugin's cloud without instance roles
             runners[cloud.name] = emulator.runner = ProcessRunner(
-                directory, cloud.name, notice, pids
+                directory, cloud.name, notice, pids, None if served is None else served.url
             )
             emulator.controls["/_emulator/storage-outage"] = lambda body, g=gate: g.set_closed(
                 bool(body["on"])
             )
+            if served is not None:  # a notice is served by the metadata service
+                emulator.controls["/_emulator/notice"] = _notice_control(emulator, served, notice)
             emulators[cloud.name] = emulator.start()
-        (directory / "config.toml").write_text(_config(clouds, emulators, metadata))
+        (directory / "config.toml").write_text(_config(clouds, emulators, metadata, time_factor))
         write_info(
             directory,
             {

@@ -19,10 +19,11 @@ from cloudbroker.models import (
     Market,
     PriceSheet,
     Quota,
+    SpotNotice,
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_aliyun import instances, offers, quotas, storage
+from cloudbroker_aliyun import instances, notice, offers, quotas, storage
 from cloudbroker_aliyun.credentials import (
     CLI_CONFIG,
     CREDENTIAL_HINT,
@@ -87,6 +88,10 @@ class AliyunProvider(CatalogProvider):
     @hookimpl
     def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
         return storage.remote(ctx, bucket)
+
+    @hookimpl
+    def spot_notice(self, ctx: HookContext) -> SpotNotice:
+        return notice.SPOT_NOTICE
 
 
 plugin = AliyunProvider(DESCRIPTION)

@@ -18,10 +18,11 @@ from cloudbroker.models import (
     Market,
     PriceSheet,
     Quota,
+    SpotNotice,
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_aws import instances, offers, quotas, storage
+from cloudbroker_aws import instances, notice, offers, quotas, storage
 
 DESCRIPTION = Description(
     name="aws",
@@ -85,6 +86,10 @@ class AwsProvider(CatalogProvider):
     @hookimpl
     def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
         return storage.remote(ctx, bucket)
+
+    @hookimpl
+    def spot_notice(self, ctx: HookContext) -> SpotNotice:
+        return notice.SPOT_NOTICE
 
 
 plugin = AwsProvider(DESCRIPTION)

@@ -5,9 +5,12 @@ States: ECS ``status`` refined by ``OS-EXT-STS:task_state`` (an ACTIVE server be
 is terminating, not running).
 
 Spot reclaim: Huawei releases (deletes) a spot server when stock runs out or the market
-price passes the bid. Its 5-minute advance notice is visible only inside the VM (metadata
-``/openstack/latest/spot/instance-action``) and to CCE's node problem detector; the ECS API
-shows the release itself: a server billed as spot (``metadata.charging_mode`` ``"2"``) whose
+price passes the bid. No in-instance notice (metadata path, format, lead time) was found in
+Huawei's ECS documentation (searched 2026-12-01; the spot pages document a "reclaim
+notification" through SMN only, https://support.huaweicloud.com/intl/en-us/usermanual-ecs/ecs_03_0190.html),
+so this provider has no ``spot_notice`` hook: the notice agent polls nothing here, and the
+watcher detects a reclaim only by polling the ECS API, which shows the release itself: a
+server billed as spot (``metadata.charging_mode`` ``"2"``) whose
 task state is ``deleting`` or whose status is ``DELETED``. The API does not say who deleted
 it, so ``terminate`` marks servers it deletes with :data:`TERMINATED_MARK` in their metadata
 first; a spot server deleted without that mark was reclaimed (or deleted by hand outside

@@ -18,10 +18,11 @@ from cloudbroker.models import (
     Market,
     PriceSheet,
     Quota,
+    SpotNotice,
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_tencent import instances, offers, quotas, storage
+from cloudbroker_tencent import instances, notice, offers, quotas, storage
 from cloudbroker_tencent.credentials import (
     CREDENTIAL_FILE,
     CREDENTIAL_HINT,
@@ -85,6 +86,10 @@ class TencentProvider(CatalogProvider):
     @hookimpl
     def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
         return storage.remote(ctx, bucket)
+
+    @hookimpl
+    def spot_notice(self, ctx: HookContext) -> SpotNotice:
+        return notice.SPOT_NOTICE
 
 
 plugin = TencentProvider(DESCRIPTION)

@@ -59,13 +59,16 @@ def place(
     max_hours: Decimal | None = options.option(
         options.HOURS, None, "--max-hours", help="Stop it after running this many hours."
     ),
+    idle_stop: str | None = typer.Option(
+        None, "--idle-stop", help="Stop it when its GPUs stay below this for this long (10%:30m)."
+    ),
     json_output: bool = typer.Option(False, "--json"),
     state: str = STATE,
 ) -> None:
     """Plan a primary and a standby on two clouds, print the full cost, and save it.
 
     With --budget and/or --max-hours, `watch` warns at 80 % and at 100 % syncs a last
-    checkpoint and terminates the placement."""
+    checkpoint and terminates the placement; with --idle-stop, the same when the GPUs idle."""
     from cloudbroker.cli.quote import live_options
 
     reading = live_options(live, max_age, available_only=False)
@@ -87,6 +90,7 @@ def place(
         region=region,
         budget=budget,
         max_hours=max_hours,
+        idle_stop=idle_stop,
         name=option_name,
     )
     # Planned before the state file is opened: a plan that fails leaves no file behind.
@@ -127,7 +131,23 @@ def place(
         _live_plan(spec)
     if "budget" in spec or "max_hours" in spec:
         _limits(spec, broker.fx)
+    if rule := spec.get("idle_stop"):
+        from cloudbroker.broker.idle import rule_text
+
+        console.print(
+            f"GPUs {rule_text(rule)}: `watch` warns, syncs a last checkpoint and terminates it",
+            markup=False,
+        )
+    console.print(early_warning(broker.pm, spec), markup=False)
     console.print(f"next: cloudbroker up {placement_id}", markup=False)
+
+
+def early_warning(pm: Any, spec: dict[str, Any]) -> str:
+    """Which of the placement's clouds warn its instances of a spot reclaim (one line)."""
+    from cloudbroker.agent import early_warning as line
+
+    providers = list(dict.fromkeys(side["provider"] for side in spec["sides"].values()))
+    return line(pm.spot_notice(providers=providers).results, providers)
 
 
 def _limits(spec: dict[str, Any], fx: FxTable) -> None:

@@ -21,7 +21,16 @@ from cloudbroker.cli.table import Column, FitTable
 EVENTS_SHOWN = 15
 DETAIL_WIDTH = 40  # narrower than this, an event's fields go on lines of their own
 #: Event fields that are epoch seconds, shown as a time of day.
-TIMES = {"running_at", "detected_at", "standby_newest"}
+TIMES = {
+    "running_at",
+    "detected_at",
+    "standby_newest",
+    "noticed_at",
+    "deadline",
+    "job_exited_at",
+    "checkpoint_at",
+    "idle_since",
+}
 INSTANCE_COLUMNS = (
     Column("role", "role"),
     Column("provider", "provider"),
@@ -50,6 +59,9 @@ def status(
         )
     spent = broker.spend(placement_id)
     report["spend"] = spent.model_dump(mode="json")
+    placement = broker.store.require_placement(placement_id)
+    agent = broker.agent_report(placement, placement["primary_side"])
+    report["gpu"] = None if agent is None else agent.gpu
     if json_output:
         print_json(report)
         return
@@ -60,6 +72,8 @@ def status(
         markup=False,
     )
     console.print(spent.text(), markup=False)
+    if report["gpu"] is not None:
+        console.print(_gpu_line(report["gpu"]), markup=False)
     if spent.unknown:
         console.print(Padding(Text(f"not priced: {'; '.join(spent.unknown)}"), (0, 0, 0, 2)))
     table = FitTable(INSTANCE_COLUMNS)
@@ -91,6 +105,8 @@ def status(
             f"{'unknown' if rpo is None else f'{rpo:.1f} s'}",
             markup=False,
         )
+        if "notice_lead_seconds" in last:
+            console.print(Padding(Text(_notice_line(last)), (0, 0, 0, 2)))
     if failing := report["replication_failing"]:
         console.print(
             f"alert: replication has failed {failing['failures']} times in a row since "
@@ -120,6 +136,33 @@ def _asking_clouds(broker: Broker, placement_id: str, refresh: bool) -> dict[str
         return broker.status(placement_id)
     with err_console.status(f"asking {', '.join(clouds)} for the instances' state..."):
         return broker.status(placement_id)
+
+
+def _gpu_line(gpu: dict[str, Any]) -> str:
+    """The primary's GPUs as its agent last sampled them (nvidia-smi), or why it cannot."""
+    if gpu.get("error"):
+        return f"GPUs on the primary: unknown ({gpu['error']})"
+    samples = gpu.get("samples") or []
+    if not samples:
+        return "GPUs on the primary: not sampled yet"
+    at, util, busiest, used, total, count = samples[-1][:6]
+    memory = "" if used is None or total is None else f", memory {used:,}/{total:,} MiB"
+    return (
+        f"GPUs on the primary: {util:g} % (busiest {busiest:g} %, {count} GPU(s){memory}) "
+        f"at {clock(at)}"
+    )
+
+
+def _notice_line(last: dict[str, Any]) -> str:
+    """A failover on a reclaim notice, timed from the notice: lead, start, standby running."""
+    ahead = last["standby_before_reclaim_seconds"]
+    reclaim = f"{ahead:.1f} s before the reclaim" if ahead > 0 else "after the reclaim"
+    return (
+        f"notice {clock(last['notice_at'])} (lead {last['notice_lead_seconds']:.1f} s) -> "
+        f"failover start +{last['failover_start_seconds']:.1f} s -> standby running "
+        f"+{last['standby_running_seconds']:.1f} s ({reclaim}); RTO and RPO from the reclaim; "
+        f"checkpoint {last.get('checkpoint') or 'none'}"
+    )
 
 
 def _print_events(events: list[dict[str, Any]]) -> None:

@@ -223,6 +223,25 @@ class OfflineChecks:
         leaked = sorted(m for m in done.stdout.split() if m.startswith(self.sdk_modules))
         assert not leaked, f"importing {module} imported SDK modules: {', '.join(leaked[:5])}"
 
+    # -- spot_notice -----------------------------------------------------------------------
+
+    def test_spot_notice_is_one_the_notice_agent_reads(self, cb_provider: ProviderUnderTest):
+        """Optional: a provider without it is watched by polling. Its answer must name the
+        provider, cite a source, and use a format the agent parses (checked on a sample)."""
+        _skip_unless_implemented(cb_provider, "spot_notice")
+        from cloudbroker.agent import notice_agent
+
+        notice = cb_provider.manager.spot_notice(providers=[cb_provider.name]).one()
+        assert notice.provider == cb_provider.name
+        assert notice.source.startswith(("https://", "http://")), "source must be a URL"
+        assert notice.path.startswith("/") and not notice.path.endswith("/")
+        samples = {
+            "json-action-time": '{"action": "terminate", "time": "2026-01-05T18:02:00Z"}',
+            "iso-utc": "2026-01-05T18:02:00Z",
+            "utc8-time": "2026-01-06 02:02:00",
+        }
+        assert notice_agent.parse(notice.format, samples[notice.format]) == 1767636120.0
+
     # -- sync_storage ----------------------------------------------------------------------
 
     def test_sync_storage_remote_is_accepted_by_rclone(

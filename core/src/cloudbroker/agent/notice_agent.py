@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""cloudbroker's agent on a placement's instance: the spot reclaim notice, and GPU use.
+
+Installed and started by the launch preamble (:func:`cloudbroker.launching.user_data`) beside
+the job, whose pid it is given. Python 3.9+ standard library only: it runs on the cloud's
+image, not in cloudbroker's environment, and reaches storage with the instance's own
+``rclone`` (the preamble's wrapper: the instance role's credentials, no key of its own).
+
+* **Notice.** Every ``CLOUDBROKER_AGENT_POLL`` seconds it asks the metadata service for the
+  cloud's reclaim notice (``CLOUDBROKER_NOTICE_URL`` in ``CLOUDBROKER_NOTICE_FORMAT``, from
+  the provider's ``spot_notice`` hook; none: no notice is polled). On one it (1) writes
+  ``CLOUDBROKER_NOTICE_FILE`` (``deadline``, ``seconds_left``) and sends the job
+  ``CLOUDBROKER_NOTICE_SIGNAL`` (``USR1``; ``none``: the file only); (2) waits for the job's
+  checkpoint (a new file in ``CLOUDBROKER_CHECKPOINT_DIR``, or the job's exit), at most the
+  time left minus a share ``CLOUDBROKER_AGENT_MARGIN`` of it; (3) uploads the newest
+  checkpoint there to ``CLOUDBROKER_CHECKPOINT_URI``; (4) writes the marker
+  :data:`MARKER` beside the checkpoints, which the watcher fails over on at once. Storage
+  that does not answer is retried until the deadline and reported in the marker (the
+  watcher records it in the placement's events); the job is never waited on beyond the bound.
+* **GPUs.** Every ``CLOUDBROKER_GPU_EVERY`` seconds it samples ``nvidia-smi
+  --query-gpu=utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits`` and
+  writes the rolling summary into the same marker (``gpu``: the last samples, or the
+  ``error`` saying why there are none, e.g. nvidia-smi is not installed). The watcher's
+  idle guard reads it; a missing nvidia-smi is reported, never read as idle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+MARKER = "cloudbroker-agent.json"
+UTC8 = timezone(timedelta(hours=8))  # Tencent's notice is the instance OS's time in UTC+8
+ACTIONS = ("terminate", "stop", "hibernate")  # AWS instance-action's documented values
+GPU_QUERY = "utilization.gpu,memory.used,memory.total"
+KEEP_SAMPLES = 120
+RCLONE_FLAGS = ["--contimeout", "5s", "--timeout", "15s", "--retries", "1"]
+
+
+def parse(fmt: str, body: str) -> float:
+    """The reclaim's time (epoch seconds) in a notice answer; ValueError if malformed.
+
+    ``json-action-time``: ``{"action": "terminate", "time": "2017-09-18T08:22:00Z"}`` (AWS);
+    ``iso-utc``: ``2015-01-05T18:02:00Z`` (Aliyun); ``utc8-time``: ``2018-08-18 12:05:33``
+    in UTC+8 (Tencent).
+    """
+    text = body.strip()
+    if fmt == "json-action-time":
+        answer = json.loads(text)
+        if not isinstance(answer, dict) or answer.get("action") not in ACTIONS:
+            raise ValueError(f"no action of {', '.join(ACTIONS)} in {text[:80]!r}")
+        return _utc(str(answer.get("time", "")))
+    if fmt == "iso-utc":
+        return _utc(text)
+    if fmt == "utc8-time":
+        return datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC8).timestamp()
+    raise ValueError(f"unknown notice format {fmt!r}")
+
+
+def _utc(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def gpu_sample(run: Any = subprocess.run) -> dict[str, Any]:
+    """One nvidia-smi reading: mean and max utilisation (%), memory (MiB); or the ``error``."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return {"error": "nvidia-smi not found on PATH"}
+    try:
+        done = run(
+            [exe, f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"nvidia-smi failed: {exc}"}
+    if done.returncode != 0:
+        return {"error": f"nvidia-smi exited {done.returncode}: {done.stderr.strip()[:120]}"}
+    util, used, total = [], [], []
+    for line in done.stdout.strip().splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 3 or not cells[0].isdigit():
+            return {"error": f"nvidia-smi answered {line[:80]!r}"}
+        util.append(int(cells[0]))
+        used.append(int(cells[1]) if cells[1].isdigit() else None)
+        total.append(int(cells[2]) if cells[2].isdigit() else None)
+    if not util:
+        return {"error": "nvidia-smi lists no GPU"}
+    memory = None if None in used else sum(u for u in used if u is not None)
+    return {
+        "gpus": len(util),
+        "util": round(sum(util) / len(util), 1),
+        "util_max": max(util),
+        "memory_used_mib": memory,
+        "memory_total_mib": None if None in total else sum(t for t in total if t is not None),
+    }
+
+
+class Agent:
+    """The agent's state: its settings (environment), the job, the GPU samples."""
+
+    def __init__(self, job_pid: int, env: dict[str, str]) -> None:
+        self.job = job_pid
+        self.env = env
+        self.poll = float(env.get("CLOUDBROKER_AGENT_POLL", "5"))
+        self.gpu_every = float(env.get("CLOUDBROKER_GPU_EVERY", "60"))
+        self.margin = float(env.get("CLOUDBROKER_AGENT_MARGIN", "0.25"))
+        self.uri = env.get("CLOUDBROKER_CHECKPOINT_URI", "")
+        self.local = env.get("CLOUDBROKER_CHECKPOINT_DIR", "")
+        self.samples: list[list[Any]] = []
+        self.gpu_error: str | None = None
+        self.started = time.time()
+        self.said: set[str] = set()
+
+    # -- output -------------------------------------------------------------------------
+
+    def say(self, text: str, once: str | None = None) -> None:
+        if once is not None:
+            if once in self.said:
+                return
+            self.said.add(once)
+        print(f"cloudbroker agent: {text}", flush=True)
+
+    def marker(self, notice: dict[str, Any] | None) -> dict[str, Any]:
+        gpu: dict[str, Any] = {"every": self.gpu_every, "samples": self.samples[-KEEP_SAMPLES:]}
+        if self.gpu_error:
+            gpu["error"] = self.gpu_error
+        return {
+            "version": 1,
+            "cloud": self.env.get("CLOUDBROKER_PROVIDER", ""),
+            "side": self.env.get("CLOUDBROKER_ROLE_SIDE", ""),
+            "started_at": round(self.started, 3),
+            "written_at": round(time.time(), 3),
+            "gpu": gpu,
+            "notice": notice,
+        }
+
+    def write_marker(self, notice: dict[str, Any] | None, until: float, retry: bool) -> str | None:
+        """Write :data:`MARKER` (with ``retry``: again until ``until``); the last error, None
+        once written."""
+        local = os.path.join(os.path.dirname(os.path.abspath(__file__)), MARKER)
+        with open(f"{local}.tmp", "w") as out:
+            json.dump(self.marker(notice), out)
+        os.replace(f"{local}.tmp", local)
+        while True:
+            error = self.rclone(["copyto", local, f"{self.uri}/{MARKER}"], until)
+            if error is None or not retry or time.time() + self.poll >= until:
+                return error
+            time.sleep(self.poll)
+
+    def rclone(self, args: list[str], until: float) -> str | None:
+        """One bounded rclone call; None when it worked, else one line why."""
+        left = max(1.0, until - time.time())
+        try:
+            done = subprocess.run(
+                ["rclone", *args, *RCLONE_FLAGS],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=left,
+            )
+        except subprocess.TimeoutExpired:
+            return f"rclone {args[0]} did not finish within {left:.0f} s"
+        except OSError as exc:
+            return f"rclone {args[0]}: {exc}"
+        if done.returncode == 0:
+            return None
+        lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
+        return f"rclone {args[0]}: {lines[-1][:200]}"
+
+    # -- the job ------------------------------------------------------------------------
+
+    def job_running(self) -> bool:
+        try:
+            os.kill(self.job, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        try:
+            with open(f"/proc/{self.job}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return True
+
+    def newest_checkpoint(self) -> tuple[str, float] | None:
+        try:
+            entries = [e for e in os.scandir(self.local) if e.is_file()]
+        except OSError:
+            return None
+        if not entries:
+            return None
+        newest = max(entries, key=lambda e: e.stat().st_mtime)
+        return newest.name, newest.stat().st_mtime
+
+    # -- notice -------------------------------------------------------------------------
+
+    def notice_deadline(self) -> float | None:
+        """The reclaim's time if the metadata service gives a notice now, else None."""
+        url = self.env.get("CLOUDBROKER_NOTICE_URL")
+        if not url:
+            return None
+        headers = {}
+        token_url = self.env.get("CLOUDBROKER_NOTICE_TOKEN_URL")
+        if token_url:
+            ask = urllib.request.Request(
+                token_url, method="PUT", headers={self.env["CLOUDBROKER_NOTICE_TOKEN_TTL"]: "300"}
+            )
+            try:
+                with urllib.request.urlopen(ask, timeout=5) as answer:
+                    headers[self.env["CLOUDBROKER_NOTICE_TOKEN_HEADER"]] = answer.read().decode()
+            except (OSError, urllib.error.URLError):
+                pass  # the token is optional where the cloud allows it; the GET says if not
+        try:
+            request = urllib.request.Request(url, headers=headers)
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                body = answer.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                self.say(f"notice check {url}: HTTP {exc.code}", once=f"http{exc.code}")
+            return None
+        except (OSError, urllib.error.URLError) as exc:
+            self.say(f"notice check {url} failed: {exc}", once="unreachable")
+            return None
+        try:
+            return parse(self.env.get("CLOUDBROKER_NOTICE_FORMAT", ""), body)
+        except ValueError as exc:
+            self.say(f"notice answer not understood ({exc}); polling on", once="malformed")
+            return None
+
+    def on_notice(self, deadline: float) -> None:
+        noticed = time.time()
+        left = deadline - noticed
+        self.say(f"spot reclaim notice: the instance goes in {left:.1f} s")
+        path = self.env.get("CLOUDBROKER_NOTICE_FILE")
+        if path:
+            tmp = f"{path}.tmp"
+            with open(tmp, "w") as out:
+                json.dump({"deadline": deadline, "seconds_left": left, "noticed_at": noticed}, out)
+            os.replace(tmp, path)
+        name = self.env.get("CLOUDBROKER_NOTICE_SIGNAL", "USR1").upper().removeprefix("SIG")
+        sent = None
+        if name != "NONE" and self.job_running():
+            try:
+                os.kill(self.job, getattr(signal, f"SIG{name}"))
+                sent = f"SIG{name}"
+            except (AttributeError, OSError) as exc:
+                self.say(f"could not send SIG{name} to the job: {exc}")
+        before = self.newest_checkpoint()
+        bound = noticed + max(0.0, left) * (1 - self.margin)
+        exited_at, written_at = None, None
+        while time.time() < bound:
+            if not self.job_running():
+                exited_at = time.time()
+                break
+            now = self.newest_checkpoint()
+            if now and now != before and time.time() - now[1] > min(1.0, self.poll):
+                # a new checkpoint, unchanged since: written; a job that stops after it
+                # (as it should) is given a moment to, so its stop is known
+                written_at = written_at or time.time()
+                if time.time() - written_at > max(2.0, 2 * self.poll):
+                    break
+            time.sleep(min(0.1, self.poll))
+        errors = []
+        newest = self.newest_checkpoint()
+        uploaded = False
+        if newest and self.uri:
+            error = self.rclone(
+                ["copyto", os.path.join(self.local, newest[0]), f"{self.uri}/{newest[0]}"],
+                deadline,
+            )
+            uploaded = error is None
+            if error:
+                errors.append(f"upload of {newest[0]}: {error}")
+        notice = {
+            "noticed_at": round(noticed, 3),
+            "deadline": round(deadline, 3),
+            "lead_seconds": round(left, 3),
+            "signal": sent,
+            "job_exited_at": None if exited_at is None else round(exited_at, 3),
+            "checkpoint": newest[0] if newest else None,
+            "checkpoint_at": round(newest[1], 3) if newest else None,
+            "checkpointed_on_notice": bool(newest and newest != before),
+            "uploaded": uploaded,
+            "errors": errors,
+        }
+        error = self.write_marker(notice, deadline, retry=True)
+        if error:
+            self.say(f"cannot reach storage, no marker written: {error}")
+        else:
+            self.say(f"marker written; newest checkpoint {notice['checkpoint'] or 'none'}")
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def sample(self) -> None:
+        reading = gpu_sample()
+        if "error" in reading:
+            self.gpu_error = reading["error"]
+            self.say(reading["error"] + ": GPU utilisation unknown", once="gpu")
+            return
+        self.gpu_error = None
+        self.samples.append(
+            [
+                round(time.time(), 3),
+                reading["util"],
+                reading["util_max"],
+                reading["memory_used_mib"],
+                reading["memory_total_mib"],
+                reading["gpus"],
+            ]
+        )
+        del self.samples[:-KEEP_SAMPLES]
+
+    def run(self) -> None:
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # meant for the job, never the agent
+        next_gpu = time.time()
+        while self.job_running():
+            deadline = self.notice_deadline()
+            if deadline is not None:
+                self.on_notice(deadline)
+                return
+            if time.time() >= next_gpu:
+                self.sample()
+                if self.uri:
+                    error = self.write_marker(None, time.time() + 30, retry=False)
+                    if error:
+                        self.say(f"GPU summary not written: {error}", once="summary")
+                next_gpu = time.time() + self.gpu_every
+            time.sleep(self.poll)
+
+
+def main() -> None:
+    Agent(int(sys.argv[1]), dict(os.environ)).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The watcher's side of the notice agent: the marker it reads, and failing over at once.
+
+The agent on the primary (:mod:`cloudbroker.agent`) writes :data:`~cloudbroker.agent.MARKER`
+beside the checkpoints: on a spot reclaim notice, after the job's last checkpoint is up, with
+the reclaim's time; and every few minutes, with the GPU summary the idle guard reads. The
+watcher reads it from the primary bucket at each check (one filtered listing and a small
+read; only for placements that can use it: a primary cloud with a notice, or an idle rule).
+A marker older than the primary instance (an earlier primary's, replicated) is ignored. On a
+notice, it records a ``reclaim-notice`` event (and ``notice-agent-error`` when the agent
+could not upload or write), and starts the failover while the primary still runs: its final
+sync carries the checkpoint the job took on the notice; RTO and RPO are measured from the
+reclaim.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from cloudbroker.agent import MARKER
+from cloudbroker.broker.failover import Failover
+from cloudbroker.broker.records import NOTICE_REASON, span
+from cloudbroker.errors import CloudBrokerError
+from cloudbroker.lease import Lease
+from cloudbroker.models import BucketRef
+
+#: Bound of one marker read (a listing and a small object).
+READ_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """What the agent on the primary last wrote: its notice (or None) and GPU summary."""
+
+    cloud: str
+    started_at: float
+    written_at: float
+    notice: dict[str, Any] | None
+    gpu: dict[str, Any]
+
+
+class Noticing(Failover):
+    """Reads the notice agent's marker and fails over on a reclaim notice."""
+
+    def agent_report(self, placement: dict[str, Any], primary: str) -> AgentReport | None:
+        """The primary agent's marker, if it can matter here and is the current primary's.
+
+        None when the placement cannot use one (a primary cloud without a notice and no idle
+        rule; on-demand primaries are read too: the sandbox reclaims them, a cloud never),
+        the replicator cannot read objects (polling only), nothing was written yet, or it is
+        an earlier primary's. A read that fails is a note; the check goes on polling.
+        """
+        spec, pid = placement["spec"], placement["id"]
+        side = spec["sides"][primary]
+        read = getattr(self.replicator, "read", None)
+        if read is None:
+            return None
+        if not spec.get("idle_stop") and not self._has_notice(side["provider"]):
+            return None
+        try:
+            data = read(BucketRef(**side["bucket"]), MARKER, deadline_seconds=READ_SECONDS)
+        except CloudBrokerError as exc:
+            self._emit(pid, "note", f"notice agent's marker not read: {exc}", error=str(exc))
+            return None
+        if not data:
+            return None
+        try:
+            raw = json.loads(data)
+            report = AgentReport(
+                str(raw.get("cloud", "")),
+                float(raw["started_at"]),
+                float(raw["written_at"]),
+                raw.get("notice"),
+                dict(raw.get("gpu") or {}),
+            )
+        except (ValueError, TypeError, KeyError):
+            self._emit(pid, "note", "notice agent's marker is not readable JSON: ignored")
+            return None
+        launched = self._primary_launched_at(pid, primary)
+        if launched is None or report.started_at < launched:
+            return None  # an earlier primary's marker, replicated with the checkpoints
+        return report
+
+    def _has_notice(self, provider: str) -> bool:
+        """Whether the provider declares a notice (asked once per broker: static data)."""
+        known: dict[str, bool] = self.__dict__.setdefault("_notices", {})
+        if provider not in known:
+            known[provider] = provider in self.pm.spot_notice(providers=[provider]).results
+        return known[provider]
+
+    def _primary_launched_at(self, pid: str, primary: str) -> float | None:
+        """When the live primary instance's launch was requested (the store's clock)."""
+        keys = {r.idempotency_key for r in self._live(pid, primary) if r.instance_id}
+        asked = [
+            e.at
+            for e in self.store.events(pid)
+            if e.kind == "launch-requested" and e.detail.get("key") in keys
+        ]
+        return max(asked) if asked else None
+
+    def fail_over_on_notice(
+        self, placement: dict[str, Any], report: AgentReport, lease: Lease
+    ) -> dict[str, Any]:
+        """Record the notice (once) and fail over now, while the primary still runs."""
+        pid = placement["id"]
+        notice = dict(report.notice or {})
+        detail = {"cloud": report.cloud, **notice}
+        seen = any(
+            e.kind == "reclaim-notice" and e.detail.get("noticed_at") == notice.get("noticed_at")
+            for e in self.store.events(pid)
+        )
+        lead = float(notice.get("lead_seconds") or 0.0)
+        if not seen:
+            self.store.event(pid, "reclaim-notice", detail)
+            if notice.get("errors"):
+                errors = list(notice["errors"])
+                self.store.event(pid, "notice-agent-error", {"errors": errors})
+                self._emit(pid, "warning", f"notice agent: {'; '.join(errors)}", errors=errors)
+        checkpoint = notice.get("checkpoint") or "no checkpoint"
+        self._emit(
+            pid,
+            "note",
+            f"reclaim notice from {report.cloud}: the primary goes in {span(max(lead, 0))} "
+            f"(newest checkpoint {checkpoint}); failing over now",
+            **detail,
+        )
+        return self._failover(pid, f"{NOTICE_REASON} ({report.cloud}, {lead:.0f} s ahead)", lease)
