@@ -200,13 +200,25 @@ def source_ref(sources: dict[str, Source], key: Any, where: str) -> Source:
     return sources[key]
 
 
-def _rate(region: dict[str, Any], name: str, sources: dict[str, Source], where: str) -> Rate:
-    return Rate(
+def _rate(
+    region: dict[str, Any],
+    name: str,
+    sources: dict[str, Source],
+    where: str,
+    ceiling: bool = False,
+) -> Rate:
+    """``name``, ``name_source`` and ``name_note``; with ``ceiling``, also a documented upper
+    bound of an unknown rate (``name_ceiling``, ``name_ceiling_note``: storage rates)."""
+    rate = Rate(
         price=parse_money(region.get(name, ""), f"{where}.{name}"),
         source=source_ref(sources, region.get(f"{name}_source"), f"{where}.{name}_source"),
         note=region.get(f"{name}_note", ""),
-        ceiling=parse_money(region.get(f"{name}_ceiling", ""), f"{where}.{name}_ceiling"),
-        ceiling_note=region.get(f"{name}_ceiling_note", ""),
+    )
+    if not ceiling:
+        return rate
+    bound = parse_money(region.get(f"{name}_ceiling", ""), f"{where}.{name}_ceiling")
+    return rate.model_copy(
+        update={"ceiling": bound, "ceiling_note": region.get(f"{name}_ceiling_note", "")}
     )
 
 
@@ -296,8 +308,10 @@ def _region_terms(region: dict[str, Any], sources: dict[str, Source], where: str
             object_store=_object_store(region, sources, where),
         ),
         storage=StorageTerms(
-            object_storage_gb_month=_rate(region, "object_storage_gb_month", sources, where),
-            snapshot_gb_month=_rate(region, "snapshot_gb_month", sources, where),
+            object_storage_gb_month=_rate(
+                region, "object_storage_gb_month", sources, where, ceiling=True
+            ),
+            snapshot_gb_month=_rate(region, "snapshot_gb_month", sources, where, ceiling=True),
             snapshot_free_gb=Decimal(str(region.get("snapshot_free_gb", "0"))),
         ),
         spot_notice_seconds=region.get("spot_notice_seconds"),

@@ -120,5 +120,6 @@ def _unknown(name: str, regions: Mapping[str, set[str]]) -> str:
 
 
 def split(values: Iterable[str]) -> tuple[str, ...]:
-    """``["aws,aliyun", "tencent"]`` -> ("aws", "aliyun", "tencent"): comma lists accepted."""
-    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+    """``["aws,aliyun", "tencent"]`` -> ("aws", "aliyun", "tencent"): comma lists accepted.
+    An empty part stays (``""``), so that the caller's check names it as bad input."""
+    return tuple(part.strip() for value in values for part in value.split(","))

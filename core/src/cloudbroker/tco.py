@@ -234,7 +234,7 @@ def country_for(name: str | None, currency: str) -> Country:
     """The defaults of ``name`` ("US", "CN"); by default CN for a CNY report, else US."""
     key = (name or ("CN" if currency == "CNY" else "US")).upper()
     if key not in COUNTRIES:
-        raise UsageError(f"unknown --country {name!r}; accepted: {', '.join(COUNTRIES)}")
+        raise UsageError(f"unknown country {name!r}; accepted: {', '.join(COUNTRIES)}")
     return COUNTRIES[key]
 
 
