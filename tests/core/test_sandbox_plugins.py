@@ -32,7 +32,8 @@ def test_the_state_renders_with_bytes_kept_in_extra_and_reclaim_by_name_works(re
     instance.extra["response"] = Response(200, b"<xml/>", content_type="text/xml")
     instance.extra["zone_id"] = "use1-az1"
     recorder.state.instances["i-1"] = instance
-    assert faults.reclaim(_info(recorder), "aws") == "i-1"  # GET state, then POST reclaim
+    # GET state, then POST reclaim (no notice: this recorder serves no metadata notice)
+    assert faults.reclaim(_info(recorder), "aws", notice=False) == "i-1"
     state = faults.control(_info(recorder), "aws", "state")
     assert state["instances"][0]["extra"] == {"zone_id": "use1-az1"}
     assert state["instances"][0]["state"] == "reclaiming"

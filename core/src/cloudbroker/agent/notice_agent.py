@@ -27,6 +27,7 @@ image, not in cloudbroker's environment, and reaches storage with the instance's
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -37,6 +38,8 @@ import urllib.error
 import urllib.request
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
+
+LOG = logging.getLogger("cloudbroker.agent")
 
 MARKER = "cloudbroker-agent.json"
 UTC8 = timezone(timedelta(hours=8))  # Tencent's notice is the instance OS's time in UTC+8
@@ -129,7 +132,7 @@ class Agent:
             if once in self.said:
                 return
             self.said.add(once)
-        print(f"cloudbroker agent: {text}", flush=True)
+        LOG.info(text)
 
     def marker(self, notice: dict[str, Any] | None) -> dict[str, Any]:
         gpu: dict[str, Any] = {"every": self.gpu_every, "samples": self.samples[-KEEP_SAMPLES:]}
@@ -340,6 +343,10 @@ class Agent:
 
 
 def main() -> None:
+    # the instance log (the job's output) is where a person reads what the agent did
+    logging.basicConfig(
+        stream=sys.stdout, level=logging.INFO, format="cloudbroker agent: %(message)s"
+    )
     Agent(int(sys.argv[1]), dict(os.environ)).run()
 
 

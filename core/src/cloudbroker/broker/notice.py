@@ -23,7 +23,6 @@ from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.records import NOTICE_REASON, span
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.lease import Lease
-from cloudbroker.models import BucketRef
 
 #: Bound of one marker read (a listing and a small object).
 READ_SECONDS = 10.0
@@ -59,7 +58,7 @@ class Noticing(Failover):
         if not spec.get("idle_stop") and not self._has_notice(side["provider"]):
             return None
         try:
-            data = read(BucketRef(**side["bucket"]), MARKER, deadline_seconds=READ_SECONDS)
+            data = read(self._bucket(placement, primary), MARKER, deadline_seconds=READ_SECONDS)
         except CloudBrokerError as exc:
             self._emit(pid, "note", f"notice agent's marker not read: {exc}", error=str(exc))
             return None

@@ -138,6 +138,12 @@ _L20 = (
     "https://www.taoguba.com.cn/Article/2551318/blog/Article/5364790/1; trust low), TF32 and FP8 "
     "in the L40S's ratios (1/2 and 2x BF16)"
 )
+_RTX4090 = (
+    "NVIDIA Ada GPU architecture whitepaper, appendix table of the RTX 4090 (https://images."
+    "nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf, not re-read), "
+    "as listed by https://waredb.com/processor/nvidia-geforce-rtx-4090 (read 2026-12-01): FP32 "
+    "82.6, TF32 82.6, BF16/FP16 165.2 with FP32 accumulate, FP8 330.3 dense, 1008 GB/s"
+)
 _L4 = (
     "NVIDIA L4 data sheet (https://www.nvidia.com/en-us/data-center/l4/): FP32 30.3, TF32 60, "
     "BF16/FP16 121, FP8 242.5 dense (sparse doubles), 300 GB/s"
@@ -197,6 +203,8 @@ PEAKS: dict[str, Peak] = {
            checked=False, bw=1555, link="either", fp32=19.5, tf32=156, fp16=312, bf16=312),
         _p("A30", "ampere", _A30, checked=False, bw=933, link="pcie",
            fp32=10.3, tf32=82, fp16=165, bf16=165),
+        _p("RTX-4090", "ada", _RTX4090, checked=False, bw=1008, link="pcie",
+           fp32=82.6, tf32=82.6, fp16=165.2, bf16=165.2, fp8=330.3),
         _p("L40S", "ada", _L40S, checked=True, bw=864, link="pcie",
            fp32=91.6, tf32=183, fp16=362.05, bf16=362.05, fp8=733,
            notes=("one secondary page lists BF16 183 dense; not used, it contradicts the data "

@@ -60,7 +60,8 @@ def status(
     spent = broker.spend(placement_id)
     report["spend"] = spent.model_dump(mode="json")
     placement = broker.store.require_placement(placement_id)
-    agent = broker.agent_report(placement, placement["primary_side"])
+    # the agent's marker is read from storage, and a failed read is recorded: not read-only
+    agent = broker.agent_report(placement, placement["primary_side"]) if writable else None
     report["gpu"] = None if agent is None else agent.gpu
     if json_output:
         print_json(report)
