@@ -126,6 +126,11 @@ def _default(info: typing.Any) -> str:
     return "" if value is PydanticUndefined else f"`{value!r}`"
 
 
+def _rst(text: str) -> str:
+    """A description's reST literals (``state``) as Markdown code (`state`)."""
+    return text.replace("``", "`")
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -144,7 +149,8 @@ def models_reference() -> str:
         lines += ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
         for name, info in model.model_fields.items():
             cells = (f"`{name}`", f"`{_type(info.annotation)}`", _default(info))
-            lines.append(f"| {' | '.join(map(_cell, cells))} | {_cell(info.description or '')} |")
+            about = _cell(_rst(info.description or ""))
+            lines.append(f"| {' | '.join(map(_cell, cells))} | {about} |")
     return "\n".join(lines[1:])
 
 
