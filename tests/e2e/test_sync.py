@@ -202,11 +202,13 @@ def test_the_replicator_copies_and_reports_the_newest_object(clouds, make_pm):
 # -- issue 23: no success reported while objects are missing -------------------------------
 
 AWKWARD = ["runX/step-100.pt", "runX//step-200.pt", "runX/ckpt//step-300.pt",
-           "runX/./step-400.pt", "runX/a/../step-500.pt"]  # fmt: skip
+           "runX/./step-400.pt"]  # fmt: skip
+# A ``..`` segment is refused by name before anything is copied (issue 29, test_storage.py).
 
 
 def test_objects_rclone_skips_are_named_and_never_verified(clouds, make_pm):
-    """Case 4: rclone 1.75.2 copies 2 of these 5 (one ERROR line, exit 0), check sees 2 match."""
+    """Case 4: rclone 1.75.2 copies 2 of these 4 (exit 0), the check sees 2 match and names
+    the 2 it skipped."""
     src_bucket, dst_bucket = clouds["aliyun"].bucket(), clouds["tencent"].bucket()
     for key in AWKWARD:
         clouds["aliyun"].client().put_object(Bucket=src_bucket, Key=key, Body=b"x" * 100)
@@ -215,13 +217,11 @@ def test_objects_rclone_skips_are_named_and_never_verified(clouds, make_pm):
     with pytest.raises(VerificationError) as raised:
         sync(make_pm(), src, dst)
     message = str(raised.value)
-    assert "3 missing on the destination (a/../step-500.pt, ckpt//step-300.pt, ./step-400.pt)" in (
-        message
-    )
-    assert "rclone logged 1 error(s)" in message and "\n" not in message
+    assert "2 missing on the destination (ckpt//step-300.pt, ./step-400.pt)" in message
+    assert "\n" not in message
     assert raised.value.result.verified is False and raised.value.result.matched == 2
     # The broker's replicator (the failover's final sync) goes the same way.
-    with pytest.raises(VerificationError, match="3 missing on the destination"):
+    with pytest.raises(VerificationError, match="2 missing on the destination"):
         RcloneReplicator(make_pm()).replicate(src, dst, deadline_seconds=60)
 
 

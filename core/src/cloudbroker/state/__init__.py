@@ -40,6 +40,22 @@ from cloudbroker.state.store import LAUNCHABLE, Event, InstanceRow, Store
 ENV = "CLOUDBROKER_STATE"
 
 
+def check_location(location: str) -> str:
+    """The kind of store ``location`` names (``postgresql`` or ``sqlite``), or the UsageError
+    :func:`open_store` would give, without opening anything (``place`` plans first)."""
+    scheme, found, _ = location.partition("://")
+    if found and scheme.lower() in ("postgresql", "postgres"):
+        return "postgresql"
+    if found and scheme.isascii() and scheme.isalpha():
+        raise UsageError(
+            f"unknown state location scheme {quoted(scheme + '://')}; accepted: a file path, "
+            "or postgresql://user@host/database"
+        )
+    if not location.strip():
+        raise UsageError("empty state file path; give a file name or leave it out")
+    return "sqlite"
+
+
 def open_store(
     location: str | os.PathLike[str] | None = None,
     *,
@@ -60,16 +76,10 @@ def open_store(
 
         return Store(SQLite(str(default_path()), create=create, read_only=read_only))
     text = os.fspath(location)
-    scheme, found, _ = text.partition("://")
-    if found and scheme.lower() in ("postgresql", "postgres"):
+    if check_location(text) == "postgresql":
         from cloudbroker.state.postgres import Postgres
 
         return Store(Postgres(text, read_only=read_only))
-    if found and scheme.isascii() and scheme.isalpha():
-        raise UsageError(
-            f"unknown state location scheme {quoted(scheme + '://')}; accepted: a file path, "
-            "or postgresql://user@host/database"
-        )
     from cloudbroker.state.sqlite import SQLite
 
     return Store(SQLite(text, create=create, read_only=read_only))
@@ -84,5 +94,6 @@ __all__ = [
     "LeaseLost",
     "StateError",
     "Store",
+    "check_location",
     "open_store",
 ]

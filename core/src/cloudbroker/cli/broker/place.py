@@ -17,7 +17,7 @@ from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines
 from cloudbroker.money import FxTable, Money
-from cloudbroker.state import open_store
+from cloudbroker.state import check_location, open_store
 
 
 @app.command("place", rich_help_panel="Placements and failover")
@@ -93,7 +93,10 @@ def place(
         idle_stop=idle_stop,
         name=option_name,
     )
-    # Planned before the state file is opened: a plan that fails leaves no file behind.
+    # Planned before the state file is opened: a plan that fails leaves no file behind; a
+    # location that cannot be opened is refused first, before any note of the planning.
+    if state is not None:
+        check_location(state)
     broker = _broker(lambda: open_store(state, create=True))
     placement_id, spec = broker.place(request, option_name, reading)
     if json_output:
