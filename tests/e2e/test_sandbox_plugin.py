@@ -23,11 +23,22 @@ from e2e.test_sandbox import processes_in, readme_block
 pytestmark = pytest.mark.slow
 
 NAME = "acmegpu"
-#: The row an author writes: an 8x A100 type at a price (invented for this test).
-ROW = (
-    f"{NAME}.a100.x8,A100-80GB,NVIDIA A100 80GB,8,80,96,1152,region-1,region-1a,on-demand,"
-    "19.50,USD,e2e test price (invented for the test; not a real cloud),,2026-11-01,,"
+#: The rows an author writes: an 8x A100 type at a price (invented for this test), on demand
+#: and spot (the README's walkthrough places spot: only spot is reclaimed).
+ROW = "\n".join(
+    f"{NAME}.a100.x8,A100-80GB,NVIDIA A100 80GB,8,80,96,1152,region-1,region-1a,{market},"
+    f"{price},USD,e2e test price (invented for the test; not a real cloud),,2026-11-01,,"
+    for market, price in (("on-demand", "19.50"), ("spot", "7.80"))
 )
+
+SPOT_RULE = """
+[billing.spot]
+increment_seconds = 1
+minimum_seconds = 0
+unit_seconds = 3600
+description = "per second, price per hour (invented for the test)"
+source = "template"
+"""
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +52,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )  # fmt: skip
     catalog = where / f"cloudbroker-{NAME}" / "src" / f"cloudbroker_{NAME}" / "data" / "catalog.csv"
     catalog.write_text(catalog.read_text() + ROW + "\n")
+    terms = catalog.with_name("terms.toml")  # a spot row needs the cloud's spot billing rule
+    terms.write_text(terms.read_text() + SPOT_RULE)
     install(venv, str(where / f"cloudbroker-{NAME}"))
     return venv
 
@@ -54,9 +67,14 @@ def test_the_walkthrough_fails_over_to_and_from_a_scaffolded_plugin(
     home, sandbox = tmp_path / "home", tmp_path / "sandbox"
     home.mkdir()
     env = {**venv_env(venv, home), "CLOUDBROKER_SANDBOX": str(sandbox)}
-    # the README's block, with the two clouds swapped for these two
-    block = readme_block().replace("aliyun", "PRIMARY").replace("tencent", "STANDBY")
+    # the README's block, with the two clouds swapped for these two (its standby is AWS since
+    # the walkthrough places spot)
+    block = readme_block().replace("aliyun", "PRIMARY").replace("aws", "STANDBY")
     block = block.replace("PRIMARY", primary).replace("STANDBY", standby)
+    if primary == NAME:
+        # the plugin's cloud documents no reclaim notice (no spot_notice hook): its job is
+        # stopped by the reclaim's SIGTERM ("SIGTERM after step N; stopping"), not a notice
+        block = block.replace("| grep notice", "| grep stopping")
     try:
         done = subprocess.run(
             ["bash", "-c", "set -e\n" + block],
@@ -69,8 +87,13 @@ def test_the_walkthrough_fails_over_to_and_from_a_scaffolded_plugin(
     out = done.stdout
     assert f"last failover {primary} -> {standby}" in out, out[-3000:]
     assert "cloudbroker rclone:" not in out
-    resumed = int(re.search(r"^resumed from step (\d+) \(ckpt:ckpt/train\)$", out, re.M)[1])
-    assert resumed > 0 and resumed % 25 == 0
+    # the new primary reads and writes generation 1 of the checkpoints (the failover's fence)
+    resumed = int(re.search(r"^resumed from step (\d+) \(ckpt:ckpt/train\.gen1\)$", out, re.M)[1])
+    if primary == NAME:  # no notice: the newest periodic checkpoint (every 25 steps)
+        assert resumed > 0 and resumed % 25 == 0
+    else:  # Aliyun's notice: the job checkpointed the step the notice found it at
+        noticed = re.search(r"^reclaim notice: checkpoint at step (\d+); stopping$", out, re.M)
+        assert noticed and resumed == int(noticed[1]) > 0, out[-3000:]
     assert not sandbox.exists() and processes_in(sandbox) == []
 
 

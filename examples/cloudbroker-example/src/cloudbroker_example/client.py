@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from cloudbroker.context import HookContext
-from cloudbroker.errors import AuthError, CapacityError, NotFoundError, ThrottledError
+from cloudbroker.errors import (
+    AuthError,
+    CapacityError,
+    CloudBrokerError,
+    NotFoundError,
+    ThrottledError,
+    UsageError,
+)
 from cloudbroker.rest import JsonApi
 
 from cloudbroker_example.signing import ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, signature
@@ -63,11 +70,15 @@ API = JsonApi(
     default_endpoint="https://compute.{region}.cloud.example",
     auth=signed,
     errors={
+        # a 4xx no entry names is a refusal with the cloud's code in its message, not a usage
+        # error: the broker reports it and tries the next offer
+        **dict.fromkeys(range(400, 500), CloudBrokerError),
         401: AuthError,
         403: AuthError,
         404: NotFoundError,
         429: ThrottledError,
         "InsufficientCapacity": CapacityError,
+        "InvalidInstanceType": UsageError,  # the type is not sold in the region
     },
 )
 

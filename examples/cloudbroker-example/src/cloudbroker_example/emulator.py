@@ -37,6 +37,8 @@ ACTIONS = ("RunInstance", "DescribeInstance", "TerminateInstance", "ListInstance
 class ExampleEmulator(JsonEmulator):
     name = "example-cloud"
     routes: ClassVar[dict[tuple[str, str], str]] = {("POST", f"/v1/{a}"): a for a in ACTIONS}
+    #: The action that creates instances: a ``fail-later`` fault applies to it.
+    launch_actions: ClassVar[frozenset[str]] = frozenset({"RunInstance"})
     fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {
         "throttle": (429, "TooManyRequests", "request rate exceeded, slow down"),
         "server-error": (503, "ServiceUnavailable", "the service is temporarily unavailable"),
@@ -62,7 +64,7 @@ class ExampleEmulator(JsonEmulator):
     def handle(self, action: str, request: Request) -> Response:
         body = request.json()
         if action == "RunInstance":
-            return Response(200, {"instance": self._render(self._run(body))})
+            return Response(200, {"instance": self._render(self._run(body, request))})
         if action == "ListInstances":
             tags = (body.get("tags") or {}).items()
             found = [
@@ -76,7 +78,7 @@ class ExampleEmulator(JsonEmulator):
             instance.terminated = time.time()
         return Response(200, {"instance": self._render(instance)})
 
-    def _run(self, body: dict[str, Any]) -> Instance:
+    def _run(self, body: dict[str, Any], request: Request) -> Instance:
         existing = self.state.by_token(body.get("client_token"))
         if existing is not None:
             return existing
@@ -95,6 +97,7 @@ class ExampleEmulator(JsonEmulator):
             image=body.get("image"),
             user_data=body.get("user_data"),
         )
+        self.launched(instance, request)  # a fail-later fault: it turns failed later
         self.state.instances[instance.instance_id] = instance
         return instance
 
@@ -112,6 +115,7 @@ class ExampleEmulator(JsonEmulator):
             "instance_type": instance.instance_type,
             "spot": instance.spot,
             "state": instance.state(self.boot_seconds),
+            "failure": instance.failure if instance.state(self.boot_seconds) == "failed" else None,
             "tags": instance.tags,
             "created_at": datetime.fromtimestamp(instance.created, UTC).isoformat(),
         }

@@ -40,6 +40,7 @@ STATES = {
     "pending": InstanceState.PENDING,
     "running": InstanceState.RUNNING,
     "reclaiming": InstanceState.STOPPING,
+    "failed": InstanceState.FAILED,  # a launch accepted, then failed: "failure" says why
     "terminated": InstanceState.TERMINATED,
 }
 
@@ -55,6 +56,7 @@ def _instance(raw: dict, region: str) -> Instance:
         market=Market.SPOT if raw.get("spot") else Market.ON_DEMAND,
         tags=raw.get("tags") or {},
         launched_at=datetime.fromisoformat(raw["created_at"]) if raw.get("created_at") else None,
+        failure=raw.get("failure") if raw.get("state") == "failed" else None,
         reclaim="Example Cloud is reclaiming the spot capacity"
         if raw.get("state") == "reclaiming"
         else None,
