@@ -67,18 +67,39 @@ def wait_for(what, condition, timeout=180):
 
 
 def test_the_idle_guard_stops_idle_gpus_leaves_busy_ones_and_reports_a_missing_nvidia_smi(sandbox):
+    # The job must outlive the drill: the agent samples only while it runs (its marker goes
+    # stale after), and with the sandbox's listing lag (50 s at factor 0.25) each `up` waits
+    # that long for its instance to be listed, longer than the default 1000 steps take.
+    script = sandbox.dir.parent / "idle-train.sh"
+    train = ROOT / "examples" / "train" / "train.py"
+    script.write_text(f"#!/bin/bash\nTRAIN_STEPS=100000 exec python3 {train}\n")
+
     def place(primary, standby, rule):
         tag = f"idle-{primary}"
         placed = sandbox.cli(
             "place", "--gpu", "A100", "--count", "8", "--hours", "72",
             "--primary", primary, "--standby", standby,
             "--bucket", f"{primary}:ckpt/{tag}", "--standby-bucket", f"{standby}:ckpt/{tag}",
-            "--sync-every", "2s", "--startup-script", str(ROOT / "examples/train/train.py"),
+            "--sync-every", "2s", "--startup-script", str(script),
             "--idle-stop", rule, "--json",
         )  # fmt: skip
-        pid = json.loads(placed)["id"]
-        sandbox.cli("up", pid)
-        return pid
+        return json.loads(placed)["id"]
+
+    def up(*pids):  # both at once: each waits out the listing lag
+        ups = [
+            subprocess.Popen(
+                [sys.executable, "-m", "cloudbroker", "up", pid],
+                env=sandbox.env,
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for pid in pids
+        ]
+        for pid, proc in zip(pids, ups, strict=True):
+            _, err = proc.communicate(timeout=180)
+            assert proc.returncode == 0, f"up {pid}: {err[-800:]}"
 
     def kinds(pid):
         return [e["kind"] for e in json.loads(sandbox.cli("status", pid, "--json"))["events"]]
@@ -86,6 +107,7 @@ def test_the_idle_guard_stops_idle_gpus_leaves_busy_ones_and_reports_a_missing_n
     sandbox.cli("sandbox", "gpu-util", "aliyun", "80")
     busy = place("aliyun", "tencent", "10%:10s")  # the agent samples every 1 s here
     missing = place("tencent", "aliyun", "10%:10s")  # no gpu-util for tencent: not installed
+    up(busy, missing)
     watchers = [
         subprocess.Popen(
             [sys.executable, "-m", "cloudbroker", "watch", pid, "--interval", "0.5s", "--quiet"],
@@ -105,8 +127,14 @@ def test_the_idle_guard_stops_idle_gpus_leaves_busy_ones_and_reports_a_missing_n
         sandbox.cli("sandbox", "gpu-util", "aliyun", "5")
         stopped = wait_for("idle-stopped", lambda: "idle-stopped" in kinds(busy) and kinds(busy))
         assert stopped.index("idle-warning") < stopped.index("idle-stopped")
-        status = json.loads(sandbox.cli("status", busy, "--json"))
-        assert status["status"] == "down"
+        # the listing lag delays `down`'s confirmation: the watcher's next checks finish it
+        status = wait_for(
+            "down",
+            lambda: (
+                (found := json.loads(sandbox.cli("status", busy, "--json")))["status"] == "down"
+                and found
+            ),
+        )
         assert all(i["state"] not in ("running", "pending") for i in status["instances"])
         assert json.loads(sandbox.cli("status", missing, "--json"))["status"] == "up"
         assert not {"idle-warning", "idle-stopped"} & set(kinds(missing))
