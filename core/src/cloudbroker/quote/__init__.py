@@ -25,7 +25,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker import gpus, regions
 from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageError, keyword
@@ -212,20 +212,14 @@ def quote(
             listed_last=0 if live.available_only else ranked.listed_last,
             hidden=ranked.hidden,
         )
-    return QuoteResult(
-        currency=job.currency,
-        ranking=job.ranking,
-        quotes=tuple(ranked.quotes),
-        unpriced=tuple(ranked.unpriced),
-        cheapest_by_market=tuple(ranked.by_market),
-        matched=ranked.matched,
-        lower_bounds=ranked.lower_bounds,
-        unknown=ranked.unknown,
-        refused=tuple(ranked.refused),
-        fx=tuple(fx.used(engine.currencies, job.currency)),
-        catalogs={p: s.as_of for p, s in sheets.items()},
-        failures=failures,
-        siblings=siblings,
+    return _result(
+        job,
+        ranked,
+        fx,
+        engine.currencies,
+        sheets,
+        failures,
+        siblings,
         smallest_sold=smallest,
         spot_last=ranked.spot_last,
         regions_matched=regions_matched,
@@ -303,20 +297,14 @@ def _quote_work(
         raise NoOfferError(
             "no offer can do this work: " + ("; ".join(reasons) or "nothing matched the filters")
         )
-    return QuoteResult(
-        currency=job.currency,
-        ranking=job.ranking,
-        quotes=tuple(ranked.quotes),
-        unpriced=tuple(ranked.unpriced),
-        cheapest_by_market=tuple(ranked.by_market),
-        matched=ranked.matched,
-        lower_bounds=ranked.lower_bounds,
-        unknown=ranked.unknown,
-        refused=tuple(ranked.refused),
-        fx=tuple(fx.used(currencies, job.currency)),
-        catalogs={p: s.as_of for p, s in sheets.items()},
-        failures=failures,
-        siblings=siblings,
+    return _result(
+        job,
+        ranked,
+        fx,
+        currencies,
+        sheets,
+        failures,
+        siblings,
         work=report,
     )
 
@@ -331,6 +319,35 @@ def _spot_notices(quotes: list[Quote], sheets: dict[str, PriceSheet]) -> dict[st
             if terms is not None and terms.spot_notice_seconds:
                 found.setdefault(q.provider, set()).add(terms.spot_notice_seconds)
     return {p: tuple(sorted(s)) for p, s in sorted(found.items())}
+
+
+def _result(
+    job: Job,
+    ranked: Ranked,
+    fx: FxTable,
+    currencies: set[str],
+    sheets: dict[str, PriceSheet],
+    failures: dict[str, str],
+    siblings: tuple[str, ...],
+    **extra: Any,
+) -> QuoteResult:
+    """The result of a ranking, plain or work-based: ``extra`` carries what only one has."""
+    return QuoteResult(
+        currency=job.currency,
+        ranking=job.ranking,
+        quotes=tuple(ranked.quotes),
+        unpriced=tuple(ranked.unpriced),
+        cheapest_by_market=tuple(ranked.by_market),
+        matched=ranked.matched,
+        lower_bounds=ranked.lower_bounds,
+        unknown=ranked.unknown,
+        refused=tuple(ranked.refused),
+        fx=tuple(fx.used(currencies, job.currency)),
+        catalogs={p: s.as_of for p, s in sheets.items()},
+        failures=failures,
+        siblings=siblings,
+        **extra,
+    )
 
 
 def matched_any(ranked: Ranked) -> bool:
