@@ -198,6 +198,26 @@ def test_5_only_an_unbounded_line_ranks_after_the_complete_offers(clean_env):
                for q in last for u in q["unknown"])  # fmt: skip
 
 
+def test_5_the_issues_example_nanjing_is_cheaper_in_its_known_part_but_has_no_bound(clean_env):
+    """The issue's own command. No Tencent region publishes a CBS snapshot rate in the sources
+    searched (see providers/tencent/.../NOTES.md), so neither bound applies: ap-nanjing stays
+    a lower bound, ranked after every complete offer, with Aliyun Shanghai first."""
+    args = ("--gpu", "A100", "--count", "8", "--hours", "336", "--market", "any")
+    tencent = ("--provider", "aliyun", "--provider", "tencent")
+    data = quote(clean_env, *args, *tencent, *FROM_OSS_BEIJING, *CHECKPOINTS, "--top", "40")
+    quotes = data["quotes"]
+    first, nanjing = quotes[0], next(q for q in quotes if q["region"] == "ap-nanjing")
+    assert (first["provider"], first["region"], first["complete"]) == ("aliyun", "cn-shanghai", True)
+    snapshot = next(ln for ln in nanjing["lines"] if ln["kind"] == "snapshot")
+    assert snapshot["amount"] is None and snapshot["range"] is None  # unknown, and unbounded
+    assert nanjing["complete"] is False
+    assert nanjing["unknown"] == ["snapshot: tencent snapshot price for this region not found"]
+    # its known part is about 9,600 CNY below Shanghai, yet it ranks after the complete offers
+    assert Decimal(nanjing["total"]["amount"]) < Decimal(first["total"]["amount"])
+    before = quotes[: quotes.index(nanjing)]
+    assert all(q["complete"] and q["provider"] == "aliyun" for q in before)
+
+
 # -- 8: monthly is subscription -----------------------------------------------------------------
 
 
@@ -275,3 +295,15 @@ def test_9_tco_in_cny_uses_mainland_defaults_and_names_export_controls(clean_env
     assert inputs["colo"]["value"] is None  # not found: unknown, never a US figure
     us = json.loads(run_cli(*args, env=clean_env, width=200).stdout)
     assert us["country"] == "United States" and "EIA" in us["inputs"]["electricity"]["source"]
+
+
+# -- 10: stale prices say their date in the footer -------------------------------------------
+
+
+def test_10_a_capacity_block_price_of_2024_says_its_date_in_the_footer(clean_env):
+    args = ("quote", "--gpu", "H100", "--count", "8", "--hours", "48", "--market", "capacity-block")
+    done = run_cli(*args, env=clean_env, width=200)
+    assert done.returncode == 0, done.stderr
+    assert "older than 12 months (prices of 2024-12-31)" in done.stdout
+    fresh = run_cli("quote", "--gpu", "H100", "--count", "8", env=clean_env, width=200).stdout
+    assert "prices of" not in fresh  # on-demand rows are not older than 12 months

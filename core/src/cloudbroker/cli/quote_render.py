@@ -11,7 +11,7 @@ from rich.text import Text
 from cloudbroker.cli.output import console, field
 from cloudbroker.cli.table import Column, FitTable, amount, show
 from cloudbroker.gpus import describe as describe_gpus
-from cloudbroker.vocabulary import Market, Ranking, cautions
+from cloudbroker.vocabulary import STALE_AFTER, Market, Ranking, cautions
 
 if TYPE_CHECKING:  # the fast quote renders its own light objects with this module
     from cloudbroker.models import Source
@@ -124,6 +124,20 @@ def _cautions(q: Quote) -> tuple[str, ...]:
     if q.price_as_of is None:
         return ()
     return cautions(q.price_as_of, q.price_trust, date.today())
+
+
+def _stale_dates(result: QuoteResult) -> str:
+    """The price dates of the shown offers older than 12 months (issue 28 case 10: a 2024
+    Capacity Block price says its year in the footer, not only behind --explain)."""
+    today = date.today()
+    old = sorted(
+        {
+            q.price_as_of
+            for q in result.quotes
+            if q.price_as_of is not None and today - q.price_as_of > STALE_AFTER
+        }
+    )
+    return f" (prices of {', '.join(d.isoformat() for d in old)})" if old else ""
 
 
 def _gpus(q: Quote) -> str:
@@ -246,8 +260,8 @@ def _footer(result: QuoteResult) -> list[str | Text]:
         notes.append("⚑: a data-quality flag on the source row (see --explain N)")
     if any(_cautions(q) for q in result.quotes):
         notes.append(
-            f"{CAUTION}: the price's source is older than 12 months or second-hand below high "
-            "trust; check it before buying (see --explain N)"
+            f"{CAUTION}: the price's source is older than 12 months{_stale_dates(result)} or "
+            "second-hand below high trust; check it before buying (see --explain N)"
         )
     if result.unpriced:
         notes.append("price unknown: the catalog has specs but no published price; never ranked")
