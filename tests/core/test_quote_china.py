@@ -207,7 +207,7 @@ def test_5_the_issues_example_nanjing_is_cheaper_in_its_known_part_but_has_no_bo
     data = quote(clean_env, *args, *tencent, *FROM_OSS_BEIJING, *CHECKPOINTS, "--top", "40")
     quotes = data["quotes"]
     first, nanjing = quotes[0], next(q for q in quotes if q["region"] == "ap-nanjing")
-    assert (first["provider"], first["region"], first["complete"]) == ("aliyun", "cn-shanghai", True)
+    assert (first["provider"], first["region"]) == ("aliyun", "cn-shanghai") and first["complete"]
     snapshot = next(ln for ln in nanjing["lines"] if ln["kind"] == "snapshot")
     assert snapshot["amount"] is None and snapshot["range"] is None  # unknown, and unbounded
     assert nanjing["complete"] is False
