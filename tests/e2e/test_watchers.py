@@ -124,10 +124,6 @@ def assert_one_standby(world: World, store: Store, placement: str) -> None:
     assert len(tencent) == 1 and tencent[0].instance_id  # one launch key, one instance
 
 
-@pytest.mark.skip(
-    reason="flaky since the 2026-12-01 merges: passed alone and in that day's slow lane, "
-    "failed in the fresh-clone run; kept open in issue 29"
-)
 def test_kill_9_of_the_leaseholder_mid_failover_the_other_finishes_it(team):
     world, store, started = team
     placement, first, second = failing_over(world, store, started)
@@ -147,10 +143,6 @@ def test_kill_9_of_the_leaseholder_mid_failover_the_other_finishes_it(team):
     assert f"{placement}: failover 6/6: roles swapped: tencent is primary" in said
 
 
-@pytest.mark.skip(
-    reason="flaky since the 2026-12-01 merges: passed alone and in that day's slow lane, "
-    "failed in the fresh-clone run; kept open in issue 29"
-)
 def test_sigstop_past_the_ttl_the_continued_watcher_is_fenced_off(team):
     world, store, started = team
     placement, first, second = failing_over(world, store, started)
