@@ -38,7 +38,7 @@ def status(pm, instance: Instance) -> Instance:
 
 
 def wait_running(pm, instance: Instance) -> Instance:
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + within(5)
     while (seen := status(pm, instance)).state != InstanceState.RUNNING:
         assert time.monotonic() < deadline, f"still {seen.state}"
         time.sleep(0.05)

@@ -29,7 +29,7 @@ def actions(emulator, name: str) -> list[dict]:
 
 
 def wait_for(manager, ref: InstanceRef, state: InstanceState, timeout: float = 5.0):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within(timeout)
     while True:
         seen = manager.instance_status("huawei", ref)
         if seen.state == state or time.monotonic() > deadline:
