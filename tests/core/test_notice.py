@@ -79,6 +79,31 @@ def test_the_agent_and_the_watcher_name_the_same_marker_and_the_agent_fits_in_us
     assert len(agent.packed(agent.script())) < 6000  # Base64; user data is 16 KB on AWS/Tencent
 
 
+def test_a_job_that_checkpoints_before_the_agent_runs_again_counts_as_checkpointed(
+    tmp_path, monkeypatch
+):
+    """The job may win the race: it writes its checkpoint between the agent's signal and the
+    agent's next step (a busy machine). That is the checkpoint the notice asked for."""
+    local = tmp_path / "ckpt"
+    local.mkdir()
+    (local / "step-000001.json").write_text("{}")
+    one = notice_agent.Agent(0, {"CLOUDBROKER_CHECKPOINT_DIR": str(local)})
+    sent: list[int] = []
+
+    def kill(pid: int, sig: int) -> None:  # the job answers at once, then stops
+        sent.append(sig)
+        (local / "step-000002.json").write_text("{}")
+
+    written: list[dict] = []
+    monkeypatch.setattr(notice_agent.os, "kill", kill)
+    monkeypatch.setattr(one, "job_running", lambda: not sent)
+    monkeypatch.setattr(one, "write_marker", lambda notice, *_a, **_k: written.append(notice))
+    one.on_notice(time.time() + 2)
+    [notice] = written
+    assert sent and notice["checkpoint"] == "step-000002.json"
+    assert notice["checkpointed_on_notice"] and notice["job_exited_at"] is not None
+
+
 @pytest.mark.parametrize("cloud", ["aws", "aliyun", "tencent", "huawei"])
 def test_the_sandbox_serves_each_instance_its_own_notice_in_the_clouds_format(cloud):
     from cloudbroker import plugins

@@ -93,10 +93,6 @@ def run(instance, *, checkpoints: bool, lead: float = 4.0):
     return out, job, json.loads(marker.read_text()) if marker.exists() else None, at
 
 
-@pytest.mark.skip(
-    reason="flaky since the 2026-12-01 merges: passed alone and in that day's slow lane, "
-    "failed in the fresh-clone run; kept open in issue 29"
-)
 def test_on_a_notice_the_job_is_told_checkpoints_and_the_marker_says_so(instance):
     out, job, marker, at = run(instance, checkpoints=True)
     assert job.wait(timeout=5) == 0  # it got SIGUSR1 and stopped after its checkpoint

@@ -218,7 +218,7 @@ def test_a_broken_plugin_is_reported_while_the_others_answer(plugin, reason):
     pm = manager(a=FakeProvider("a"), broken=plugin, z=FakeProvider("z"))
     started = time.monotonic()
     outcome = pm.provider_info(timeout=0.5)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < within(5)
     assert sorted(outcome.results) == ["a", "z"]
     [failure] = outcome.failures
     assert failure.provider == "broken"

@@ -17,14 +17,17 @@ from decimal import Decimal
 
 import pytest
 from support.broker_fakes import FakeReplicator, fake_world
-from support.machine import within
+from support.machine import factor, within
 
 from cloudbroker.broker import Broker
 from cloudbroker.broker.watch_all import WatchAll
 from cloudbroker.lease import LeaseSet
 from cloudbroker.state import StateError, open_store
 
-TTL = 0.6  # seconds: a dead watcher's placements are taken within about this
+#: Seconds: a dead watcher's placements are taken within about this. Scaled by how busy the
+#: machine is, so a live watcher's heartbeat (every third of it) is never late enough to
+#: lose a lease it holds.
+TTL = 0.6 * factor()
 INTERVAL = 0.2
 
 

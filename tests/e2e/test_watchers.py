@@ -87,12 +87,14 @@ def failing_over(
     world.cli("up", placement)
     [primary] = world.live(world.ecs)
     first = start(world, started, "first")
-    wait_for(lambda: first.holds(store, placement), timeout=30, what="first owns it")
+    wait_for(lambda: first.holds(store, placement), timeout=within(30), what="first owns it")
     second = start(world, started, "second")
-    wait_for(lambda: len(store.live_watchers()) == 2, timeout=30, what="second registered")
+    wait_for(lambda: len(store.live_watchers()) == 2, timeout=within(30), what="second registered")
     world.cvm.inject("latency", action="RunInstances", count=1, seconds=6)
     world.ecs.reclaim(primary.instance_id)
-    wait_for(lambda: world.cvm.snapshot()["faults"] == [], timeout=30, what="launch in flight")
+    wait_for(
+        lambda: world.cvm.snapshot()["faults"] == [], timeout=within(30), what="launch in flight"
+    )
     assert first.holds(store, placement)
     return placement, first, second
 
@@ -108,11 +110,12 @@ def holder(watcher: Watcher, store: Store, placement: str) -> str:
 
 def assert_one_standby(world: World, store: Store, placement: str) -> None:
     """One standby, counted once the first watcher's launch request has landed too (the
-    emulator answers it 6 s late, with the instance its key already made)."""
+    emulator answers it 6 s late, with the instance its key already made). That request is
+    in flight from before the takeover until it lands, so no request in flight now means it
+    landed; how many launch requests the second watcher sent (a retry under load) is its
+    business, the one instance is the point."""
     wait_for(
-        lambda: [e["action"] for e in world.cvm.snapshot()["log"]].count("RunInstances") == 2,
-        timeout=30,
-        what="both launch requests answered",
+        lambda: world.cvm.snapshot()["in_flight"] == 0, timeout=within(30), what="launch landed"
     )
     status = world.status(placement)
     assert status["primary"] == "tencent" and status["failover"] is None
@@ -124,19 +127,17 @@ def assert_one_standby(world: World, store: Store, placement: str) -> None:
     assert len(tencent) == 1 and tencent[0].instance_id  # one launch key, one instance
 
 
-@pytest.mark.skip(
-    reason="flaky since the 2026-12-01 merges: passed alone and in that day's slow lane, "
-    "failed in the fresh-clone run; kept open in issue 29"
-)
 def test_kill_9_of_the_leaseholder_mid_failover_the_other_finishes_it(team):
     world, store, started = team
     placement, first, second = failing_over(world, store, started)
     first.process.send_signal(signal.SIGKILL)
     first.process.wait()
     killed = time.monotonic()
-    wait_for(lambda: second.holds(store, placement), timeout=30, what="second takes over")
+    wait_for(lambda: second.holds(store, placement), timeout=within(30), what="second takes over")
     assert time.monotonic() - killed < within(TTL + 3)
-    wait_for(lambda: world.status(placement)["failover"] is None, timeout=60, what="finished")
+    wait_for(
+        lambda: world.status(placement)["failover"] is None, timeout=within(60), what="finished"
+    )
     assert_one_standby(world, store, placement)
     handed = [e.detail for e in store.events(placement) if e.kind == "lease-taken"]
     assert handed[-1]["from"] == holder(first, store, placement)
@@ -147,20 +148,20 @@ def test_kill_9_of_the_leaseholder_mid_failover_the_other_finishes_it(team):
     assert f"{placement}: failover 6/6: roles swapped: tencent is primary" in said
 
 
-@pytest.mark.skip(
-    reason="flaky since the 2026-12-01 merges: passed alone and in that day's slow lane, "
-    "failed in the fresh-clone run; kept open in issue 29"
-)
 def test_sigstop_past_the_ttl_the_continued_watcher_is_fenced_off(team):
     world, store, started = team
     placement, first, second = failing_over(world, store, started)
     first.process.send_signal(signal.SIGSTOP)
-    wait_for(lambda: second.holds(store, placement), timeout=30, what="second takes over")
-    wait_for(lambda: world.status(placement)["failover"] is None, timeout=60, what="finished")
+    wait_for(lambda: second.holds(store, placement), timeout=within(30), what="second takes over")
+    wait_for(
+        lambda: world.status(placement)["failover"] is None, timeout=within(60), what="finished"
+    )
     first.process.send_signal(signal.SIGCONT)
     second_name = holder(second, store, placement)
     lost = f"{placement}: lost the lease of {placement} to {second_name}: another watcher took over"
-    wait_for(lambda: any(lost in line for line in first.lines), timeout=30, what="first lets go")
+    wait_for(
+        lambda: any(lost in line for line in first.lines), timeout=within(30), what="first lets go"
+    )
     time.sleep(TTL)  # first keeps running, and leaves the placement to second
     assert second.holds(store, placement) and first.process.poll() is None
     assert_one_standby(world, store, placement)

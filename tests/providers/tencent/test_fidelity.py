@@ -7,6 +7,7 @@ import re
 import time
 
 import pytest
+from support.machine import within
 
 from cloudbroker.context import HookContext
 from cloudbroker.errors import CapacityError, ConfigError, NotFoundError
@@ -40,7 +41,7 @@ def launch(pm, key: str, **settings) -> Instance:
 
 
 def status_until(pm, ref, state: InstanceState, timeout: float = 5) -> Instance:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within(timeout)
     while (seen := pm.instance_status("tencent", ref)).state != state:
         assert time.monotonic() < deadline, f"still {seen.state}"
         time.sleep(0.05)

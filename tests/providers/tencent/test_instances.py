@@ -9,6 +9,7 @@ import urllib.request
 from decimal import Decimal
 
 import pytest
+from support.machine import within
 
 from cloudbroker.errors import CapacityError, ConfigError, NotFoundError, UsageError
 from cloudbroker.launching import KEY_TAG, MANAGED_TAG, PLACEMENT_TAG, launch_request
@@ -36,7 +37,7 @@ def request(pm, key: str, **overrides):
 
 
 def wait_for(pm, ref: InstanceRef, state: InstanceState, timeout: float = 5) -> Instance:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within(timeout)
     while True:
         seen = pm.instance_status("tencent", ref)
         if seen.state == state or time.monotonic() > deadline:

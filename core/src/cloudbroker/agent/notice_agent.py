@@ -251,6 +251,8 @@ class Agent:
             with open(tmp, "w") as out:
                 json.dump({"deadline": deadline, "seconds_left": left, "noticed_at": noticed}, out)
             os.replace(tmp, path)
+        # read before the signal: a quick job may checkpoint before this process runs again
+        before = self.newest_checkpoint()
         name = self.env.get("CLOUDBROKER_NOTICE_SIGNAL", "USR1").upper().removeprefix("SIG")
         sent = None
         if name != "NONE" and self.job_running():
@@ -259,7 +261,6 @@ class Agent:
                 sent = f"SIG{name}"
             except (AttributeError, OSError) as exc:
                 self.say(f"could not send SIG{name} to the job: {exc}")
-        before = self.newest_checkpoint()
         bound = noticed + max(0.0, left) * (1 - self.margin)
         exited_at, written_at = None, None
         while time.time() < bound:

@@ -13,7 +13,8 @@ A provider's emulator subclasses :class:`Emulator` and implements four methods:
 The base class provides the control API under ``/_emulator/`` that tests (and people trying
 cloudbroker without an account) use:
 
-* ``GET /_emulator/state`` -- instances, pending faults and a log of handled actions.
+* ``GET /_emulator/state`` -- instances, pending faults, a log of handled actions and how many
+  requests are being answered (``in_flight``).
 * ``POST /_emulator/faults`` with JSON ``{"kind": ..., "action": "RunInstances", "count": 1,
   "seconds": 0.5}`` -- kinds: ``latency``, ``throttle``, ``server-error``, ``capacity``,
   ``lose-response`` (perform the action, then drop the connection without answering),

@@ -267,6 +267,7 @@ class Emulator:
                 ],
                 "faults": [asdict(f) for f in self.state.faults],
                 "log": list(self.state.log),
+                "in_flight": self.state.in_flight,
             }
             if self.state.stock:
                 found["stock"] = [
@@ -343,6 +344,15 @@ class Emulator:
             return self._control(request)
         if self.state.outage:
             return None
+        with self.state.lock:
+            self.state.in_flight += 1
+        try:
+            return self._answer(request)
+        finally:
+            with self.state.lock:
+                self.state.in_flight -= 1
+
+    def _answer(self, request: Request) -> Response | None:
         try:
             self.authenticate(request)
             action = self.action(request)

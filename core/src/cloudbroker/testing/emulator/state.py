@@ -95,6 +95,8 @@ class State:
         self.instances: dict[str, Instance] = {}
         self.faults: list[Fault] = []
         self.log: list[dict[str, Any]] = []
+        #: Cloud requests being answered now (a test waits for a delayed one to land).
+        self.in_flight = 0
         #: (region or zone, instance type) -> launches still possible there.
         self.stock: dict[tuple[str, str], int] = {}
         self.outage = False
