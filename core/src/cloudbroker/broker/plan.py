@@ -30,7 +30,7 @@ from cloudbroker.errors import (
 from cloudbroker.models import BillingRule, BucketRef, EgressTerms, Market, PriceSheet
 from cloudbroker.money import Money
 from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
-from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, match_gpus
+from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, disk_settings, match_gpus
 
 if TYPE_CHECKING:
     from cloudbroker.availability import Live
@@ -94,6 +94,7 @@ def _offer(q: Quote, sheet: PriceSheet) -> PlannedOffer:
         total=q.total,
         availability=q.availability,
         billing=_billing(q, sheet),
+        system_disk_gb=sheet.system_disk_gb,
     )
 
 
@@ -179,6 +180,7 @@ class Planning(BrokerCore):
             checkpoint_gb=request.checkpoint_gb,
             top=5,
             gpu_models=match_gpus(request.gpu, known),
+            disk_gb=disk_settings(self.pm),
         )
         return QuoteEngine(job, sheets, types, self.fx)
 
