@@ -314,7 +314,12 @@ class BrokerCore:
         planned order when the cloud cannot say."""
         from cloudbroker import availability
 
-        figures = availability.offer_figures(self.pm, provider, offers)
+        figures = availability.offer_figures(
+            self.pm,
+            provider,
+            offers,
+            lambda why: self._emit(pid, "note", f"{provider} quota unknown ({why})"),
+        )
         if isinstance(figures, str):
             if self.pm.implements(provider, "availability"):
                 self._emit(pid, "note", f"{provider} availability unknown ({figures})")

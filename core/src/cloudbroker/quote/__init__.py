@@ -211,6 +211,7 @@ def quote(
             read_at=board.read_at(),
             cached=tuple(sorted(board.cached())),
             unknown={**board.skipped, **board.failures},
+            quota_unknown=dict(board.quota_failures),
             listed_last=0 if live.available_only else ranked.listed_last,
             hidden=ranked.hidden,
         )

@@ -176,5 +176,7 @@ class LiveReport(Model):
     read_at: dict[str, datetime]  # provider -> read time of its oldest figure used
     cached: tuple[str, ...] = ()  # providers answered (at least partly) from the cache
     unknown: dict[str, str] = Field(default_factory=dict)  # provider -> why not known
+    # provider -> why its quota API did not answer (its offers are ranked as if no quota)
+    quota_unknown: dict[str, str] = Field(default_factory=dict)
     listed_last: int = 0  # sold-out or not-offered offers, ranked after all the others
     hidden: int = 0  # the same, left out on request (still counted in ``matched``)
