@@ -191,3 +191,27 @@ def test_after_a_late_failure_an_offer_refused_in_the_same_up_is_not_tried_again
         broker.up(pid)
     assert clouds["ali"].launch_calls == 2
     assert clouds["ali"].live() == []  # the failed instance was terminated
+
+
+def test_each_offer_gets_the_storage_endpoint_of_its_own_region(tmp_path):
+    """Issue 36, item 6: the user data is written per offer, so an instance in the bucket's
+    region reaches it at the remote's endpoint for that region (an internal one)."""
+    from support.broker_fakes import FakeCloud
+
+    from cloudbroker.hookspecs import hookimpl
+
+    original = FakeCloud.sync_storage
+
+    @hookimpl
+    def internal(self, ctx, bucket):
+        remote = original(self, ctx, bucket)
+        return remote.model_copy(update={"instance_endpoints": {"r1": f"http://{self.name}-in"}})
+
+    FakeCloud.sync_storage = internal  # type: ignore[method-assign]
+    try:
+        broker, clouds, pid, _ = setup(tmp_path)
+        broker.up(pid)
+    finally:
+        FakeCloud.sync_storage = original  # type: ignore[method-assign]
+    [launched] = clouds["ali"].instances.values()
+    assert "RCLONE_CONFIG_CKPT_ENDPOINT=http://ali-in" in launched["user_data"]

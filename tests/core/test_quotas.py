@@ -50,7 +50,7 @@ class QuotaCloud(FakeCloud):
         ]  # fmt: skip
 
 
-def world(tmp_path, ali_limit, ten_limit="1000"):
+def world(tmp_path, ali_limit, ten_limit="1000", heard=None):
     pm = PluginManager(env={}, settings={n: {"image": f"img-{n}"} for n in ("ali", "ten")})
     clouds = {"ali": QuotaCloud("ali", "20"), "ten": QuotaCloud("ten", "25")}
     clouds["ali"].limit = None if ali_limit is None else Decimal(ali_limit)
@@ -59,7 +59,7 @@ def world(tmp_path, ali_limit, ten_limit="1000"):
         pm.register(cloud, name)
     broker = Broker(
         pm, open_store(tmp_path / "s.db"), FakeReplicator(clouds), sleep=lambda s: None,
-        poll_interval=0,
+        poll_interval=0, **({} if heard is None else {"on_event": heard.append}),
     )  # fmt: skip
     return broker, clouds
 
@@ -111,3 +111,60 @@ def test_up_asks_the_quota_again_right_before_launching(tmp_path):
     before = clouds["ali"].asked
     broker.up(pid)
     assert clouds["ali"].asked == before + 1
+
+
+def either(**sides):
+    """A request naming no primary nor standby: the plan chooses between the two buckets."""
+    return PlaceRequest(
+        gpu="A100", count=8, hours=Decimal(72), checkpoint_gb=Decimal(50),
+        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
+        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--b"), **sides,
+    )  # fmt: skip
+
+
+def test_place_plans_around_a_cloud_whose_every_offer_is_over_quota(tmp_path):
+    heard: list = []
+    broker, _ = world(tmp_path, ali_limit="1000", heard=heard)
+    live = Live(cache=Cache(tmp_path / "availability"))
+    spec = broker.plan(either(), live=live)
+    assert spec["sides"]["a"]["provider"] == "ali"  # within its quota, ali is cheaper
+    broker, _ = world(tmp_path, ali_limit="48", heard=heard)
+    spec = broker.plan(either(), live=Live(cache=Cache(tmp_path / "availability-2")))
+    assert (spec["sides"]["a"]["provider"], spec["sides"]["b"]["provider"]) == ("ten", "ali")
+    said = [e.message for e in heard if e.kind == "warning"]
+    assert said == [
+        "ali: every offer is over the account's quota (quota GPU vCPUs (Q-1): 48 vCPUs, one "
+        "instance needs 96): ten is the primary; a failover to ali would find no quota"
+    ]
+
+
+def test_a_primary_named_over_quota_is_planned_with_a_warning(tmp_path):
+    heard: list = []
+    broker, _ = world(tmp_path, ali_limit="48", heard=heard)
+    spec = broker.plan(request(), live=Live(cache=Cache(tmp_path / "availability")))
+    assert spec["sides"]["a"]["provider"] == "ali"  # asked for: kept, and said
+    [warning] = [e.message for e in heard if e.kind == "warning"]
+    assert warning.startswith("primary ali: every offer is over the account's quota")
+
+
+def test_a_quota_api_that_does_not_answer_is_shown_in_one_line(tmp_path):
+    from cloudbroker.cli.quote_render import _live_notes
+    from cloudbroker.quote import LiveReport
+
+    heard: list = []
+    broker, _ = world(tmp_path, ali_limit=None, heard=heard)
+    spec = broker.plan(request(), live=Live(cache=Cache(tmp_path / "availability")))
+    assert spec["live"]["quota_unknown"] == {"ali": "quota API unreachable"}
+    notes = [str(n) for n in _live_notes(LiveReport.model_validate(spec["live"]))]
+    assert "quota unknown: ali: quota API unreachable" in notes
+    from cloudbroker.cli.broker.place import _live_plan
+    from cloudbroker.cli.output import console
+
+    with console.capture() as shown:
+        _live_plan(spec)
+    assert "quota unknown: ali: quota API unreachable" in shown.get().splitlines()
+    pid, _ = broker.place(request())
+    broker.up(pid)
+    assert "ali quota unknown (quota API unreachable)" in [
+        e.message for e in heard if e.kind == "note"
+    ]

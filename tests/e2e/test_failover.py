@@ -234,6 +234,25 @@ def test_tencent_capacity_error_on_the_first_offer_tries_the_next(world):
     assert_no_unseen_instances(world, placement)
 
 
+def test_an_aliyun_quota_code_on_the_first_offer_makes_up_launch_the_next(world):
+    """The broker moves on on a documented refusal as the emulator answers it over HTTP
+    (RunInstances 403 QuotaExceed.ElasticQuota, AlibabaCloudDocs/ecs RunInstances error
+    table), not on a fake cloud's exception (issue 36)."""
+    placement = world.place()
+    world.ecs.inject(
+        "error", action="RunInstances", count=1, code="QuotaExceed.ElasticQuota", status=403,
+        message="The number of vCPUs exceeds the quota of the instance type.",
+    )  # fmt: skip
+    world.cli("up", placement)
+    status = world.status(placement)
+    [refused] = [e for e in status["events"] if e["kind"] == "launch-no-capacity"]
+    assert "QuotaExceed.ElasticQuota" in refused["error"] and refused["offer"] == 0
+    launched = [e for e in status["events"] if e["kind"] == "launched"]
+    assert [e["offer"] for e in launched] == [1]  # the next offer, on the same cloud
+    assert status["primary"] == "aliyun" and len(world.live(world.ecs)) == 1
+    world.cli("down", placement)
+
+
 def test_aliyun_unreachable_during_failover_uses_the_last_replica(world):
     placement = world.place()
     world.cli("up", placement)

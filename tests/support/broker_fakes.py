@@ -140,6 +140,7 @@ class FakeCloud:
                 "reclaim": None,
                 "user_data": request.user_data,
                 "tags": request.tags,
+                "disk_gb": request.disk_gb,
             }
             if self.lose_launch_answers:
                 self.lose_launch_answers -= 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -333,14 +333,20 @@ def where(offer: dict[str, Any]) -> str:
 
 
 def offer_figures(
-    pm: PluginManager, provider: str, offers: list[dict[str, Any]]
+    pm: PluginManager,
+    provider: str,
+    offers: list[dict[str, Any]],
+    quota_unknown: Callable[[str], None] | None = None,
 ) -> list[Availability | None] | str:
     """A fresh figure for each of one cloud's planned offers (``region``, ``zone``,
-    ``instance_type``, ``market``; None: not reported), or why the cloud could not say."""
+    ``instance_type``, ``market``; None: not reported), or why the cloud could not say;
+    ``quota_unknown`` hears why the cloud's quota API did not answer, when it did not."""
     if not pm.implements(provider, HOOK):
         return "does not report availability"
     wanted = asks((provider, o["region"], o["instance_type"], Market(o["market"])) for o in offers)
     board = read(pm, wanted, max_age=timedelta(0))
+    if quota_unknown is not None and provider in board.quota_failures:
+        quota_unknown(board.quota_failures[provider])
     if provider in board.failures:
         return board.failures[provider]
     return [

@@ -146,6 +146,7 @@ class Catalog:
     rules: dict[Market, BillingRule]  # one per market in terms.toml, rows or not
     skipped: tuple[str, ...] = ()
     not_listed: tuple[NotListed, ...] = ()  # [[not_listed]]: sourced "not sold here" lines
+    system_disk_gb: int | None = None  # the system disk every price includes (terms.toml)
 
     def rule(self, market: Market) -> BillingRule:
         """The billing rule of ``market``; a CatalogError names it when terms.toml has none."""
@@ -175,6 +176,7 @@ class Catalog:
             compute=compute,
             terms=self.terms,
             not_listed=self.not_listed,
+            system_disk_gb=self.system_disk_gb,
         )
 
 
@@ -466,6 +468,7 @@ def load_catalog(provider: str, directory: Path | Any) -> Catalog:
         rules=rules,
         skipped=tuple(skipped),
         not_listed=_not_listed(terms, sources, where),
+        system_disk_gb=terms.get("system_disk_gb"),
     )
 
 

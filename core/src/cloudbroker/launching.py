@@ -53,6 +53,22 @@ KEYS_END = "# cloudbroker storage keys: end"
 TOKEN_TTL_SECONDS = 300
 
 
+#: The system disk (GiB) when neither the ``disk_gb`` setting nor the offer's price says.
+DEFAULT_DISK_GB = 100
+
+
+def system_disk_gb(setting: Any, priced_gb: int | None) -> int:
+    """The size of the system disk a launch creates; the quote prices the same decision.
+
+    ``disk_gb`` when set; else the size the offer's price already includes
+    (:attr:`~cloudbroker.models.PriceSheet.system_disk_gb`, e.g. Aliyun's 40 GiB ESSD), so
+    what is launched is what was priced; else :data:`DEFAULT_DISK_GB`.
+    """
+    if setting is not None:
+        return int(setting)
+    return priced_gb if priced_gb is not None else DEFAULT_DISK_GB
+
+
 def idempotency_key(*parts: object) -> str:
     """A client token derived from the request, stable across retries.
 
@@ -99,8 +115,10 @@ def launch_request(
     placement_id: str | None = None,
     user_data: str | None = None,
     name: str = "cloudbroker",
+    priced_disk_gb: int | None = None,
 ) -> LaunchRequest:
-    """A complete launch request; ``key`` is the idempotency key (see :func:`idempotency_key`)."""
+    """A complete launch request; ``key`` is the idempotency key (see :func:`idempotency_key`);
+    ``priced_disk_gb`` the system disk the offer's price includes (see :func:`system_disk_gb`)."""
     tags = {MANAGED_TAG: "true"}
     if placement_id:
         tags[PLACEMENT_TAG] = placement_id
@@ -121,7 +139,7 @@ def launch_request(
             security_group=settings.get("security_group"),
         ),
         key_name=settings.get("key_name"),
-        disk_gb=int(settings.get("disk_gb", 100)),
+        disk_gb=system_disk_gb(settings.get("disk_gb"), priced_disk_gb),
         disk_category=settings.get("disk_category"),
         user_data=user_data,
         tags=tags,
@@ -136,11 +154,15 @@ def user_data(
     settings: Mapping[str, Any] | None = None,
     notice: SpotNotice | None = None,
     provider: str = "",
+    region: str | None = None,
 ) -> str:
     """The startup script: where checkpoints live on *this* cloud, then the user's job.
 
     It writes :data:`ENV_FILE` with ``CLOUDBROKER_CHECKPOINT_URI`` and an rclone remote
-    ``ckpt`` built from the bucket's non-secret options. When the provider says how its
+    ``ckpt`` built from the bucket's non-secret options; an instance launched in ``region``
+    reaches the bucket at the remote's endpoint for that region
+    (``StorageRemote.instance_endpoints``: an internal one, no public IP needed), else at
+    the controller's. When the provider says how its
     instances get credentials (:class:`~cloudbroker.models.InstanceCredentials`), it also
     installs an ``rclone`` wrapper first on ``PATH`` that reads the instance role's
     short-lived credentials from the cloud's metadata service on every call (they rotate)
@@ -159,12 +181,15 @@ def user_data(
     from cloudbroker import agent
 
     settings = settings or {}
+    options = dict(remote.options)
+    if region in remote.instance_endpoints:
+        options["endpoint"] = remote.instance_endpoints[region]
     env = {
         "CLOUDBROKER_PLACEMENT": placement_id,
         "CLOUDBROKER_ROLE_SIDE": side,
         "CLOUDBROKER_CHECKPOINT_URI": f"ckpt:{remote.bucket}/{remote.path}".rstrip("/"),
         "RCLONE_CONFIG_CKPT_TYPE": remote.backend,
-        **{f"RCLONE_CONFIG_CKPT_{k.upper()}": v for k, v in sorted(remote.options.items())},
+        **{f"RCLONE_CONFIG_CKPT_{k.upper()}": v for k, v in sorted(options.items())},
         # The bucket is the user's own (named at place): never CreateBucket, which an instance
         # role need not be allowed and some clouds refuse without a location constraint; a
         # missing bucket fails the job's first upload with NoSuchBucket instead.

@@ -33,6 +33,8 @@ class PlannedOffer(_Report):
     availability: Availability | None = Field(default=None, exclude_if=lambda v: v is None)
     # how its run time is billed (minimum, increment), as the quote applied it: spend so far
     billing: BillingRule | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the system disk (GiB) its price includes: launched at that size unless disk_gb is set
+    system_disk_gb: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class CostItem(_Report):

@@ -23,6 +23,7 @@ def s3_remote(
     session_token: str | None = None,
     instance_credentials: InstanceCredentials | None = None,
     instance_keys: tuple[str, str] | None = None,
+    instance_endpoints: dict[str, str] | None = None,
     **options: str | None,
 ) -> StorageRemote:
     """``bucket`` on rclone's S3 backend with ``provider`` and the non-secret ``options``
@@ -31,6 +32,8 @@ def s3_remote(
     How instances reach it: ``instance_credentials`` (their role, through the metadata
     service) or, on a cloud without instance roles, ``instance_keys`` (access key id and
     secret, scoped to the bucket), which the broker passes in the launch's user data.
+    ``instance_endpoints``: region -> the endpoint instances launched there use (a cloud's
+    internal endpoint), where the controller uses ``endpoint``.
     """
     secrets = {
         "access_key_id": SecretStr(access_key_id),
@@ -44,6 +47,7 @@ def s3_remote(
         bucket=bucket.bucket,
         path=bucket.path,
         instance_credentials=instance_credentials,
+        instance_endpoints=instance_endpoints or {},
         instance_keys={}
         if instance_keys is None
         else {

@@ -43,3 +43,36 @@ def test_an_offer_beyond_the_quota_reads_over_quota_and_ranks_last(pm, aws):
     )
     assert figure.status in availability.UNLAUNCHABLE
     assert availability.preferred([figure, None]) == [1, 0]  # up launches the other first
+
+
+def test_running_instances_of_the_family_are_subtracted_from_the_quota(pm, aws, image):
+    """Service Quotas gives the limit; the vCPUs of running On-Demand instances of the
+    quota's family hold part of it (issue 36, item 9): what is left is reported."""
+    import boto3
+
+    from tests.providers.aws.conftest import ACCESS_KEY, SECRET_KEY
+
+    ec2 = boto3.client(
+        "ec2", region_name=REGION, endpoint_url=aws.moto_url, aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+    )  # fmt: skip
+
+    def left() -> Decimal:
+        found = pm.quotas([REGION], [P4D], Market.ON_DEMAND, providers=["aws"]).one()
+        return found[0].limit
+
+    aws.set_quota(REGION, "L-417A185B", 100000)
+    before = left()
+    made = ec2.run_instances(ImageId=image, InstanceType=P4D, MinCount=1, MaxCount=1)
+    spot = ec2.run_instances(
+        ImageId=image, InstanceType=P4D, MinCount=1, MaxCount=1,
+        InstanceMarketOptions={"MarketType": "spot"},
+    )  # fmt: skip
+    ids = [i["InstanceId"] for i in made["Instances"] + spot["Instances"]]
+    try:
+        assert before - left() == 96  # the On-Demand one; the spot one holds the spot quota
+        aws.set_quota(REGION, "L-417A185B", float(100000 - before + 96 + 48))  # 48 left
+        [quota] = pm.quotas([REGION], [P4D], Market.ON_DEMAND, providers=["aws"]).one()
+        assert quota.exceeded and quota.limit == 48 and "in use" in quota.name
+    finally:
+        ec2.terminate_instances(InstanceIds=ids)

@@ -225,9 +225,6 @@ class BrokerCore:
         settings = self.pm.settings.get(provider, {})
         remote = self.pm.sync_storage(provider, self._bucket(placement, side, number))
         notice = self.pm.spot_notice(providers=[provider]).results.get(provider)
-        script = user_data(
-            pid, side, remote, spec.get("startup_script"), settings, notice, provider=provider
-        )
         if started:  # resuming: from the offer it was trying, in the planned order
             order: list[int] = list(range(max(started), len(offers)))
         else:
@@ -236,6 +233,17 @@ class BrokerCore:
         for index in order:
             offer, key = offers[index], keys[index]
             skip.add(index)  # tried once in this run, whatever happens
+            # per offer: an instance in the bucket's region may reach it at an internal endpoint
+            script = user_data(
+                pid,
+                side,
+                remote,
+                spec.get("startup_script"),
+                settings,
+                notice,
+                provider=provider,
+                region=offer["region"],
+            )
             request = launch_request(
                 provider,
                 settings,
@@ -247,6 +255,7 @@ class BrokerCore:
                 placement_id=pid,
                 user_data=script,
                 name=f"cloudbroker-{pid}-{side}",
+                priced_disk_gb=offer.get("system_disk_gb"),
             )
             self.store.record_launch(
                 pid, side, provider, offer["region"], offer["instance_type"], key
@@ -305,7 +314,12 @@ class BrokerCore:
         planned order when the cloud cannot say."""
         from cloudbroker import availability
 
-        figures = availability.offer_figures(self.pm, provider, offers)
+        figures = availability.offer_figures(
+            self.pm,
+            provider,
+            offers,
+            lambda why: self._emit(pid, "note", f"{provider} quota unknown ({why})"),
+        )
         if isinstance(figures, str):
             if self.pm.implements(provider, "availability"):
                 self._emit(pid, "note", f"{provider} availability unknown ({figures})")

@@ -30,7 +30,7 @@ from cloudbroker.errors import (
 from cloudbroker.models import BillingRule, BucketRef, EgressTerms, Market, PriceSheet
 from cloudbroker.money import Money
 from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
-from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, match_gpus
+from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, disk_settings, match_gpus
 
 if TYPE_CHECKING:
     from cloudbroker.availability import Live
@@ -94,7 +94,22 @@ def _offer(q: Quote, sheet: PriceSheet) -> PlannedOffer:
         total=q.total,
         availability=q.availability,
         billing=_billing(q, sheet),
+        system_disk_gb=sheet.system_disk_gb,
     )
+
+
+def _over_quota(candidates: dict[str, list[Quote]]) -> dict[str, str]:
+    """Cloud -> why, for each cloud whose every offer is beyond the account's quota (live)."""
+    from cloudbroker.models import AvailabilityStatus
+
+    blocked = {}
+    for cloud, quotes in candidates.items():
+        figures = [q.availability for q in quotes]
+        if all(f is not None and f.status is AvailabilityStatus.OVER_QUOTA for f in figures):
+            first = figures[0]
+            assert first is not None
+            blocked[cloud] = f"every offer is over the account's quota ({first.detail})"
+    return blocked
 
 
 def _billing(q: Quote, sheet: PriceSheet) -> BillingRule | None:
@@ -179,6 +194,7 @@ class Planning(BrokerCore):
             checkpoint_gb=request.checkpoint_gb,
             top=5,
             gpu_models=match_gpus(request.gpu, known),
+            disk_gb=disk_settings(self.pm),
         )
         return QuoteEngine(job, sheets, types, self.fx)
 
@@ -209,6 +225,7 @@ class Planning(BrokerCore):
             read_at=board.read_at(),
             cached=tuple(sorted(board.cached())),
             unknown={**board.skipped, **board.failures},
+            quota_unknown=dict(board.quota_failures),
             listed_last=sum(
                 status_of(q.availability) in UNLAUNCHABLE
                 for cloud in clouds
@@ -270,14 +287,18 @@ class Planning(BrokerCore):
         if request.budget is not None:  # the guard counts spend at known prices only
             candidates = _priced(candidates, name)
         candidates = {p: qs for p, qs in candidates.items() if qs}
+        blocked = _over_quota(candidates)
         best = None
         for a in primaries:
             for b in standbys:
                 if a == b or a not in candidates or b not in candidates:
                     continue
                 cost = self._cost(request, candidates[a][0], candidates[b][0], sheets)
-                if best is None or cost.total.amount < best[2].total.amount:
-                    best = (a, b, cost)
+                # a cloud with every offer over the account's quota launches nothing: the
+                # cheapest pair that can launch its primary (then its standby) wins
+                key = (a in blocked, b in blocked, cost.total.amount)
+                if best is None or key < best[0]:
+                    best = (key, a, b, cost)
         if best is None:
             tried = ", ".join(
                 f"{p}: did not answer ({failures[p]})"
@@ -289,7 +310,13 @@ class Planning(BrokerCore):
                 f"no priced {request.market.value} offer of {request.count}x {request.gpu} "
                 f"on two different clouds ({tried})"
             )
-        a, b, cost = best
+        _, a, b, cost = best
+        if a in blocked:
+            said = f"primary {a}: {blocked[a]}: up cannot launch it"
+            self._emit("", "warning", said)
+        if b in blocked:
+            said = f"{b}: {blocked[b]}: {a} is the primary; a failover to {b} would find no quota"
+            self._emit("", "warning", said)
         for role, cloud in (("primary", a), ("standby", b)):
             self._check_reach(role, cloud, buckets[cloud])
 

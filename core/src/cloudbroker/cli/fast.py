@@ -169,7 +169,9 @@ def serve(argv: list[str]) -> bool:
             return False
         from cloudbroker.config import load_config, provider_settings
 
-        provider_settings(load_config(None))  # a broken config file fails on the full path
+        settings = provider_settings(load_config(None))  # a broken one fails on the full path
+        if any("disk_gb" in each for each in settings.values()):
+            return False  # the launched system disk may differ from the priced one: a line
         if values is None:
             rows = providers()
             from cloudbroker.cli.output import console, output_width

@@ -377,6 +377,8 @@ def _live_notes(live: LiveReport) -> list[str | Text]:
         notes.append(f"availability (live): {ages}")
     for provider, reason in sorted(live.unknown.items()):
         notes.append(Text(f"availability unknown: {provider}: {reason}", style="yellow"))
+    for provider, reason in sorted(live.quota_unknown.items()):
+        notes.append(Text(f"quota unknown: {provider}: {reason}", style="yellow"))
     if live.listed_last:
         notes.append(
             f"sold out or not offered: {_offers(live.listed_last)}, ranked after all the others "

@@ -202,6 +202,12 @@ class PriceSheet(Model):
     compute: tuple[ComputePrice, ...]
     terms: tuple[RegionTerms, ...]
     not_listed: tuple[NotListed, ...] = ()
+    system_disk_gb: int | None = Field(
+        default=None,
+        gt=0,
+        description="GiB of system disk every compute price includes (the launch creates "
+        "this size unless disk_gb is set); None: the prices include no disk",
+    )
 
     def terms_for(self, region: str) -> RegionTerms | None:
         exact = next((t for t in self.terms if t.region == region), None)

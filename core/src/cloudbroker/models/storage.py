@@ -115,6 +115,11 @@ class StorageRemote(Model):
     instance_env_auth: bool = Field(
         default=False, description="The image gives instances credentials env_auth reads"
     )
+    instance_endpoints: dict[str, str] = Field(
+        default_factory=dict,
+        description="Region -> the endpoint an instance launched there uses instead of "
+        "options['endpoint'] (the cloud's internal endpoint, e.g. OSS's -internal)",
+    )
 
     @model_validator(mode="after")
     def _one_access(self) -> StorageRemote:

@@ -169,6 +169,8 @@ def quote(
             raise UsageError(f"{exc}{failed}") from None
         siblings = gpus.sibling_notes(job.gpu_models, (t for ts in types.values() for t in ts))
     job, regions_matched = _places(job, types, sheets)
+    if not job.disk_gb:
+        job = replace(job, disk_gb=disk_settings(pm))
     spot = _spot_ranker(pm, job)
     engine = QuoteEngine(job, sheets, types, fx, spot)
     _check_known(job, types, name)
@@ -209,6 +211,7 @@ def quote(
             read_at=board.read_at(),
             cached=tuple(sorted(board.cached())),
             unknown={**board.skipped, **board.failures},
+            quota_unknown=dict(board.quota_failures),
             listed_last=0 if live.available_only else ranked.listed_last,
             hidden=ranked.hidden,
         )
@@ -226,6 +229,15 @@ def quote(
         live=report,
         spot_notices=_spot_notices(ranked.quotes, sheets),
     )
+
+
+def disk_settings(pm: PluginManager) -> dict[str, int]:
+    """Provider -> its ``disk_gb`` setting, the system disk its launches create."""
+    return {
+        name: int(settings["disk_gb"])
+        for name, settings in pm.settings.items()
+        if isinstance(settings, dict) and settings.get("disk_gb") is not None
+    }
 
 
 def _spot_ranker(pm: PluginManager, job: Job):

@@ -13,6 +13,7 @@ from cloudbroker.costs import (
     billed_seconds,
     storage_cost,
 )
+from cloudbroker.launching import system_disk_gb
 from cloudbroker.models import (
     ComputePrice,
     InstanceType,
@@ -150,6 +151,9 @@ class Costing:
         job = self.job
         lines: list[CostLine] = []
         terms = self.sheets[provider].terms_for(region)
+        disk = self._system_disk(provider)
+        if disk is not None:
+            lines.append(disk)
         if job.data_gb and job.data_from:
             lines.append(self._data_egress(provider, region))
         if job.checkpoint_gb and terms is not None:
@@ -185,6 +189,24 @@ class Costing:
                 )
                 lines.append(self._bounded(line, provider, region, _snapshots, snapped))
         return lines
+
+    def _system_disk(self, provider: str) -> CostLine | None:
+        """The system disk the launch creates (:func:`cloudbroker.launching.system_disk_gb`)
+        when it is not the one the compute price includes: what differs has no rate in the
+        catalog, so the line is unknown (the offer incomplete), never zero."""
+        priced = self.sheets[provider].system_disk_gb
+        launched = system_disk_gb(self.job.disk_gb.get(provider), priced)
+        if priced is None or launched == priced:
+            return None
+        return self._line(
+            "disk",
+            f"{launched} GiB system disk (disk_gb); the compute price includes {priced} GiB",
+            None,
+            "the difference x the disk's rate per GiB",
+            None,
+            f"no {provider} system-disk rate in the catalog for the other "
+            f"{launched - priced:+d} GiB",
+        )
 
     def _data_egress(self, provider: str, region: str) -> CostLine:
         """The dataset's move into ``region``: every route priced from the region it leaves,

@@ -71,6 +71,9 @@ class Job:
     work: Plan | None = None
     deadline_hours: Decimal | None = None  # with ``work``: drop what cannot finish in time
     start: datetime | None = None  # with ``work``: when the job starts (default: now, UTC)
+    # provider -> its ``disk_gb`` setting: a launched system disk other than the one the
+    # price includes (``PriceSheet.system_disk_gb``) is a line of its own
+    disk_gb: dict[str, int] = field(default_factory=dict, hash=False)
 
 
 class Finish(Model):
@@ -96,7 +99,7 @@ class WorkReport(Model):
 
 
 class CostLine(Model):
-    kind: str  # compute | minimum-uplift | egress | storage | snapshot
+    kind: str  # compute | minimum-uplift | egress | storage | snapshot | disk
     label: str
     amount: Money | None  # as published; None = unknown
     converted: Money | None  # in the quote's currency
@@ -173,5 +176,7 @@ class LiveReport(Model):
     read_at: dict[str, datetime]  # provider -> read time of its oldest figure used
     cached: tuple[str, ...] = ()  # providers answered (at least partly) from the cache
     unknown: dict[str, str] = Field(default_factory=dict)  # provider -> why not known
+    # provider -> why its quota API did not answer (its offers are ranked as if no quota)
+    quota_unknown: dict[str, str] = Field(default_factory=dict)
     listed_last: int = 0  # sold-out or not-offered offers, ranked after all the others
     hidden: int = 0  # the same, left out on request (still counted in ``matched``)

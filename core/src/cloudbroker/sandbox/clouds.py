@@ -57,6 +57,8 @@ CLOUDS: tuple[Cloud, ...] = (
         lambda api, storage, key, secret: {
             "CLOUDBROKER_ALIYUN_ENDPOINT": _hostport(api),
             "CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT": storage,
+            # instances in the bucket's region use OSS's internal endpoint: here, the same store
+            "CLOUDBROKER_ALIYUN_INTERNAL_STORAGE_ENDPOINT": storage,
             "ALIBABA_CLOUD_ACCESS_KEY_ID": key,
             "ALIBABA_CLOUD_ACCESS_KEY_SECRET": secret,
             "ALIBABA_CLOUD_ECS_METADATA_DISABLED": "true",

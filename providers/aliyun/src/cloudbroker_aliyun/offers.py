@@ -46,7 +46,7 @@ SPOT_HISTORY_WINDOW = timedelta(days=1)
 UNPRICEABLE = (CapacityError, ConfigError, NotFoundError)
 
 #: The system disk every price includes, as in the packaged catalog.
-SYSTEM_DISK = {"Category": "cloud_essd", "Size": 40}
+SYSTEM_DISK: dict[str, Any] = {"Category": "cloud_essd", "Size": 40}
 DISK_NOTE = "incl. 40 GiB ESSD system disk"
 
 
@@ -280,6 +280,7 @@ def price_sheet(ctx: HookContext, regions: list[str] | None, catalog: Catalog) -
         compute=compute,
         terms=catalog.terms,
         not_listed=catalog.not_listed,
+        system_disk_gb=SYSTEM_DISK["Size"],
     )
 
 

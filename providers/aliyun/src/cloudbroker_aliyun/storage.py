@@ -14,6 +14,9 @@ from cloudbroker.s3_remote import s3_remote
 from cloudbroker_aliyun.credentials import PROVIDER, credentials
 
 STORAGE_ENDPOINT_ENV = "CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT"
+#: Where instances in the bucket's region reach OSS, when not the internal endpoint (a
+#: private deployment, the sandbox's local store); unset, ``STORAGE_ENDPOINT_ENV`` serves both.
+INTERNAL_ENDPOINT_ENV = "CLOUDBROKER_ALIYUN_INTERNAL_STORAGE_ENDPOINT"
 
 #: GET .../ram/security-credentials/<role> answers AccessKeyId, AccessKeySecret,
 #: SecurityToken, Expiration; the listing without a role names the attached role (as the
@@ -52,13 +55,28 @@ def oss_endpoint(ctx: HookContext, region: str | None) -> str:
     return f"oss-{region}.aliyuncs.com"
 
 
+def internal_endpoint(ctx: HookContext, region: str) -> str:
+    """Where an ECS instance in ``region`` reaches a bucket of that region: the internal
+    endpoint ``oss-<region>-internal.aliyuncs.com``, free of traffic fees and reachable
+    without a public IP ("OSS regions and endpoints",
+    https://help.aliyun.com/en/oss/user-guide/regions-and-endpoints, each region's "Internal
+    endpoint" column). ``CLOUDBROKER_ALIYUN_INTERNAL_STORAGE_ENDPOINT`` overrides it, and so
+    does ``CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT`` alone: an overridden store is one address."""
+    override = ctx.env.get(INTERNAL_ENDPOINT_ENV) or ctx.env.get(STORAGE_ENDPOINT_ENV)
+    return override or f"oss-{region}-internal.aliyuncs.com"
+
+
 def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
+    """The bucket at its public endpoint (the controller's), and at the internal one for
+    instances launched in its region (an instance elsewhere uses the public one)."""
     found = credentials(ctx)
+    region = bucket.region or ctx.setting("region")
     return s3_remote(
         bucket,
         "Alibaba",
         access_key_id=found.access_key_id,
         secret_access_key=found.access_key_secret,
         instance_credentials=INSTANCE_CREDENTIALS,
-        endpoint=oss_endpoint(ctx, bucket.region or ctx.setting("region")),
+        instance_endpoints={region: internal_endpoint(ctx, region)} if region else None,
+        endpoint=oss_endpoint(ctx, region),
     )

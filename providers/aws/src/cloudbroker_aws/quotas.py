@@ -11,8 +11,18 @@ is unsourced here: the codes below were checked against public code that reads t
   Instance Requests (geyang/jaynes-starter-kit ``02_ec2_docker_guide/setup/spot_limit.md``
   lists L-3819A6DF per region with ListServiceQuotas).
 
-The need of one instance is its default vCPU count (DescribeInstanceTypes). Usage by running
-instances is not subtracted: Service Quotas does not report it (CloudWatch usage metrics do).
+The need of one instance is its default vCPU count (DescribeInstanceTypes). Service Quotas
+gives the limit, not the usage (repost.aws QU6D1lHficQUKnhYGHVd9-4A: GetServiceQuota "is the
+current limit. But not the utilization"); the limits count the vCPUs of running instances of
+the quota's family (AWS, "vCPU-based On-Demand Instance limits":
+https://aws.amazon.com/blogs/compute/preview-vcpu-based-instance-limits/, and the EC2 quota
+page https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html). So the
+vCPUs of the account's pending and running instances of each family and market
+(DescribeInstances, every page; ``InstanceLifecycle`` "spot" for spot, none for On-Demand;
+``CpuOptions`` cores x threads, else the type's default) are subtracted: the quota reported
+is what is left. Open spot requests without an instance are not counted (cloudbroker makes
+none: its spot launches are RunInstances with market options); capacity-block instances
+count against neither (unsourced).
 """
 
 from __future__ import annotations
@@ -20,11 +30,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import partial
+from typing import Any
 
 from cloudbroker.context import HookContext
 from cloudbroker.errors import NotFoundError
 from cloudbroker.models import Market, Quota, Source
 from cloudbroker_aws import client
+from cloudbroker_aws.instances import LIFECYCLES
 
 #: (family prefixes, market) -> (quota code, quota name).
 QUOTAS: dict[tuple[tuple[str, ...], Market], tuple[str, str]] = {
@@ -56,6 +68,44 @@ def _family(head: str) -> str:
     return letters
 
 
+def used_vcpus(ec2: Any, region: str, market: Market) -> dict[str, Decimal]:
+    """Quota code -> vCPUs its pending and running instances of ``market`` hold in the region."""
+    filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+    used: dict[str, Decimal] = {}
+    unsized: dict[str, list[str]] = {}  # type -> codes of instances without CpuOptions
+    for reservation in client.pages(ec2, "describe_instances", "Reservations", Filters=filters):
+        for raw in reservation.get("Instances", []):
+            if LIFECYCLES.get(raw.get("InstanceLifecycle", ""), Market.ON_DEMAND) is not market:
+                continue
+            quota = quota_of(raw.get("InstanceType", ""), market)
+            if quota is None:
+                continue
+            cpu = raw.get("CpuOptions") or {}
+            if cpu.get("CoreCount") and cpu.get("ThreadsPerCore"):
+                vcpus = Decimal(cpu["CoreCount"]) * Decimal(cpu["ThreadsPerCore"])
+                used[quota[0]] = used.get(quota[0], Decimal(0)) + vcpus
+            else:
+                unsized.setdefault(raw["InstanceType"], []).append(quota[0])
+    if unsized:
+        defaults = _default_vcpus(ec2, region, sorted(unsized))
+        for name, codes in unsized.items():
+            for code in codes:
+                used[code] = used.get(code, Decimal(0)) + Decimal(defaults.get(name) or 0)
+    return used
+
+
+def _default_vcpus(ec2: Any, region: str, names: list[str]) -> dict[str, int | None]:
+    described = client.call(
+        partial(ec2.describe_instance_types, InstanceTypes=names),
+        what="DescribeInstanceTypes",
+        region=region,
+    )
+    return {
+        t["InstanceType"]: t.get("VCpuInfo", {}).get("DefaultVCpus")
+        for t in described.get("InstanceTypes", [])
+    }
+
+
 def quotas(
     ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
 ) -> list[Quota]:
@@ -66,15 +116,7 @@ def quotas(
     found = []
     for region in regions:
         ec2 = client.client(ctx, "ec2", region)
-        described = client.call(
-            partial(ec2.describe_instance_types, InstanceTypes=sorted(wanted)),
-            what="DescribeInstanceTypes",
-            region=region,
-        )
-        vcpus = {
-            t["InstanceType"]: t.get("VCpuInfo", {}).get("DefaultVCpus")
-            for t in described.get("InstanceTypes", [])
-        }
+        vcpus = _default_vcpus(ec2, region, sorted(wanted))
         service = client.client(ctx, "service-quotas", region)
         limits: dict[str, Decimal | None] = {}
         for code in sorted({code for code, _ in wanted.values()}):
@@ -88,20 +130,24 @@ def quotas(
                 limits[code] = None
                 continue
             limits[code] = Decimal(str(answer["Quota"]["Value"]))
+        used = (
+            used_vcpus(ec2, region, market) if any(v is not None for v in limits.values()) else {}
+        )
         read_at = datetime.now(UTC)
         for name, (code, title) in wanted.items():
             limit, need = limits.get(code), vcpus.get(name)
             if limit is None or need is None:
                 continue
+            held = used.get(code, Decimal(0))
             found.append(
                 Quota(
                     provider="aws",
                     region=region,
                     instance_type=name,
                     market=market,
-                    name=f"{title} ({code})",
+                    name=f"{title} ({code})" + (f", {held:f} of {limit:f} in use" if held else ""),
                     unit="vCPUs",
-                    limit=limit,
+                    limit=max(limit - held, Decimal(0)),
                     need=Decimal(need),
                     read_at=read_at,
                     source=Source(

@@ -197,6 +197,8 @@ def _live_plan(spec: dict[str, Any]) -> None:
         )
     for provider, reason in sorted(spec["live"]["unknown"].items()):
         console.print(Text(f"availability unknown: {provider}: {reason}", style="yellow"))
+    for provider, reason in sorted(spec["live"].get("quota_unknown", {}).items()):
+        console.print(Text(f"quota unknown: {provider}: {reason}", style="yellow"))
 
 
 @app.command("up", rich_help_panel="Placements and failover")
