@@ -12,20 +12,18 @@ import shlex
 import subprocess
 import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import docs
 from support.cli import environment
-from support.fast_cli import indexed, same_as_full
+from support.fast_cli import fast_cli, indexed, same_as_full
 
 from cloudbroker import api, catalog_index, fast_quote, plugins
 from cloudbroker.cli import fast
 from cloudbroker.money import FxTable
 from cloudbroker.quote import quote
-
-README = Path(__file__).parents[2] / "README.md"
 
 
 @pytest.fixture
@@ -100,21 +98,31 @@ def test_the_fast_path_declines_what_it_cannot_answer_exactly(cache_env, argv):
     assert not same_as_full(shlex.split(argv), cache_env)
 
 
-def readme_quotes() -> list[list[str]]:
-    """Every ``cloudbroker quote`` example of the README, continuation lines joined."""
-    text = README.read_text(encoding="utf-8").replace("\\\n", " ")
+def documented_quotes() -> list[list[str]]:
+    """Every ``cloudbroker quote`` example of README.md and docs/*.md (``support/docs.py``)."""
     found = []
-    for line in text.splitlines():
-        if "cloudbroker quote" in line:
-            command = line.split("cloudbroker quote", 1)[1].split("#", 1)[0]
-            found.append(["quote", *shlex.split(command)])
+    for example in docs.examples():
+        for command in example.commands():
+            argv = list(command.argv)
+            if argv[:2] == ["./uvw", "run"]:
+                argv = argv[2:]
+            if argv[:2] == ["cloudbroker", "quote"] and len(argv) > 2:
+                found.append(argv[1:])
     return found
 
 
-def test_every_readme_quote_example_is_the_same_either_way(cache_env):
-    examples = readme_quotes()
-    assert len(examples) >= 5
-    served = [argv for argv in examples if same_as_full(argv, cache_env)]
+def test_every_documented_quote_example_is_the_same_either_way(cache_env):
+    examples = documented_quotes()
+    assert len(examples) >= 15
+    assert any(len(argv) > 3 and argv[1] == "--model" for argv in examples)  # from docs/ pages
+    served = []
+    for argv in examples:  # the full path runs only where the fast one answered
+        answered, out = fast_cli(argv, cache_env)
+        if answered:
+            assert same_as_full(argv, cache_env)
+            served.append(argv)
+        else:
+            assert out == "", argv  # declining prints nothing
     assert ["quote", "--gpu", "A100", "--count", "8"] in served
 
 

@@ -101,8 +101,8 @@ def lora_7b(tokens: float, precision: str = "bf16") -> throughput.Plan:
 
 # --- the seed's table -------------------------------------------------------------------------
 
-#: Documented tolerance (README, "How far to trust the estimate"): the central estimate within
-#: 15% of a published time-to-train on the hardware it names.
+#: Documented tolerance (docs/quote.md, "How far to trust the estimate"): the central estimate
+#: within 15% of a published time-to-train on the hardware it names.
 TOLERANCE = 0.15
 
 

@@ -152,5 +152,5 @@ def test_the_estimate_is_checked_against_published_training_runs():
     for r in checks:
         assert "arXiv" in r["source"] or "MODEL_CARD" in r["source"]
     errors = {r["run"]: abs(r["error_percent"]) for r in checks}
-    for run in ("Llama 2 7B", "Llama 2 13B", "Llama 2 70B"):  # the README's "within 15 %"
+    for run in ("Llama 2 7B", "Llama 2 13B", "Llama 2 70B"):  # docs/quote.md's "within 15 %"
         assert errors[run] <= 15, (run, errors[run])

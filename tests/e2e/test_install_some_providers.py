@@ -1,4 +1,4 @@
-"""Installing only some providers with plain pip, as the README says, gives only those."""
+"""Installing only some providers with plain pip, as docs/install.md says, gives only those."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ availability, no sizing) has no hidden-cost line: each offer is its compute pric
 under its market's rule. This module ranks such a quote from the index
 (:mod:`cloudbroker.catalog_index`) exactly as :class:`cloudbroker.quote.QuoteEngine` ranks it
 from the plugins' answers, into light objects with the attributes the renderer reads
-(tests compare the two on every README example and on random queries).
+(tests compare the two on every documented example and on random queries).
 
 Anything else (an unknown region or GPU, no matching offer, a refused market, a provider
 without a current index) is :class:`Fallback`: the caller takes the full path, which gives

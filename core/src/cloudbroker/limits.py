@@ -6,7 +6,7 @@ round. The CLI checks what a user types against these ranges (:mod:`cloudbroker.
 with messages naming the option); the library checks what a caller passes with
 :meth:`Range.check` (messages naming the field, not a flag).
 
-Bounds (documented in the README, "Input limits"): a job or a horizon at most 100 years,
+Bounds (documented in docs/commands.md, "Input limits"): a job or a horizon at most 100 years,
 data at most 10 PB, at most 64 GPUs per instance, durations from 1 ms to 30 days, at most
 9 digits after the decimal point.
 """

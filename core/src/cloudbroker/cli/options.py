@@ -6,7 +6,7 @@ accepts, never an overflow deep in the arithmetic. Declare an option with its ki
 
     hours: Decimal = options.option(options.HOURS, "1", "--hours", help="Job length in hours.")
 
-Bounds (documented in the README, "Input limits"): the numeric ones are in
+Bounds (documented in docs/commands.md, "Input limits"): the numeric ones are in
 :mod:`cloudbroker.limits`, where the library checks them too (numbers in ASCII digits only);
 names of at most 256 printable characters, a startup script of at most 64 KiB (no cloud
 accepts more user data than 32 KiB).
