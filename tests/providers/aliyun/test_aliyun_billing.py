@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from decimal import Decimal
 
-from cloudbroker.models import InstanceRef
-from cloudbroker.money import FxTable, Money
-from cloudbroker.report import PlacementReport, SpendReport, ask_bills
+from support.billing import MONTH, asked, spent_on
+from support.billing import cycle as _cycle
+
+from cloudbroker.billing import cycles
+from cloudbroker.money import Money
+from cloudbroker.report import ask_bills
 
 from .conftest import REGION
 
-MONTH = 31 * 86400
 
-
-def _spent(ids: list[str], first_run: float, until: float) -> SpendReport:
-    refs = [InstanceRef(provider="aliyun", region=REGION, instance_id=i) for i in ids]
-    placement = PlacementReport("p-1", "A10", "CNY", instances=refs, first_run=first_run)
-    return SpendReport(None, until, "CNY", [placement], FxTable())
-
-
-def _cycle(stamp: float) -> str:
-    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m")
+def _spent(ids: list[str], first_run: float, until: float):
+    return spent_on("aliyun", REGION, ids, first_run, until, "CNY")
 
 
 def test_the_report_shows_each_cycles_bill_summed_over_pages(pm, ecs):
@@ -39,8 +33,8 @@ def test_the_report_shows_each_cycles_bill_summed_over_pages(pm, ecs):
     assert placement.billed == Money.of(Decimal("120.75"), "CNY")
     assert placement.billed_for == 1  # i-lagging has no bill yet: left out, never 0
     assert placement.billed_covers == {f"aliyun billing cycles {_cycle(before)} to {_cycle(now)}"}
-    asked = [e for e in ecs.snapshot()["log"] if e.get("action") == "DescribeInstanceBill"]
-    assert len(asked) == 2 + 4  # two cycles: one page, then four pages
+    # one page a cycle; this cycle's four items at one a page
+    assert asked(ecs, "DescribeInstanceBill") == len(cycles(before, now)) - 1 + 4
 
 
 def test_a_wrong_secret_is_a_named_failure_and_no_figure(make_pm, ecs_env, ecs):
