@@ -28,7 +28,7 @@ def test_the_report_shows_each_cycles_bill_summed_over_pages(pm, ecs):
         ecs.set_bill(f"i-other-{n}", _cycle(now), "7", "CNY")
     ecs.page_limit = 1  # one item a page: NextToken must be followed
     spent = _spent(["i-run", "i-lagging"], before, now)
-    assert ask_bills(pm, spent) == []
+    assert ask_bills(pm, spent, timeout=60) == []
     placement = spent.placements[0]
     assert placement.billed == Money.of(Decimal("120.75"), "CNY")
     assert placement.billed_for == 1  # i-lagging has no bill yet: left out, never 0
@@ -41,6 +41,6 @@ def test_a_wrong_secret_is_a_named_failure_and_no_figure(make_pm, ecs_env, ecs):
     ecs.set_bill("i-run", _cycle(time.time()), "20.5", "CNY")
     wrong = make_pm({**ecs_env, "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "not-the-secret"})
     spent = _spent(["i-run"], time.time() - 60, time.time())
-    failed = ask_bills(wrong, spent)
+    failed = ask_bills(wrong, spent, timeout=60)
     assert len(failed) == 1 and failed[0].startswith("aliyun: ")
     assert spent.placements[0].billed is None

@@ -26,7 +26,7 @@ def test_the_report_shows_each_cycles_fees_summed(manager, emulator):
     emulator.set_bill(RUN, cycle(now), "21.05", "CNY")
     emulator.set_bill("another-server", cycle(now), "7", "CNY")
     spent = spent_on("huawei", REGION, [RUN, LAGGING], before, now, "CNY")
-    assert ask_bills(manager, spent) == []
+    assert ask_bills(manager, spent, timeout=60) == []
     placement = spent.placements[0]
     assert placement.billed == Money.of(Decimal("231.45"), "CNY")
     assert placement.billed_for == 1  # no fee record yet for the other: left out, never 0
@@ -46,6 +46,6 @@ def test_a_wrong_secret_is_a_named_failure_and_no_figure(cloudbroker_plugins, hu
         timeout=10,
     )
     spent = spent_on("huawei", REGION, [RUN], time.time() - 60, time.time(), "CNY")
-    failed = ask_bills(wrong, spent)
+    failed = ask_bills(wrong, spent, timeout=60)
     assert len(failed) == 1 and failed[0].startswith("huawei: ")
     assert spent.placements[0].billed is None

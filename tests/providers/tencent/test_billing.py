@@ -22,7 +22,7 @@ def test_the_report_shows_each_months_bill_summed(pm, cvm):
     spent = spent_on(
         "tencent", "ap-guangzhou", ["ins-run00001", "ins-lag00001"], before, now, "CNY"
     )
-    assert ask_bills(pm, spent) == []
+    assert ask_bills(pm, spent, timeout=60) == []
     placement = spent.placements[0]
     assert placement.billed == Money.of(Decimal("312.75"), "CNY")
     assert placement.billed_for == 1  # the lagging one is left out, never 0
@@ -36,6 +36,6 @@ def test_a_wrong_secret_is_a_named_failure_and_no_figure(make_pm, env, cvm):
     spent = spent_on(
         "tencent", "ap-guangzhou", ["ins-run00001"], time.time() - 60, time.time(), "CNY"
     )
-    failed = ask_bills(wrong, spent)
+    failed = ask_bills(wrong, spent, timeout=60)
     assert len(failed) == 1 and failed[0].startswith("tencent: ")
     assert spent.placements[0].billed is None
