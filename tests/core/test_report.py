@@ -248,3 +248,23 @@ def test_what_a_provider_billed_is_shown_beside_the_estimate_and_never_invented(
     assert [p.billed for p in again.placements] == [None, None]
     assert again.as_json()["placements"][0]["billed"] == "not reported by provider"
     assert again.as_json()["placements"][0]["billed_note"] is None
+
+
+def test_the_table_says_when_the_bill_was_read_and_that_it_may_be_partial(
+    env, tmp_path, monkeypatch
+):
+    path = tmp_path / "s.db"
+    _, pm, moved, _ = two_placements(path)
+    billing = BilledCloud("ali", "20")
+    billing.instances = pm.plugin("ali").instances
+    with_bills = PluginManager(env={}, settings={})
+    with_bills.register(billing, "ali")
+    with_bills.register(pm.plugin("ten"), "ten")
+    monkeypatch.setattr("cloudbroker.cli.broker.report.plugins.load", lambda **_: with_bills)
+    table = run_cli("report", "--since", "30d", "--state", str(path), env=env, width=160)
+    assert table.returncode == 0, table.stderr
+    assert "1.23 USD (1 of 2)" in table.stdout  # the failed-over one: only ali's bill
+    assert f"{moved} billed as of 2026-12-01 09:30 UTC (ali billing cycle 2026-12)" in (
+        table.stdout
+    )
+    assert "billed: bills lag the spend" in table.stdout and "may be partial" in table.stdout
