@@ -260,7 +260,8 @@ class Bss:
         creds = credentials.resolve(ctx)
         if not creds.domain_id:
             raise AuthError(
-                "BSS price inquiry needs the account (domain) id: set HUAWEICLOUD_SDK_DOMAIN_ID",
+                "BSS (prices, fee records) needs the account (domain) id: "
+                "set HUAWEICLOUD_SDK_DOMAIN_ID",
                 provider=credentials.PROVIDER,
             )
         self._client = (
