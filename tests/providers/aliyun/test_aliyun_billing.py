@@ -19,14 +19,14 @@ def _spent(ids: list[str], first_run: float, until: float):
     return spent_on("aliyun", REGION, ids, first_run, until, "CNY")
 
 
-def test_the_report_shows_each_cycles_bill_summed_over_pages(pm, ecs):
+def test_the_report_shows_each_cycles_bill_summed_over_pages(pm, ecs, monkeypatch):
     now = time.time()
     before = now - MONTH  # the run began in the previous billing cycle
     ecs.set_bill("i-run", _cycle(before), "100.25", "CNY")
     ecs.set_bill("i-run", _cycle(now), "20.5", "CNY")
     for n in range(3):  # other instances of the account, on the same pages
         ecs.set_bill(f"i-other-{n}", _cycle(now), "7", "CNY")
-    ecs.page_limit = 1  # one item a page: NextToken must be followed
+    monkeypatch.setattr(ecs, "page_limit", 1)  # one item a page: NextToken must be followed
     spent = _spent(["i-run", "i-lagging"], before, now)
     assert ask_bills(pm, spent, timeout=60) == []
     placement = spent.placements[0]
