@@ -5,8 +5,9 @@ The Chinese clouds' billing APIs answer per billing cycle (a calendar month, ``Y
 Aliyun BSS ``DescribeInstanceBill`` ``BillingCycle``, Tencent ``DescribeBillResourceSummary``
 ``Month``, Huawei BSS ``ListCustomerselfResourceRecords`` ``cycle``. A bill therefore covers
 whole cycles, which the report says beside the figure (``Bill.covers``). The cycles are
-named in UTC here; the clouds' own cycle time zone is not stated by those APIs (unsourced),
-so an instance run within hours of a month's end may be counted in the neighbouring cycle.
+named in UTC here; Huawei's ``cycle`` is in UTC+8 ("东八区时间", SDK
+``ListCustomerselfResourceRecordsRequest``), Aliyun's and Tencent's time zone is not stated
+(unsourced), so a run within hours of a month's end may be counted in the neighbouring cycle.
 
 Every cloud's bill lags the spend, so a figure read now may be partial (:data:`LAG`).
 """
