@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import time
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
@@ -22,6 +23,7 @@ from cloudbroker.report import ask_bills, parse_since, report
 from cloudbroker.state import Event, InstanceRow, open_store
 
 GB = 2**30
+READ_AT = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 HOUR = Decimal(3600)
 
 
@@ -205,11 +207,14 @@ def test_a_plan_this_version_cannot_price_is_named_not_a_crash(tmp_path):
 class BilledCloud(FakeCloud):
     """A fake cloud whose billing API answers for its instances: 1.23 USD each."""
 
+    asked: list[float]
+
     @hookimpl
     def billed(self, ctx, instances, start, end):
+        self.asked = [start, end]
         return [
             Bill(provider=self.name, instance_id=i.instance_id, amount=Money.of("1.23", "USD"),
-                 source="fake billing API")
+                 source="fake billing API", as_of=READ_AT, covers="billing cycle 2026-12")
             for i in instances
             if i.provider == self.name and i.instance_id in self.instances
         ]  # fmt: skip
@@ -231,7 +236,35 @@ def test_what_a_provider_billed_is_shown_beside_the_estimate_and_never_invented(
     assert second.billed == Money.of("1.23", "USD") and second.billed_for == 1
     data = spent.as_json()
     assert data["placements"][0]["billed"] == {"amount": "1.23", "currency": "USD"}
+    # when it was read and what it covers, and that it may be partial (bills lag)
+    assert data["placements"][0]["billed_as_of"] == "2026-12-01T09:30:00+00:00"
+    assert data["placements"][0]["billed_covers"] == ["ali billing cycle 2026-12"]
+    assert "may be partial" in data["placements"][0]["billed_note"]
+    # asked from the first run, not from 1970 (the billing APIs keep 13-18 months)
+    first_run = min(p.first_run for p in spent.placements)
+    assert billing.asked[0] == first_run > 0
     again = report(broker.store, since=None, now=time.time())
     assert ask_bills(pm, again) == []  # no provider bills: nothing is invented
     assert [p.billed for p in again.placements] == [None, None]
     assert again.as_json()["placements"][0]["billed"] == "not reported by provider"
+    assert again.as_json()["placements"][0]["billed_note"] is None
+
+
+def test_the_table_says_when_the_bill_was_read_and_that_it_may_be_partial(
+    env, tmp_path, monkeypatch
+):
+    path = tmp_path / "s.db"
+    _, pm, moved, _ = two_placements(path)
+    billing = BilledCloud("ali", "20")
+    billing.instances = pm.plugin("ali").instances
+    with_bills = PluginManager(env={}, settings={})
+    with_bills.register(billing, "ali")
+    with_bills.register(pm.plugin("ten"), "ten")
+    monkeypatch.setattr("cloudbroker.cli.broker.report.plugins.load", lambda **_: with_bills)
+    table = run_cli("report", "--since", "30d", "--state", str(path), env=env, width=160)
+    assert table.returncode == 0, table.stderr
+    assert "1.23 USD (1 of 2)" in table.stdout  # the failed-over one: only ali's bill
+    assert f"{moved} billed as of 2026-12-01 09:30 UTC (ali billing cycle 2026-12)" in (
+        table.stdout
+    )
+    assert "billed: bills lag the spend" in table.stdout and "may be partial" in table.stdout

@@ -184,7 +184,9 @@ def billed(ctx: HookContext, instances: list[InstanceRef], start: float, end: fl
     each answers for those that are its own (``provider`` equal to its name), from its billing
     API (Aliyun BSS ``DescribeInstanceBill``, Tencent ``DescribeBillResourceSummary``, Huawei
     BSS fee records, AWS Cost Explorer). Leave out an instance the bill does not show yet
-    (bills lag by hours): the report then says "not reported by provider", never 0.
+    (bills lag by hours): the report then says "not reported by provider", never 0. Say
+    when the bill was read (``as_of``) and what it covers (``covers``: billing cycles, days);
+    :mod:`cloudbroker.billing` has the cycles of a window and a per-instance Decimal tally.
 
     :param ctx: the provider's context.
     :param instances: the instances the report covers, of every provider.

@@ -10,7 +10,9 @@ so it is shown as not counted, never as 0.
 
 A provider may answer what its cloud billed for an instance (the optional fan-out hook
 :func:`cloudbroker.hookspecs.billed`, asked by :func:`ask_bills`): the report puts it beside
-the estimate; where no provider answers it says "billed: not reported by provider".
+the estimate, with when it was read and what it covers (bills lag, so it may be partial:
+:data:`cloudbroker.billing.LAG`); where no provider answers it says "billed: not reported
+by provider".
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from cloudbroker.billing import LAG
 from cloudbroker.broker.budget import charges
 from cloudbroker.errors import CloudBrokerError, UsageError, quoted
 from cloudbroker.models import InstanceRef
@@ -71,6 +75,9 @@ class PlacementReport:
     instances: list[InstanceRef] = field(default_factory=list)  # those that ran in the window
     billed: Money | None = None  # what the providers that answered billed (None: none did)
     billed_for: int = 0  # of how many of ``instances``
+    billed_as_of: datetime | None = None  # the oldest bill's read time
+    billed_covers: set[str] = field(default_factory=set)  # what the bills cover (cycles)
+    first_run: float | None = None  # the earliest run start in the window
 
     exact: Money | None = None  # the guard's own sum (its order of additions), when priced
 
@@ -148,6 +155,11 @@ class SpendReport:
                     ],
                     "billed": NOT_REPORTED if p.billed is None else money(p.billed),
                     "billed_instances": p.billed_for,
+                    "billed_as_of": None
+                    if p.billed_as_of is None
+                    else p.billed_as_of.isoformat(timespec="seconds"),
+                    "billed_covers": sorted(p.billed_covers),
+                    "billed_note": None if p.billed is None else LAG,
                 }
                 for p in self.placements
             ],
@@ -186,6 +198,8 @@ def report(
         sides = placement["spec"]["sides"]
         mine = PlacementReport(placement["id"], gpu, lines.currency, unknown=lines.unknown)
         for run in lines.runs:
+            if mine.first_run is None or run.start < mine.first_run:
+                mine.first_run = run.start
             if run.row.instance_id:
                 mine.instances.append(
                     InstanceRef(
@@ -218,22 +232,27 @@ def ask_bills(pm: Any, spent: SpendReport, timeout: float | None = None) -> list
     refs = [ref for p in spent.placements for ref in p.instances]
     if not refs:
         return []
-    start = spent.since if spent.since is not None else 0.0
+    # from the first run in the window, not 1970: the billing APIs keep 13-18 months
+    first = min((p.first_run for p in spent.placements if p.first_run is not None), default=None)
+    start = max(spent.since or 0.0, first or 0.0)
     answers = pm.billed(refs, start, spent.until, timeout=timeout)
     bills = {
-        (bill.provider, bill.instance_id): bill.amount
+        (bill.provider, bill.instance_id): bill
         for found in answers.results.values()
         for bill in found
     }
     for placement in spent.placements:
         for ref in placement.instances:
-            amount = bills.get((ref.provider, ref.instance_id))
-            if amount is None:
+            bill = bills.get((ref.provider, ref.instance_id))
+            if bill is None:
                 continue
-            converted = spent.fx.convert(amount, placement.currency)
+            converted = spent.fx.convert(bill.amount, placement.currency)
             before = placement.billed
             placement.billed = converted if before is None else before + converted
             placement.billed_for += 1
+            placement.billed_covers.add(f"{bill.provider} {bill.covers}")
+            if placement.billed_as_of is None or bill.as_of < placement.billed_as_of:
+                placement.billed_as_of = bill.as_of
     return [f"{f.provider}: {f.reason}" for f in answers.failures]
 
 

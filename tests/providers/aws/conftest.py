@@ -39,8 +39,10 @@ def aws(aws_server: AwsEmulator) -> Iterator[AwsEmulator]:
         aws_server.state.faults.clear()
         aws_server.state.stock.clear()
         aws_server.state.quotas.clear()
+        aws_server.state.bills.clear()
         aws_server.state.outage = False
         aws_server.listing_lag = 0.0
+    aws_server.resource_data = True
 
 
 @pytest.fixture

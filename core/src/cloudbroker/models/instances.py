@@ -96,3 +96,7 @@ class Bill(Model):
     instance_id: str
     amount: Money
     source: str = Field(description="The cloud's API that said it, e.g. DescribeInstanceBill")
+    as_of: datetime = Field(description="When the bill was read (it lags the spend: partial)")
+    covers: str = Field(
+        description="What the figure covers as the API bills it, e.g. billing cycles 2026-11"
+    )

@@ -1,4 +1,5 @@
-"""Talking to Alibaba Cloud ECS: the endpoint, the SDK client, typed errors, retries.
+"""Talking to Alibaba Cloud ECS (and BSS, the billing API): the endpoint, the SDK client,
+typed errors, retries.
 
 Everything the SDK needs is resolved here from ``ctx`` (never ``os.environ``), and the SDK is
 imported only when a call is made. Requests and answers are plain dicts in the wire format
@@ -8,6 +9,7 @@ so the modules that build requests and read answers never touch SDK classes.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +25,9 @@ from cloudbroker_aliyun.errors import translate
 ENDPOINT_ENV = "CLOUDBROKER_ALIYUN_ENDPOINT"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 MAX_CONNECT_SECONDS = 10.0
+#: The SDK package of each product a Session talks to (the endpoint override serves both).
+ECS = "alibabacloud_ecs20140526"
+BSS = "alibabacloud_bssopenapi20171214"
 
 
 @dataclass(frozen=True)
@@ -67,18 +72,21 @@ def _dropped(sent: Any, kept: Any, where: str = "") -> list[str]:
 
 
 class Session:
-    """ECS clients for one hook call: credentials and endpoint resolved once, one per region."""
+    """One product's clients for one hook call (ECS unless ``product`` says otherwise):
+    credentials and endpoint resolved once, one client per region."""
 
-    def __init__(self, ctx: HookContext) -> None:
+    def __init__(self, ctx: HookContext, product: str = ECS) -> None:
         self.ctx = ctx
+        self.product = product
         self.credentials = credentials(ctx)
         self.endpoint = endpoint(ctx)
         self._clients: dict[str, Any] = {}
 
     def _client(self, region: str) -> Any:
         if region not in self._clients:
-            from alibabacloud_ecs20140526.client import Client
             from alibabacloud_tea_openapi import models as open_api_models
+
+            client_class = importlib.import_module(f"{self.product}.client").Client
 
             config = open_api_models.Config(
                 access_key_id=self.credentials.access_key_id,
@@ -91,18 +99,17 @@ class Session:
                 config.endpoint = self.endpoint.host
                 config.protocol = self.endpoint.protocol
             try:
-                self._clients[region] = Client(config)
+                self._clients[region] = client_class(config)
             except Exception as exc:
                 raise translate(exc, "connect") from None
         return self._clients[region]
 
     def call(self, action: str, region: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Run one ECS action; throttling and unavailability are retried with backoff.
+        """Run one action; throttling and unavailability are retried with backoff.
 
         :returns: the answer body as a wire-format dict.
         """
-        from alibabacloud_ecs20140526 import models
-
+        models = importlib.import_module(f"{self.product}.models")
         request = getattr(models, f"{action}Request")().from_map(params)
         dropped = _dropped(params, request.to_map())
         if dropped:  # from_map ignores unknown keys; a typo must not vanish silently

@@ -31,7 +31,13 @@ T = TypeVar("T")
 DEFAULT_REGION = "us-east-1"
 #: The Price List API is served from a few regions only; us-east-1 answers for all regions.
 PRICING_REGION = "us-east-1"
-ENDPOINT_ENV = {"ec2": "EC2", "s3": "S3", "pricing": "PRICING", "service-quotas": "SERVICE_QUOTAS"}
+ENDPOINT_ENV = {
+    "ec2": "EC2",
+    "s3": "S3",
+    "pricing": "PRICING",
+    "service-quotas": "SERVICE_QUOTAS",
+    "ce": "COST_EXPLORER",
+}
 LOG = logging.getLogger("cloudbroker.provider.aws")
 
 _lock = threading.RLock()

@@ -10,6 +10,7 @@ from cloudbroker.context import HookContext
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
     Availability,
+    Bill,
     BucketRef,
     Instance,
     InstanceRef,
@@ -22,7 +23,7 @@ from cloudbroker.models import (
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_aws import instances, notice, offers, quotas, storage
+from cloudbroker_aws import billing, instances, notice, offers, quotas, storage
 
 DESCRIPTION = Description(
     name="aws",
@@ -38,6 +39,7 @@ DESCRIPTION = Description(
         "AWS_ENDPOINT_URL_EC2",
         "AWS_ENDPOINT_URL_PRICING",
         "AWS_ENDPOINT_URL_SERVICE_QUOTAS",
+        "AWS_ENDPOINT_URL_COST_EXPLORER",
     ),
 )
 
@@ -70,6 +72,12 @@ class AwsProvider(CatalogProvider):
         self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
     ) -> list[Quota]:
         return quotas.quotas(ctx, regions, instance_types, market)
+
+    @hookimpl
+    def billed(
+        self, ctx: HookContext, instances: list[InstanceRef], start: float, end: float
+    ) -> list[Bill]:
+        return billing.billed(ctx, instances, start, end)
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:

@@ -249,7 +249,8 @@ def _post_paid_server(server: Mapping[str, Any]) -> Any:
 
 
 class Bss:
-    """The BSS on-demand price inquiry (a global service, signed with the domain id)."""
+    """BSS (a global service, signed with the domain id): the on-demand price inquiry and the
+    resources' fee records."""
 
     def __init__(self, ctx: HookContext) -> None:
         from huaweicloudsdkbss.v2 import BssClient
@@ -259,7 +260,8 @@ class Bss:
         creds = credentials.resolve(ctx)
         if not creds.domain_id:
             raise AuthError(
-                "BSS price inquiry needs the account (domain) id: set HUAWEICLOUD_SDK_DOMAIN_ID",
+                "BSS (prices, fee records) needs the account (domain) id: "
+                "set HUAWEICLOUD_SDK_DOMAIN_ID",
                 provider=credentials.PROVIDER,
             )
         self._client = (
@@ -286,6 +288,22 @@ class Bss:
                 if str(index) in results:
                     found[spec] = {**results[str(index)], "currency": response.get("currency")}
         return found
+
+    def fee_records(self, cycle: str, resource_id: str, offset: int, limit: int) -> dict[str, Any]:
+        """ListCustomerselfResourceRecords: one resource's fee records in a billing cycle,
+        summed per cycle (``statistic_type`` 1, "按账期")."""
+        from huaweicloudsdkbss.v2 import ListCustomerselfResourceRecordsRequest
+
+        request = ListCustomerselfResourceRecordsRequest(
+            cycle=cycle, resource_id=resource_id, offset=offset, limit=limit, statistic_type=1
+        )
+        return wire(
+            _call(
+                lambda: self._client.list_customerself_resource_records(request),
+                "ListCustomerselfResourceRecords",
+                None,
+            )
+        )
 
     def _rate(self, region: str, project_id: str, specs: list[str]) -> dict[str, Any]:
         from huaweicloudsdkbss.v2 import (

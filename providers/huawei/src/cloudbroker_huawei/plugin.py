@@ -11,6 +11,7 @@ from cloudbroker.context import HookContext
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
     Availability,
+    Bill,
     BucketRef,
     Instance,
     InstanceRef,
@@ -23,7 +24,7 @@ from cloudbroker.models import (
     StorageRemote,
 )
 from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker_huawei import credentials, instances, offers, quotas, storage
+from cloudbroker_huawei import billing, credentials, instances, offers, quotas, storage
 from cloudbroker_huawei.client import BSS_ENV, ECS_ENV
 
 DESCRIPTION = Description(
@@ -71,6 +72,12 @@ class HuaweiProvider(CatalogProvider):
         self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
     ) -> list[Quota]:
         return quotas.quotas(ctx, regions, instance_types, market)
+
+    @hookimpl
+    def billed(
+        self, ctx: HookContext, instances: list[InstanceRef], start: float, end: float
+    ) -> list[Bill]:
+        return billing.billed(ctx, instances, start, end)
 
     @hookimpl
     def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:

@@ -72,12 +72,16 @@ class CvmApi:
         self.ctx = ctx
         self.region = region
 
+    def _sdk_client(self) -> Any:
+        from tencentcloud.cvm.v20170312.cvm_client import CvmClient
+
+        return CvmClient
+
     @cached_property
     def _client(self) -> Any:
         from tencentcloud.common.credential import Credential
         from tencentcloud.common.profile.client_profile import ClientProfile
         from tencentcloud.common.profile.http_profile import HttpProfile
-        from tencentcloud.cvm.v20170312.cvm_client import CvmClient
 
         creds = credentials(self.ctx)
         endpoint = api_endpoint(self.ctx)
@@ -85,7 +89,8 @@ class CvmApi:
             endpoint=endpoint.host, protocol=endpoint.protocol, reqTimeout=self.ctx.timeout
         )
         profile = ClientProfile(httpProfile=http, language=LANGUAGE)
-        return CvmClient(Credential(creds.secret_id, creds.secret_key), self.region, profile)
+        client = self._sdk_client()
+        return client(Credential(creds.secret_id, creds.secret_key), self.region, profile)
 
     def call(
         self, action: str, params: dict[str, Any], *, done: tuple[str, ...] = ()
@@ -107,3 +112,16 @@ class CvmApi:
         return retry.call(
             once, translate=translate, action=action, region=self.region or None, log=self.ctx.log
         )
+
+
+class BillingApi(CvmApi):
+    """The billing API (``tencentcloud-sdk-python-billing``, service ``billing``, version
+    2018-07-09; region-less): signed and retried as CVM is, at the same endpoint override."""
+
+    def __init__(self, ctx: HookContext) -> None:
+        super().__init__(ctx, "")
+
+    def _sdk_client(self) -> Any:
+        from tencentcloud.billing.v20180709.billing_client import BillingClient
+
+        return BillingClient

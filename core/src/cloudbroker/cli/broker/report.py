@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 import sys
 import time
+from datetime import UTC
 
 import typer
 
 from cloudbroker import plugins
+from cloudbroker.billing import LAG
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _show
 from cloudbroker.cli.output import console, err_console, print_json
@@ -93,6 +95,13 @@ def report_command(
         pairs = ", ".join(f"{name} {quantized(money)}" for name, money in totals.items())
         console.print(f"{title}: {pairs}", markup=False)
     console.print(f"storage: {STORAGE_NOT_COUNTED}", markup=False)
+    for p in spent.placements:
+        if p.billed_as_of is not None:
+            read = p.billed_as_of.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+            covers = "; ".join(sorted(p.billed_covers))
+            console.print(f"{p.placement_id} billed as of {read} ({covers})", markup=False)
+    if any(p.billed is not None for p in spent.placements):
+        console.print(f"billed: {LAG}", markup=False)
     for p in spent.placements:
         if p.unknown:
             console.print(f"{p.placement_id} not priced: {'; '.join(p.unknown)}", markup=False)

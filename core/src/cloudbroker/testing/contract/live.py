@@ -6,6 +6,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
@@ -337,3 +338,32 @@ class LiveChecks:
         in_stock = (AvailabilityStatus.AVAILABLE, AvailabilityStatus.LOW)
         stocked = [f for f in there if f.status in in_stock]
         assert not stocked, f"{place} has no stock, yet reported {stocked[0].status}"
+
+    # -- billed (live, optional) ------------------------------------------------------------
+
+    @_needs("billed")
+    def test_billed_is_what_the_bill_says_and_an_unbilled_instance_is_left_out(
+        self, cb_provider: ProviderUnderTest, cb_live: LiveTarget, cb_emulator: Emulator
+    ):
+        """The emulator's bill (``/_emulator/bill``) for one instance in this billing cycle:
+        the hook answers it, dated and covering the cycle; an instance without a bill (it
+        lags) and one of another provider are left out, never 0."""
+        name = cb_provider.name
+        currency = cb_provider.manager.provider_info(providers=[name]).one().currency
+        now = time.time()
+        cycle = datetime.fromtimestamp(now, UTC).strftime("%Y-%m")
+        billed_id, unbilled_id = "cb-billed-0001", "cb-unbilled-0002"
+        cb_emulator.set_bill(billed_id, cycle, "12.5", currency)
+        cb_emulator.set_bill("cb-not-asked-0003", cycle, "99", currency)
+        refs = [
+            InstanceRef(provider=name, region=cb_live.region, instance_id=billed_id),
+            InstanceRef(provider=name, region=cb_live.region, instance_id=unbilled_id),
+            InstanceRef(provider=f"not-{name}", region=cb_live.region, instance_id=billed_id),
+        ]
+        asked_at = datetime.now(UTC)
+        bills = cb_provider.manager.billed(refs, now - 3600, now, providers=[name]).one()
+        assert [(b.provider, b.instance_id) for b in bills] == [(name, billed_id)], bills
+        bill = bills[0]
+        assert bill.amount.amount == Decimal("12.5") and bill.amount.currency == currency
+        assert asked_at - timedelta(seconds=1) <= bill.as_of <= datetime.now(UTC)
+        assert cycle in bill.covers and bill.source.strip()

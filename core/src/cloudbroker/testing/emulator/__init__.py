@@ -33,6 +33,9 @@ cloudbroker without an account) use:
   "count": N}`` -- only N more launches of the type there (``null``: unlimited again). The
   emulators' stock APIs (availability) answer from the same numbers: 0 is sold out, 1 to
   :data:`LOW_STOCK` is low, unset or more is in stock (:meth:`Emulator.stock_left`).
+* ``POST /_emulator/bill`` with ``{"instance_id": ..., "cycle": "2026-12", "amount": "12.5",
+  "currency": "CNY"}`` -- what the emulated billing API answers for the instance in that
+  billing cycle (``amount`` null: not billed yet, as a bill that lags the spend).
 * ``POST /_emulator/outage`` with ``{"on": true}`` -- the API stops answering (connections are
   dropped; the control API keeps working) until ``{"on": false}``.
 * ``POST /_emulator/reset`` -- forget all instances, faults and stock limits.

@@ -7,11 +7,13 @@ import base64
 import contextlib
 import json
 import logging
+import re
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
+from decimal import Decimal, InvalidOperation
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
@@ -186,6 +188,25 @@ class Emulator:
         with self.state.lock:
             return self.state.quotas.get((region, name), default)
 
+    def set_bill(self, instance_id: str, cycle: str, amount: str | None, currency: str) -> None:
+        """What the emulated billing API answers for ``instance_id`` in the billing cycle
+        ``cycle`` (``YYYY-MM``); None: not billed yet."""
+        if not re.fullmatch(r"\d{4}-\d{2}", cycle):
+            raise ValueError(f"a billing cycle is YYYY-MM, got {cycle!r}")
+        with self.state.lock:
+            if amount is None:
+                self.state.bills.pop((instance_id, cycle), None)
+            else:
+                try:
+                    self.state.bills[(instance_id, cycle)] = (Decimal(amount), currency)
+                except InvalidOperation:
+                    raise ValueError(f"a bill's amount is a number, got {amount!r}") from None
+
+    def bills(self, cycle: str) -> dict[str, tuple[Decimal, str]]:
+        """Instance id -> (amount, currency) billed in ``cycle``, for an emulated bill API."""
+        with self.state.lock:
+            return {i: bill for (i, month), bill in self.state.bills.items() if month == cycle}
+
     def reclaim(self, instance_id: str) -> None:
         """A spot reclaim; refused for an on-demand instance (clouds interrupt only spot)."""
         with self.state.lock:
@@ -202,6 +223,7 @@ class Emulator:
             self.state.log.clear()
             self.state.stock.clear()
             self.state.quotas.clear()
+            self.state.bills.clear()
             self.state.outage = False
 
     def set_stock(self, place: str, instance_type: str, count: int | None) -> None:
@@ -279,6 +301,11 @@ class Emulator:
                     {"region": region, "name": name, "value": value}
                     for (region, name), value in self.state.quotas.items()
                 ]
+            if self.state.bills:
+                found["bills"] = [
+                    {"instance_id": i, "cycle": c, "amount": str(a), "currency": cur}
+                    for (i, c), (a, cur) in self.state.bills.items()
+                ]
             if self.state.outage:
                 found["outage"] = True
             found["listing_lag"] = self.listing_lag
@@ -325,6 +352,14 @@ class Emulator:
                 value = body["value"]
                 self.set_quota(
                     body["region"], body["name"], None if value is None else float(value)
+                )
+            elif request.path == "/_emulator/bill":
+                amount = body["amount"]
+                self.set_bill(
+                    body["instance_id"],
+                    body["cycle"],
+                    None if amount is None else str(amount),
+                    body["currency"],
                 )
             elif request.path == "/_emulator/outage":
                 self.set_outage(bool(body["on"]))

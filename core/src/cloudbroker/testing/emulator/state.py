@@ -6,6 +6,7 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -102,6 +103,9 @@ class State:
         self.outage = False
         #: (region, quota name) -> the account's limit the emulated quota API answers.
         self.quotas: dict[tuple[str, str], float] = {}
+        #: (instance id, billing cycle YYYY-MM) -> (amount, currency) the billing API answers;
+        #: an instance not here is not billed yet (bills lag the spend).
+        self.bills: dict[tuple[str, str], tuple[Decimal, str]] = {}
         self._ids = itertools.count(1)
 
     def new_id(self, prefix: str) -> str:

@@ -20,6 +20,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,10 @@ from cloudbroker.testing.emulator import (
 )
 
 API_VERSION = "2014-05-26"
+#: BSS (the billing API) is another product on its own version; this emulator serves it too.
+BSS_VERSION = "2017-12-14"
+BSS_ACTIONS = ("DescribeInstanceBill",)
+MAX_BILL_RESULTS = 300  # DescribeInstanceBillRequest.max_results: "Maximum value: 300"
 MAX_PAGE_SIZE = 100
 MAX_CLOCK_SKEW_SECONDS = 15 * 60
 
@@ -202,6 +207,7 @@ class AliyunEcsEmulator(Emulator):
             "DescribeInstances": self._describe_instances,
             "DeleteInstances": self._delete_instances,
             "DescribeAccountAttributes": self._describe_account_attributes,
+            "DescribeInstanceBill": self._describe_instance_bill,
         }
 
     def reset(self) -> None:
@@ -332,7 +338,7 @@ class AliyunEcsEmulator(Emulator):
         params = _params(request)
         action = request.header("x-acs-action") or params.get("Action", "")
         version = request.header("x-acs-version") or params.get("Version", "")
-        if version != API_VERSION:
+        if version != (BSS_VERSION if action in BSS_ACTIONS else API_VERSION):
             raise _bad(
                 400, "InvalidVersion", f"Specified parameter Version {version!r} is not valid."
             )
@@ -755,6 +761,42 @@ class AliyunEcsEmulator(Emulator):
             if name in figures
         ]
         return {"AccountAttributeItems": {"AccountAttributeItem": items}}
+
+    def _describe_instance_bill(self, params: dict[str, str]) -> dict[str, Any]:
+        """BSS monthly instance bills from the kit's bills (``/_emulator/bill``), in the
+        answer's shape (SDK ``_describe_instance_bill_response_body.py``): ``Data.Items[]``
+        with ``InstanceID``, ``PretaxAmount``, ``Currency``; ``NextToken`` pages."""
+        cycle = params.get("BillingCycle", "")
+        if not re.fullmatch(r"\d{4}-\d{2}", cycle):
+            raise _bad(400, "InvalidParameter", "BillingCycle is required, format YYYY-MM.")
+        size = int(params.get("MaxResults") or 20)
+        if not 1 <= size <= MAX_BILL_RESULTS:
+            raise _bad(400, "InvalidParameter", "MaxResults from 1 to 300.")
+        token = params.get("NextToken") or "0"
+        if not token.isdigit():
+            raise _bad(400, "InvalidParameter", "NextToken is not valid.")
+        rows = sorted(self.bills(cycle).items())
+        page, after = self.page(rows, int(token), size)
+        items = [
+            {
+                "InstanceID": instance_id,
+                "BillingDate": "",
+                "ProductCode": "ecs",
+                "SubscriptionType": "PayAsYouGo",
+                "PretaxAmount": float(amount),
+                "PretaxGrossAmount": float(amount),
+                "Currency": currency,
+            }
+            for instance_id, (amount, currency) in page
+        ]
+        data = {
+            "BillingCycle": cycle,
+            "Items": items,
+            "MaxResults": size,
+            "NextToken": "" if after is None else str(after),
+            "TotalCount": len(rows),
+        }
+        return {"Code": "Success", "Message": "Successful!", "Success": True, "Data": data}
 
     def _delete_instances(self, params: dict[str, str]) -> dict[str, Any]:
         ids = _indexed(params, "InstanceId")

@@ -26,6 +26,10 @@ speaks EC2 and the Price List API over HTTP:
 * it serves the Service Quotas GetServiceQuota action for EC2's quotas (moto 5 has only VPC
   quotas): the kit's quotas (``POST /_emulator/quota`` with a quota code as ``name``), else
   a generous :data:`DEFAULT_QUOTA`;
+* it serves Cost Explorer's GetCostAndUsageWithResources (moto ``ce`` serves only
+  GetCostAndUsage) from the kit's bills (``POST /_emulator/bill``), each month's bill for the
+  months the TimePeriod touches; :attr:`AwsEmulator.resource_data` False answers
+  DataUnavailableException, as an account that did not opt in to resource-level data;
 * a spot reclaim (``POST /_emulator/reclaim``) terminates the instance inside moto with the
   StateReason EC2 gives an interrupted spot instance. Only the end state is emulated: the
   two-minute notice (instance metadata ``spot/instance-action``, EventBridge) is not visible
@@ -40,6 +44,7 @@ from __future__ import annotations
 import copy
 import http.client
 import time
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -126,6 +131,8 @@ class AwsEmulator(Emulator):
     name = "aws"
     boot_seconds = 0.0  # moto reports an instance running from its first DescribeInstances
     page_size = 100  # GetProducts page size; tests lower it to exercise NextToken paging
+    #: Whether the account opted in to Cost Explorer's resource-level data.
+    resource_data = True
     fault_errors: ClassVar[dict[str, tuple[int, str, str]]] = {
         "throttle": (503, "RequestLimitExceeded", "Request limit exceeded."),
         "server-error": (503, "Unavailable", "The server is overloaded and can't handle it."),
@@ -196,6 +203,8 @@ class AwsEmulator(Emulator):
         self._fail_late_launches()
         if action == "GetServiceQuota":
             return self._service_quota(region, request)
+        if action == "GetCostAndUsageWithResources":
+            return self._cost_with_resources(request)
         if action == "DescribeInstances":
             return self._describe_instances(request)
         if action == "GetProducts":
@@ -295,6 +304,57 @@ class AwsEmulator(Emulator):
             "GlobalQuota": False,
         }
         return Response(200, {"Quota": quota}, content_type=AMZ_JSON)
+
+    def _cost_with_resources(self, request: Request) -> Response:
+        """GetCostAndUsageWithResources from the kit's bills (``/_emulator/bill``), MONTHLY:
+        one ResultsByTime per month of the TimePeriod, a group per RESOURCE_ID asked
+        (botocore ``ce`` 2017-10-25 GetCostAndUsageWithResourcesResponse). Without
+        :attr:`resource_data` (the account did not opt in) DataUnavailableException."""
+        body = request.json()
+        if not self.resource_data:
+            raise ApiError(400, "DataUnavailableException", "Resource-level data is not enabled.")
+        period = body.get("TimePeriod") or {}
+        try:
+            first = date.fromisoformat(period["Start"])
+            after = date.fromisoformat(period["End"])
+        except (KeyError, TypeError, ValueError):
+            raise ApiError(
+                400, "ValidationException", "TimePeriod Start and End are dates."
+            ) from None
+        if first < datetime.now(UTC).date() - timedelta(14) or after <= first:
+            raise ApiError(400, "ValidationException", "The range must be within the last 14 days.")
+        filters = (body.get("Filter") or {}).get("And") or []
+        dims = {
+            f["Dimensions"]["Key"]: f["Dimensions"]["Values"] for f in filters if "Dimensions" in f
+        }
+        if dims.get("SERVICE") != ["Amazon Elastic Compute Cloud - Compute"]:
+            raise ApiError(
+                400,
+                "ValidationException",
+                "SERVICE = Amazon Elastic Compute Cloud - Compute is required.",
+            )
+        wanted = set(dims.get("RESOURCE_ID") or [])
+        results = []
+        month = first.replace(day=1)
+        while month < after:
+            following = (month + timedelta(32)).replace(day=1)
+            bills = self.bills(month.strftime("%Y-%m"))
+            groups = [
+                {"Keys": [resource], "Metrics": {"UnblendedCost": {"Amount": str(a), "Unit": cur}}}
+                for resource, (a, cur) in sorted(bills.items())
+                if not wanted or resource in wanted
+            ]
+            start, end = max(first, month), min(after, following)
+            results.append(
+                {
+                    "TimePeriod": {"Start": start.isoformat(), "End": end.isoformat()},
+                    "Total": {},
+                    "Groups": groups,
+                    "Estimated": True,
+                }
+            )
+            month = following
+        return Response(200, {"ResultsByTime": results}, content_type=AMZ_JSON)
 
     def reset(self) -> None:
         """Forget faults, the launch records and every resource moto holds."""

@@ -119,6 +119,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
         ("GET", r"/v1/(?P<project>[^/]+)/cloudservers/(?P<id>[^/]+)", "ShowServer"),
         ("GET", r"/v1/(?P<project>[^/]+)/jobs/(?P<id>[^/]+)", "ShowJob"),
         ("POST", r"/v2/bills/ratings/on-demand-resources", "ListOnDemandResourceRatings"),
+        ("GET", r"/v2/bills/customer-bills/res-fee-records", "ListCustomerselfResourceRecords"),
     )
 )
 
@@ -182,6 +183,7 @@ class HuaweiEcsEmulator(Emulator):
             "ShowJob": self._show_job,
             "ShowServerLimits": self._show_server_limits,
             "ListOnDemandResourceRatings": self._rate_on_demand,
+            "ListCustomerselfResourceRecords": self._resource_records,
         }
 
     def reset(self) -> None:
@@ -335,6 +337,38 @@ class HuaweiEcsEmulator(Emulator):
             "currency": "CNY",
             "product_rating_results": results,
         }
+
+    def _resource_records(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        """A cycle's fee records from the kit's bills (``/_emulator/bill``), one per server
+        and cycle (``statistic_type`` 1), filtered by ``resource_id`` when given, paged by
+        ``offset``/``limit`` (SDK bss v2 ``ListCustomerselfResourceRecordsRequest``)."""
+        if not request.header("x-domain-id"):
+            raise ApiError(400, "CBC.0100", "Invalid parameter: X-Domain-Id is missing.")
+        query = dict(request.query)
+        cycle = query.get("cycle", "")
+        if not re.fullmatch(r"\d{4}-\d{2}", cycle):
+            raise ApiError(400, "CBC.0100", "Invalid parameter: cycle (YYYY-MM).")
+        offset, limit = int(query.get("offset") or 0), int(query.get("limit") or 10)
+        rows = sorted(self.bills(cycle).items())
+        if "resource_id" in query:
+            rows = [r for r in rows if r[0] == query["resource_id"]]
+        page, _next = self.page(rows, offset, limit)
+        currencies = {currency for _, (_, currency) in rows}
+        records = [
+            {
+                "cycle": cycle,
+                "resource_id": server,
+                "cloud_service_type": "hws.service.type.ec2",
+                "resource_type": "hws.resource.type.vm",
+                "charge_mode": "3",
+                "amount": float(amount),
+                "official_amount": float(amount),
+                "discount_amount": 0.0,
+            }
+            for server, (amount, _currency) in page
+        ]
+        currency = currencies.pop() if len(currencies) == 1 else "CNY"
+        return 200, {"fee_records": records, "total_count": len(rows), "currency": currency}
 
     # -- servers and jobs ------------------------------------------------------------------
 

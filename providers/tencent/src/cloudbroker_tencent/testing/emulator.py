@@ -60,6 +60,10 @@ from cloudbroker.testing.emulator import (
 
 VERSION = "2017-03-12"
 SERVICE = "cvm"
+#: The billing API's actions, served here too: their service and version (SDK
+#: ``tencentcloud/billing/v20180709/billing_client.py`` ``_service``, ``_apiVersion``).
+BILLING = {"DescribeBillResourceSummary": ("billing", "2018-07-09")}
+MAX_BILL_LIMIT = 1000  # DescribeBillResourceSummaryRequest.Limit: "最大值为1000"
 ALGORITHM = "TC3-HMAC-SHA256"
 MAX_CLOCK_SKEW = 300  # seconds; Tencent refuses older (or future) signatures
 INSTANCE_ID = re.compile(r"^ins-[0-9a-z]{8}$")
@@ -273,7 +277,7 @@ class TencentEmulator(Emulator):
         if (
             not hmac.compare_digest(expected, auth["signature"])
             or auth["date"] != day
-            or auth["service"] != SERVICE
+            or auth["service"] != BILLING.get(request.header("x-tc-action"), (SERVICE,))[0]
             or not {"content-type", "host"} <= set(signed)
         ):
             raise _bad(
@@ -286,13 +290,14 @@ class TencentEmulator(Emulator):
         action = request.header("x-tc-action")
         if not action:
             raise _bad("MissingParameter", "The request is missing the X-TC-Action header.")
-        if request.header("x-tc-version") != VERSION:
+        expected = BILLING[action][1] if action in BILLING else VERSION
+        if request.header("x-tc-version") != expected:
             version = request.header("x-tc-version")
-            raise _bad("NoSuchVersion", f"CVM has no API version {version!r}.")
+            raise _bad("NoSuchVersion", f"{action} has no API version {version!r}.")
         return action
 
     def handle(self, action: str, request: Request) -> Response:
-        if action not in ACTIONS:
+        if action not in ACTIONS and action not in BILLING:
             raise _bad("InvalidAction", f"The action {action} does not exist.")
         handler = getattr(self, f"_{action}")
         if request.method != "POST":
@@ -302,7 +307,7 @@ class TencentEmulator(Emulator):
         except ValueError:
             raise _bad("InvalidParameter", "The request body is not JSON.") from None
         region = request.header("x-tc-region")
-        if action != "DescribeRegions" and region not in self._regions():
+        if action != "DescribeRegions" and action not in BILLING and region not in self._regions():
             raise _bad("InvalidRegion.NotFound", f"The region {region!r} does not exist.")
         body = handler(params, region, request)
         return Response(200, {"Response": {**body, "RequestId": request.request_id}})
@@ -310,6 +315,36 @@ class TencentEmulator(Emulator):
     def error(self, error: ApiError, request: Request) -> Response:
         body = {"Error": {"Code": error.code, "Message": error.message}}
         return Response(200, {"Response": {**body, "RequestId": request.request_id}})
+
+    # -- billing ---------------------------------------------------------------------------
+
+    def _DescribeBillResourceSummary(self, params: dict, region: str, _: Request) -> dict:
+        """The month's per-resource bill from the kit's bills (``/_emulator/bill``):
+        ``ResourceSummarySet[]`` with ``ResourceId`` and ``RealTotalCost`` (a string), paged
+        by ``Offset``/``Limit`` (SDK billing v20180709 ``models.py``)."""
+        month = params.get("Month") or ""
+        if not re.fullmatch(r"\d{4}-\d{2}", month):
+            raise _bad("InvalidParameter.Month", "Month is required, format yyyy-mm.")
+        offset, limit = int(params.get("Offset", 0)), int(params.get("Limit", 0))
+        if offset < 0 or not 1 <= limit <= MAX_BILL_LIMIT:
+            raise _bad("InvalidParameter", "Offset from 0, Limit from 1 to 1000.")
+        rows = sorted(self.bills(month).items())
+        page, _next = self.page(rows, offset, limit)
+        found: dict = {
+            "ResourceSummarySet": [
+                {
+                    "ResourceId": resource,
+                    "BusinessCode": "p_cvm",
+                    "BillMonth": month,
+                    "RealTotalCost": str(amount),
+                    "TotalCost": str(amount),
+                }
+                for resource, (amount, _currency) in page
+            ]
+        }
+        if params.get("NeedRecordNum") == 1:
+            found["Total"] = len(rows)
+        return found
 
     # -- catalog ---------------------------------------------------------------------------
 
