@@ -225,6 +225,7 @@ class Emulator:
             self.state.quotas.clear()
             self.state.bills.clear()
             self.state.outage = False
+            self.page_limit = None  # a test's small pages must not leak into the next
 
     def set_stock(self, place: str, instance_type: str, count: int | None) -> None:
         """Only ``count`` more launches of the type in ``place`` (a region or a zone)."""
