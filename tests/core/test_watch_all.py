@@ -177,7 +177,8 @@ def test_a_dead_watchers_placements_are_taken_within_the_ttl(world):
         assert dead.acquire_lease(pid, "dead", TTL)
     died = time.monotonic()
     live = [world.watcher("w1"), world.watcher("w2")]
-    wait_for(lambda: sum(len(r.watcher.owned) for r in live) == 3, what="the three free ones taken")
+    # at least the three free ones (the dead's may already have expired on a busy machine)
+    wait_for(lambda: sum(len(r.watcher.owned) for r in live) >= 3, what="the free ones taken")
     wait_for(
         lambda: set(world.owners()) == set(ids) and "dead" not in world.owners().values(),
         what="the dead watcher's placements taken",
