@@ -6,6 +6,8 @@ same commands on a real pseudo-terminal.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from rich.cells import cell_len
 from support.cli import run_cli
@@ -139,3 +141,40 @@ def test_item2_rows_alike_but_for_a_hidden_column_keep_it():
     apart.add_row("1", "us-east-1", "use1-az1", "x", "1.00")
     apart.add_row("2", "us-west-2", "usw2-az1", "y", "2.00")
     assert [c.key for c in apart.fit(30)] == ["rank", "region", "note", "total"]
+
+
+# -- item 3: shell traps --------------------------------------------------------------------
+
+
+def test_item3_piped_with_stderr_on_a_terminal_uses_the_terminals_width(monkeypatch):
+    from cloudbroker.cli import output
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(output.sys.stdout, "isatty", lambda: False, raising=False)
+    monkeypatch.setattr(output.sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(output.sys.stderr, "fileno", lambda: 2, raising=False)
+    monkeypatch.setattr(output.os, "get_terminal_size", lambda fd: os.terminal_size((80, 24)))
+    assert output.output_width() == 80  # `status | head` in an 80-column terminal
+    monkeypatch.setattr(output.sys.stderr, "isatty", lambda: False, raising=False)
+    assert output.output_width() == 100  # neither is a terminal: as before
+
+
+def test_item3_a_gone_sandbox_is_named_with_the_way_out(clean_env, tmp_path):
+    from cloudbroker.sandbox.env import environment
+
+    where = tmp_path / "sb"  # what `sandbox env` exported, then `sandbox down` removed it
+    env = {**clean_env, **environment(where, {"clouds": {}})}
+    done = run_cli("quote", "--gpu", "A100", env=env)
+    assert done.returncode == 2
+    assert (
+        f"the sandbox at {where} is gone; open a new shell or run "
+        "`eval $(cloudbroker sandbox env --unset)`"
+    ) in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    unset = run_cli("sandbox", "env", "--unset", env=env)
+    assert unset.returncode == 0
+    names = unset.stdout.strip().removeprefix("unset ").split()
+    assert {"CLOUDBROKER_SANDBOX", "CLOUDBROKER_STATE", "CLOUDBROKER_PLUGINS"} <= set(names)
+    assert "AWS_ENDPOINT_URL" in names or any(n.startswith("AWS_") for n in names)
+    left = {k: v for k, v in env.items() if k not in names}
+    assert run_cli("quote", "--gpu", "A100", env=left).returncode == 0  # back to normal
