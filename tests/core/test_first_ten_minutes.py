@@ -178,3 +178,27 @@ def test_item3_a_gone_sandbox_is_named_with_the_way_out(clean_env, tmp_path):
     assert "AWS_ENDPOINT_URL" in names or any(n.startswith("AWS_") for n in names)
     left = {k: v for k, v in env.items() if k not in names}
     assert run_cli("quote", "--gpu", "A100", env=left).returncode == 0  # back to normal
+
+
+# -- items 4 and 7: small things -------------------------------------------------------------
+
+
+def test_item4_a_valid_form_with_a_short_bucket_name_is_not_called_malformed(clean_env):
+    done = run_cli("sync", "aws:a/b", "tencent:ckpt/x", env=clean_env)
+    assert done.returncode == 2 and "malformed" not in done.stderr
+    assert "bucket name 'a' is too short" in done.stderr
+    bad = run_cli("sync", "aws-a/b", "tencent:ckpt/x", env=clean_env)
+    assert "malformed SRC 'aws-a/b'; expected PROVIDER:BUCKET/PATH" in bad.stderr
+
+
+def test_item4_a_currency_without_a_rate_names_the_flag(clean_env):
+    done = run_cli("quote", "--gpu", "A100", "--currency", "EUR", env=clean_env)
+    assert done.returncode == 2 and "--fx EUR=" in done.stderr
+
+
+def test_item7_plugin_new_installs_with_uv_pip(clean_env, tmp_path):
+    done = run_cli("plugin", "new", "acme", "--dir", str(tmp_path), env=clean_env)
+    assert done.returncode == 0, done.stderr
+    assert "&& uv pip install -e '.[test]'" in " ".join(done.stdout.split())
+    readme = next(tmp_path.glob("*/README.md")).read_text()
+    assert "uv pip install -e '.[test]'" in readme and "\npip install" not in readme
