@@ -112,10 +112,12 @@ def test_a_plugin_exiting_at_import_is_reported_and_the_others_load(clean_env, h
 def test_quote_names_a_plugin_that_failed_to_import_as_providers_does(clean_env, hostile_site):
     done = run_cli("quote", "--gpu", "A10", env=clean_env, width=200)
     assert done.returncode == 0, done.stderr
-    assert "failed: exiting: failed to import exiting_cloud_plugin:plugin: SystemExit" in (
-        done.stdout
-    )
+    assert "; failed: exiting;" in done.stdout  # named in the default footer, why with --notes
     assert "aliyun" in done.stdout  # the others' answers are there
+    notes = run_cli("quote", "--gpu", "A10", "--notes", env=clean_env, width=200)
+    assert "failed: exiting: failed to import exiting_cloud_plugin:plugin: SystemExit" in (
+        notes.stdout
+    )
 
 
 # -- config show: redaction by key and by value shape ------------------------------------------

@@ -307,7 +307,7 @@ def rows(stdout: str) -> list[str]:
     return [line for line in stdout.splitlines() if re.match(r"\s*\d+\s+(aws|tencent)\s", line)]
 
 
-T4_AWS = ("quote", "--gpu", "T4", "--provider", "aws", "--region", "us-east-1",
+T4_AWS = ("quote", "--notes", "--gpu", "T4", "--provider", "aws", "--region", "us-east-1",
           "--region", "us-west-2")  # fmt: skip
 
 
@@ -337,7 +337,17 @@ def test_a_provider_whose_api_is_down_is_named_unknown_and_the_quote_still_answe
     from support.cli import run_cli
 
     calls, env = cli_world(monkeypatch, tmp_path)
-    args = ("quote", "--gpu", "T4", "--live", "--region", "us-west-2", "--region", "ap-nanjing")
+    args = (
+        "quote",
+        "--notes",
+        "--gpu",
+        "T4",
+        "--live",
+        "--region",
+        "us-west-2",
+        "--region",
+        "ap-nanjing",
+    )
     done = run_cli(*args, env={**clean_env, **env}, width=160)
     assert done.returncode == 0, done.stderr
     assert "availability unknown: tencent: no answer from CVM (connection refused)" in done.stdout

@@ -167,8 +167,8 @@ def test_a_commitment_is_shown_only_for_a_job_that_lasts_its_term():
 
 def test_quote_shows_a_reservation_only_when_the_job_spans_it_or_it_is_asked_for(clean_env):
     def quote(*args: str):
-        done = run_cli("quote", "--gpu", "A100", "--count", "8", "--provider", "aws", *args,
-                       env=clean_env, width=200)  # fmt: skip
+        done = run_cli("quote", "--notes", "--gpu", "A100", "--count", "8", "--provider", "aws",
+                       *args, env=clean_env, width=200)  # fmt: skip
         assert done.returncode == 0, done.stderr
         return done.stdout
 

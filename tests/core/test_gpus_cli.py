@@ -187,7 +187,7 @@ def test_a100_names_the_a800_sibling(clean_env: dict[str, str]) -> None:
     data = quotes(clean_env, "--gpu", "A100", "--count", "8")
     assert {q["gpu"]["model"] for q in data["quotes"]} <= {"A100-40GB", "A100-80GB"}
     assert data["siblings"] == ["A800-40GB (8 GPUs per instance): aliyun cn-beijing"]
-    shown = run_cli("quote", "--gpu", "A100", "--count", "8", env=clean_env, width=100)
+    shown = run_cli("quote", "--notes", "--gpu", "A100", "--count", "8", env=clean_env, width=100)
     assert "A800-40GB (8 GPUs per instance): aliyun cn-beijing" in shown.stdout
 
 

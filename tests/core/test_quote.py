@@ -329,7 +329,7 @@ def test_a_job_longer_than_the_longest_block_is_refused_with_the_reason():
 
 
 def cli(*args: str, env=None, width: int = 100):
-    return run_cli("quote", *args, env=env, width=width)
+    return run_cli("quote", *args, "--notes", env=env, width=width)
 
 
 def quote_json(env, *args: str) -> dict:

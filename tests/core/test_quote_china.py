@@ -46,7 +46,7 @@ def test_1_aliyun_mainland_to_overseas_goes_by_oss_egress_not_cen(clean_env):
 
 def test_1_the_border_footer_and_explain_name_the_route(clean_env):
     args = ("--gpu", "H20", "--count", "4", "--hours", "336", *FROM_OSS_BEIJING)
-    done = run_cli("quote", *args, env=clean_env, width=300)
+    done = run_cli("quote", "--notes", *args, env=clean_env, width=300)
     assert done.returncode == 0, done.stderr
     assert "crosses the Chinese mainland border" in done.stdout
     shown = run_cli("quote", *args, "--explain", "1", env=clean_env, width=300)
@@ -125,7 +125,7 @@ def test_6_spot_without_checkpoints_longer_than_the_band_mtbi_ranks_after_on_dem
 
 
 def test_6_the_footer_shows_the_spot_rows_date(clean_env):
-    done = run_cli("quote", "--gpu", "A100-80GB", "--count", "8", "--market", "spot",
+    done = run_cli("quote", "--notes", "--gpu", "A100-80GB", "--count", "8", "--market", "spot",
                    "--provider", "aws", env=clean_env, width=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "spot prices as of: aws 2026-" in done.stdout
@@ -146,7 +146,9 @@ def test_11_a_city_matches_every_clouds_region_in_it_and_says_which(clean_env):
 
 
 def test_11_a_code_says_the_same_city_on_other_clouds(clean_env):
-    done = run_cli("quote", "--gpu", "A10", "--region", "cn-beijing", env=clean_env, width=300)
+    done = run_cli(
+        "quote", "--notes", "--gpu", "A10", "--region", "cn-beijing", env=clean_env, width=300
+    )
     assert done.returncode == 0, done.stderr
     assert "region cn-beijing: also in beijing (tencent ap-beijing)" in done.stdout
 
@@ -233,7 +235,7 @@ def test_8_monthly_and_baoyue_are_aliases_of_subscription(clean_env):
 
 
 def no_offer(env, *args: str) -> str:
-    done = run_cli("quote", *args, env=env, width=300)
+    done = run_cli("quote", "--notes", *args, env=env, width=300)
     assert done.returncode != 0 and done.stdout == ""
     assert done.stderr.count("\n") == 1  # one line, no traceback
     return done.stderr

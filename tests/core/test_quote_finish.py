@@ -240,8 +240,8 @@ def test_the_issues_llama2_7b_case_ranks_a_bf16_gpu_first_with_its_hours(clean_e
 
 def test_the_table_shows_hours_and_the_footer_what_was_left_out(clean_env):
     done = run_cli(
-        "quote", "--model", "Llama-2-7B", "--mode", "lora", "--tokens", "2e8", "--gpu", "A100",
-        "--deadline", "2h", env=clean_env, width=120,
+        "quote", "--notes", "--model", "Llama-2-7B", "--mode", "lora", "--tokens", "2e8",
+        "--gpu", "A100", "--deadline", "2h", env=clean_env, width=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "hours" in done.stdout.splitlines()[1]

@@ -75,17 +75,19 @@ def test_the_footer_counts_offers_apart_from_rows_when_zones_fold(clean_env):
         f"{parsed['matched']} matching offers; showing {offers} ranked in {rows} rows (the "
         f"zones of one price share a row) and {unpriced} unpriced"
     )
-    table = run_cli("quote", "--gpu", "H100", "--count", "8", env=clean_env, width=100)
+    table = run_cli("quote", "--notes", "--gpu", "H100", "--count", "8", env=clean_env, width=100)
     footer = " ".join(table.stdout.split())
     assert said in footer and ", ;" not in footer
 
 
 def test_the_spot_notice_the_terms_declare_is_in_the_quote(clean_env):
-    result = run_cli("quote", "--gpu", "T4", "--market", "spot", env=clean_env, width=200)
+    result = run_cli(
+        "quote", "--notes", "--gpu", "T4", "--market", "spot", env=clean_env, width=200
+    )
     assert result.returncode == 0, result.stderr
     assert "spot notice before a reclaim (the providers' terms): aliyun 300 s, aws 120 s" in (
         result.stdout
     )
-    on_demand = run_cli("quote", "--gpu", "T4", env=clean_env, width=200)
+    on_demand = run_cli("quote", "--notes", "--gpu", "T4", env=clean_env, width=200)
     assert "spot notice" not in on_demand.stdout
     assert Market.SPOT.value == "spot"

@@ -203,8 +203,8 @@ _SRC = Source(name="t", as_of=date(2026, 11, 29))
 
 
 def quote(env, *args: str, gpu: str = "A100", count: str = "8"):
-    return run_cli("quote", "--gpu", gpu, "--count", count, "--market", "spot", *args, env=env,
-                   width=200)  # fmt: skip
+    return run_cli("quote", "--gpu", gpu, "--count", count, "--market", "spot", "--notes", *args,
+                   env=env, width=200)  # fmt: skip
 
 
 def by_rank(data: dict) -> dict[int, tuple[dict, dict]]:

@@ -57,3 +57,45 @@ def test_quote_on_a_terminal_fits_its_width_and_cuts_nothing(clean_env, columns)
     for offer in data["quotes"]:
         assert f" {amount(Decimal(offer['total']['amount']))}" in screen
         assert offer["instance_type"] in screen
+
+
+# -- issue 33, item 2: the first ten minutes' screens at 80 and 120 columns ----------------
+# (``status`` and ``watch`` are not rendered here: they need a sandbox)
+
+#: command -> what must be on the screen whatever its width (the figure it exists to answer)
+SCREENS = {
+    "quote": (("quote", "--gpu", "A100"), ("total", "per GPU-h", "--notes shows")),
+    "quote --model": (
+        ("quote", "--model", "llama-3-70b", "--mode", "lora", "--batch", "8", "--seq", "4096",
+         "--hours", "10"),
+        ("GPUs", "8x H200 141GB", "8x B200"),
+    ),
+    "quote --market any with spot risk": (
+        ("quote", "--gpu", "A100", "--count", "8", "--hours", "200", "--market", "any",
+         "--interruptions-per-day", "1", "--checkpoint-minutes", "5", "--utilization", "0.6"),
+        ("Spot risk", "checkpoint every", "1.94 h", "1,378.25"),
+    ),
+    "tco": (
+        ("tco", "--gpu", "A100", "--count", "8", "--years", "3", "--utilization", "0.3"),
+        ("█", "on-prem above 45.7%", "4.18"),
+    ),
+    "size": (("size", "--model", "Llama-3-70B"), ("1196.15",)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("name", SCREENS)
+def test_each_screen_fits_and_keeps_what_it_answers(clean_env, name, columns):
+    env = {k: v for k, v in clean_env.items() if k not in ("COLUMNS", "LINES")}
+    argv, needed = SCREENS[name]
+    screen = on_terminal(columns, argv, env)
+    lines = screen.rstrip("\n").splitlines()
+    assert not [line for line in lines if cell_len(line) > columns]
+    assert "…" not in screen
+    for figure in needed:
+        assert figure in screen, figure
+    if name == "quote" and columns == 80:
+        assert len(lines) <= 20, len(lines)
+    dropped = [line for line in lines if "not shown" in line or "hidden:" in line]
+    if columns == 80 and name != "size":
+        assert dropped  # whatever is left out is named

@@ -7,6 +7,7 @@ which imports neither typer nor pydantic.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     paths (a plain quote from the compiled catalog index, a help page from the cache);
     ``main(argv)`` of an embedder or a test always parses with typer.
     """
+    _refuse_a_gone_sandbox(sys.argv[1:] if argv is None else argv)
     if argv is None:
         from cloudbroker.cli import fast
 
@@ -65,6 +67,23 @@ def main(argv: list[str] | None = None) -> None:
             _full(argv)
         return
     _full(argv)
+
+
+def _refuse_a_gone_sandbox(args: list[str]) -> None:
+    """After ``sandbox down`` the shell still points at the sandbox: every command but
+    ``sandbox ...`` (which starts a new one or unsets it) says so instead of failing later
+    with "connection refused"."""
+    if not os.environ.get("CLOUDBROKER_SANDBOX") or args[:1] == ["sandbox"]:
+        return
+    from cloudbroker.sandbox.env import gone
+
+    where = gone(dict(os.environ))
+    if where is not None:
+        fail(
+            f"the sandbox at {where} is gone; open a new shell or run "
+            "`eval $(cloudbroker sandbox env --unset)`",
+            2,
+        )
 
 
 def _stop_cleanly_while_starting() -> None:

@@ -66,7 +66,67 @@ def _wanted(job: Job, c: CommitmentSettings) -> bool:
     return c.every_term or set(job.markets) == set(Market)
 
 
-def print_sections(
+@dataclass(frozen=True)
+class Asked:
+    """Which "rent how?" sections print: those asked for by their options, or all (--notes)."""
+
+    spot: bool
+    commitments: bool
+
+
+@dataclass(frozen=True)
+class Sections:
+    """The "rent how?" sections of a quote, computed once: spot risk for the ranked spot
+    offers; the commitments this job spans, or all asked for."""
+
+    rows: list[SpotCost]
+    settings: SpotSettings
+    job: Job
+    result: QuoteResult
+    use: CommitmentSettings
+    report: commitments.CommitmentReport | None
+
+    def lines_hidden(self, asked: Asked) -> int:
+        """How many sections a quote without --notes leaves out (its footer says so)."""
+        return (bool(self.rows) and not asked.spot) + (
+            self.report is not None and not self._commitments(asked)
+        )
+
+    def _commitments(self, asked: Asked) -> bool:
+        """Asked for, or a published term this job spans (then it is part of the answer)."""
+        if self.report is None:
+            return False
+        spanned, _ = self.report.for_job(self.job.hours, self.use.every_term)
+        return asked.commitments or bool(spanned)
+
+    def print(self, asked: Asked, *, wide: bool = False) -> None:
+        if self.rows and asked.spot:
+            s = self.settings
+            must = ("checkpoint",) if s.checkpoint_minutes is not None else ()
+            table = _spot_table(self.rows, s, self.job.currency)
+            hidden = show(console, table, wide=wide, must=must)
+            if hidden:
+                names = ", ".join(c.header for c in hidden)
+                console.print(
+                    f"not shown at {console.width} columns: {names}; --wide shows every column",
+                    markup=False,
+                )
+            for note in _spot_notes(self.rows, self.result):
+                console.print(note, markup=False)
+        if self.report is None or not self._commitments(asked):
+            return
+        c, job = self.use, self.job
+        shown, hidden_terms = self.report.for_job(job.hours, c.every_term)
+        if shown:
+            show(console, _commitment_table(shown, job, c.utilization), wide=wide)
+        if hidden_terms:
+            console.print(_hidden_note(hidden_terms, job, c.utilization), markup=False)
+        if shown or not hidden_terms:
+            for note in _commitment_notes(shown, self.report):
+                console.print(note, markup=False)
+
+
+def sections(
     pm: PluginManager,
     job: Job,
     result: QuoteResult,
@@ -74,24 +134,11 @@ def print_sections(
     s: SpotSettings,
     c: CommitmentSettings,
     catalogs: Catalogs | None = None,
-) -> None:
-    """Spot risk for the ranked spot offers; the commitments this job spans, or all asked for."""
+) -> Sections:
+    """The sections of this quote (commitments only for ``--market any`` or --commitments)."""
     rows = spot_risk.spot_costs(pm, job, result, fx, s)
-    if rows:
-        show(console, _spot_table(rows, s, job.currency))
-        for note in _spot_notes(rows, result):
-            console.print(note, markup=False)
-    if not _wanted(job, c):
-        return
-    report = commitments.report(pm, job, fx, c.utilization, catalogs)
-    shown, hidden = report.for_job(job.hours, c.every_term)
-    if shown:
-        show(console, _commitment_table(shown, job, c.utilization))
-    if hidden:
-        console.print(_hidden_note(hidden, job, c.utilization), markup=False)
-    if shown or not hidden:
-        for note in _commitment_notes(shown, report):
-            console.print(note, markup=False)
+    report = commitments.report(pm, job, fx, c.utilization, catalogs) if _wanted(job, c) else None
+    return Sections(rows, s, job, result, c, report)
 
 
 def _explain_rate(cost: SpotCost, s: SpotSettings) -> str:

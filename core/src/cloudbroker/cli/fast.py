@@ -36,7 +36,7 @@ VALUES: dict[str, tuple[str, options.Kind | None, bool]] = {
     "--columns": ("columns", None, False),
 }
 #: Flags: option -> parameter.
-FLAGS = {"--wide": "wide"}
+FLAGS = {"--wide": "wide", "--notes": "notes"}
 #: The typer command's defaults of these parameters (parsed by their kinds, as typer does).
 DEFAULTS: dict[str, Any] = {
     "gpu": None,
@@ -51,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "rank": "complete",
     "columns": None,
     "wide": False,
+    "notes": False,
 }
 
 
@@ -193,5 +194,5 @@ def serve(argv: list[str]) -> bool:
     from cloudbroker.cli.output import console, output_width
 
     console.width = output_width()
-    _print_table(result, wide=values["wide"], keys=keys)  # type: ignore[arg-type]
+    _print_table(result, wide=values["wide"], keys=keys, notes=values["notes"])  # type: ignore[arg-type]
     return True

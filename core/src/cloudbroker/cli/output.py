@@ -15,11 +15,19 @@ DEFAULT_WIDTH = 100  # neither a terminal nor COLUMNS says how wide (piped to a 
 
 
 def output_width() -> int:
-    """The width tables must fit: the terminal's, else ``COLUMNS`` (piped), else 100."""
+    """The width tables must fit: the terminal's, else ``COLUMNS`` (piped), else the width of
+    the terminal stderr is on (``status | head`` in a terminal), else 100."""
     if sys.stdout.isatty():
         return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
     columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) > 0 else DEFAULT_WIDTH
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if sys.stderr.isatty():
+            return os.get_terminal_size(sys.stderr.fileno()).columns or DEFAULT_WIDTH
+    except (OSError, ValueError):  # no real descriptor (captured), or not a terminal after all
+        pass
+    return DEFAULT_WIDTH
 
 
 console = Console(highlight=False, emoji=False, width=output_width())

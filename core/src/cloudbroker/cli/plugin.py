@@ -27,7 +27,7 @@ def new(
     target = new_plugin(name, directory)
     console.print(f"created {target}", markup=False)
     console.print(
-        f"next: cd {target} && pip install -e '.[test]' && python -m pytest; then fill in "
+        f"next: cd {target} && uv pip install -e '.[test]' && python -m pytest; then fill in "
         "src/*/data/ and the API (README.md of the plugin, docs/plugins.md)",
         markup=False,
     )

@@ -161,11 +161,14 @@ def quote_command(
     columns: str = typer.Option(
         None, "--columns", help="Only these columns, e.g. rank,provider,total."
     ),
+    notes: bool = typer.Option(
+        False, "--notes", help="Every footer note, and the spot-risk and commitment sections."
+    ),
     explain: int | None = options.option(
         options.OFFERS, None, "--explain", help="Every line of quote N with sources."
     ),
-    utilization: Decimal = options.option(
-        options.SHARE, "1", "--utilization", help="Commitments: term use."
+    utilization: Decimal | None = options.option(
+        options.SHARE, None, "--utilization", help="Commitments: term use (1)."
     ),
     show_commitments: bool = typer.Option(
         False, "--commitments", help="Also commitments whose term outlasts the job."
@@ -217,7 +220,14 @@ def quote_command(
         spot_checkpoint_minutes=risk.checkpoint_minutes,
         spot_interruptions_per_day=risk.interruptions_per_day,
     )
-    use = economics.commitment_settings(utilization, show_commitments)
+    use = economics.commitment_settings(
+        Decimal(1) if utilization is None else utilization, show_commitments
+    )
+    asked = economics.Asked(  # sections asked for by their own options print without --notes
+        spot=notes
+        or any(v is not None for v in (interruptions, restart_minutes, checkpoint_minutes)),
+        commitments=notes or show_commitments or utilization is not None,
+    )
     pm = plugins.load()
     catalogs = read_catalogs(pm, job)  # read once: the quote and its sections
     catalog_index.save(pm, catalogs)  # the next plain quote reads these answers (cli.fast)
@@ -239,11 +249,21 @@ def quote_command(
         _explain(result.quotes[explain - 1])
         economics.explain(pm, result.quotes[explain - 1], job, result, table, risk)
         return
+    fits = [
+        f"{model} fits {n}x {gpu_model} with {how}"
+        for (gpu_model, n), how in sorted(sized.items())
+        if (gpu_model, n) in {(q.gpu.model, q.gpu.count) for q in result.quotes}
+    ]
+    sections = economics.sections(pm, job, result, table, risk, use, catalogs)
     _print_table(
-        result, wide=wide, keys=[k.strip() for k in columns.split(",")] if columns else None
+        result,
+        wide=wide,
+        keys=[k.strip() for k in columns.split(",")] if columns else None,
+        notes=notes,
+        must=("gpus",) if sized else (),  # a sized quote answers which GPUs the job fits on
+        more=(0 if notes else len(fits)) + sections.lines_hidden(asked),
     )
-    economics.print_sections(pm, job, result, table, risk, use, catalogs)
-    shown = {(q.gpu.model, q.gpu.count) for q in result.quotes}
-    for (gpu_model, n), how in sorted(sized.items()):
-        if (gpu_model, n) in shown:
-            console.print(f"{model} fits {n}x {gpu_model} with {how}", markup=False)
+    sections.print(asked, wide=wide)
+    if notes:
+        for line in fits:
+            console.print(line, markup=False)

@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from cloudbroker.cli.output import console, field
@@ -22,14 +23,14 @@ CAUTION = "*"  # the marker of a price whose source is old or second-hand, as in
 
 COLUMNS = (
     Column("rank", "#", 0, "right"),
-    Column("provider", "provider", 1),
-    Column("region", "region (zones)", 3),
-    Column("zones", "zones", 99),
-    Column("instance", "instance type", 2),
-    Column("gpus", "GPUs", 4),
+    Column("provider", "provider", 1, tells_apart=True),
+    Column("region", "region (zones)", 3, tells_apart=True),
+    Column("zones", "zones", 99, tells_apart=True),
+    Column("instance", "instance type", 2, tells_apart=True),
+    Column("gpus", "GPUs", 4, tells_apart=True),
     Column("vcpus", "vCPUs", 99, "right"),
     Column("memory", "memory GiB", 99, "right"),
-    Column("market", "market", 5),
+    Column("market", "market", 5, tells_apart=True),
     Column("availability", "availability", 2),  # quote --live only
     Column("hourly", "hourly", 7, "right"),
     Column("billed", "billed h", 99, "right"),
@@ -46,6 +47,7 @@ COLUMNS = (
 )
 WIDE_ONLY = {"zones", "vcpus", "memory", "billed", "compute"}
 WORK_ONLY = {"to-finish", "finish"}
+WHAT = {"gpus", "market"}  # what an offer sells: kept whenever it differs between rows
 AT_RISK = "~"  # after the hours of an offer whose slow estimate misses the deadline
 HIDDEN_COSTS = {  # shown by default when not zero for a shown offer
     "uplift": ("minimum-uplift",),
@@ -206,6 +208,16 @@ def _default(column: Column, quotes: tuple[Quote, ...]) -> bool:
     )  # fmt: skip
 
 
+def _alike_but_zones(quotes: tuple[Quote, ...]) -> bool:
+    """Whether two rows name the same offer but for their zones (the region cell counts them,
+    the zones column is --wide only): then a row of one zone names it in its region cell."""
+    naming = [c.key for c in COLUMNS if c.tells_apart and c.key != "zones"]
+    rows = [_row(q) for q in quotes]
+    return len({tuple(r[k] for k in naming) for r in rows}) < len(
+        {tuple(r[k] for k in (*naming, "zones")) for r in rows}
+    )
+
+
 def _table(result: QuoteResult, *, every: bool) -> FitTable:
     """Every column if ``every`` (--wide, --columns), else those of the default view."""
     quotes = (*result.quotes, *result.unpriced)
@@ -219,24 +231,121 @@ def _table(result: QuoteResult, *, every: bool) -> FitTable:
     ]
     table = FitTable(columns, title=f"GPU offers, totals in {result.currency}")
     rows = [_row(q) for q in quotes]
+    if not every and _alike_but_zones(quotes):  # one zone each: named where the count was
+        for q, r in zip(quotes, rows, strict=True):
+            if q.zone and not q.other_zones:
+                r["region"] = f"{q.region} {q.zone}"
     for r in rows:
         table.add_row(*(r[c.key] for c in columns))
     return table
 
 
-def _print_table(result: QuoteResult, *, wide: bool, keys: list[str] | None) -> None:
-    """The table fitted to the screen, then the footer, each note wrapped to the width."""
+def _print_table(
+    result: QuoteResult,
+    *,
+    wide: bool,
+    keys: list[str] | None,
+    notes: bool = False,
+    must: tuple[str, ...] = (),
+    more: int = 0,
+) -> None:
+    """The table fitted to the screen, then its footer: every note wrapped to the width with
+    ``notes`` (--notes), else at most three one-line notes (:func:`brief`). ``must``: the
+    columns the command exists to answer (GPUs of a sized quote); ``more``: lines of the
+    "rent how?" sections that only --notes prints."""
     table = _table(result, every=wide or bool(keys))
-    hidden = show(console, table, wide=wide, keys=keys)
-    notes = _footer(result)
+    # what is bought: GPUs and market are kept whenever they differ between rows
+    must = (*must, *(c.key for c in table.columns if c.key in WHAT and len(table.values(c)) > 1))
+    hidden = show(console, table, wide=wide, keys=keys, must=must)
+    if not notes:
+        for line in brief(result, table, hidden, console.width, more):
+            console.print(line, markup=False, soft_wrap=True)
+        return
+    footer = _footer(result)
     if hidden:
         names = ", ".join(
             c.header if table.same(c) is None else f"{c.header} ({table.same(c)} for all)"
             for c in hidden
         )
-        notes.append(f"not shown at {console.width} columns: {names}; --wide shows every column")
-    for note in notes:
+        footer.append(f"not shown at {console.width} columns: {names}; --wide shows every column")
+    for note in footer:
         console.print(note, markup=False)
+
+
+MARKERS = (  # what each marker means, in a few words (the --notes footer says it at length)
+    ("≥", "a lower bound"),
+    ("~", "a bounded range"),
+    ("⚑", "a data-quality flag"),
+    (CAUTION, "check the price (old or second-hand)"),
+)
+
+
+def brief(
+    result: QuoteResult, table: FitTable, hidden: list[Column], width: int, more: int = 0
+) -> list[str | Text]:
+    """The default footer, at most three lines each within ``width``: what the markers shown
+    mean, the dates of the prices, and what was left out (and which flag shows it)."""
+    lines: list[str | Text] = []
+    quotes = (*result.quotes, *result.unpriced)
+    shown = "".join(_markers(q) for q in quotes)
+    at_risk = any(getattr(getattr(q, "finish", None), "at_risk", False) for q in result.quotes)
+    said = [f"{m} {what}" for m, what in MARKERS if m in shown]
+    if at_risk:
+        said.append(f"hours{AT_RISK}: may miss the deadline")
+    if said:
+        lines.append(_fitting(width, "; ".join(said) + "; --explain N says why", "; ".join(said)))
+    lines.append(_fitting(width, *_dates_line(result)))
+    lines.append(_left_out(result, table, hidden, width, more))
+    return lines
+
+
+def _dates_line(result: QuoteResult) -> tuple[str, ...]:
+    """The catalogs' dates, grouped by date (and the exchange rates'), longest form first."""
+    by_date: dict[str, list[str]] = {}
+    for provider, day in sorted(result.catalogs.items()):
+        by_date.setdefault(day.isoformat(), []).append(provider)
+    catalogs = "; ".join(f"{d} ({', '.join(ps)})" for d, ps in sorted(by_date.items()))
+    dates = ", ".join(sorted(by_date))
+    fx = sorted({rate.as_of.isoformat() for rate in result.fx})
+    rates = f"; fx rates of {', '.join(fx)}" if fx else ""
+    return f"prices: catalogs of {catalogs}{rates}", f"catalogs of {dates}{rates}"
+
+
+def _left_out(
+    result: QuoteResult, table: FitTable, hidden: list[Column], width: int, more: int
+) -> str | Text:
+    """How many offers are shown, what was not (columns, failed providers) and the flags
+    that show the rest; shortened until it fits, the flags kept."""
+    offers = sum(1 + len(q.other_zones) for q in result.quotes)
+    unpriced = sum(1 + len(q.other_zones) for q in result.unpriced)
+    failed = sorted(result.failures)
+    if result.live:
+        failed += [f"{p} availability" for p in sorted(result.live.unknown)]
+    notes = len(_footer(result)) + more
+
+    def said(columns: str, short: bool = False) -> str:
+        count = (
+            f"{offers}/{result.matched} offers" if short else f"{offers} of {result.matched} offers"
+        )
+        count += f" (+{unpriced} unpriced)" if unpriced else ""
+        cut = f"; {'hidden' if short else 'not shown'}: {columns} (--wide)" if columns else ""
+        broken = f"; failed: {', '.join(failed)}" if failed else ""
+        flags = f"; --notes{':' if short else ' shows'} {notes} more" if notes else ""
+        return f"{count}{cut}{broken}{flags}"
+
+    full = ", ".join(
+        c.header if table.same(c) is None else f"{c.header} ({table.same(c)} for all)"
+        for c in hidden
+    )
+    names = ", ".join(c.header for c in hidden)
+    forms = (said(full), said(names), said(names, True), said(f"{len(hidden)} columns", True))
+    text = _fitting(width, *forms)
+    return Text(text, style="red") if failed else text
+
+
+def _fitting(width: int, *forms: str) -> str:
+    """The first form that fits ``width`` (the last one, the shortest, if none does)."""
+    return next((f for f in forms if cell_len(f) <= width), forms[-1])
 
 
 def _footer(result: QuoteResult) -> list[str | Text]:

@@ -60,10 +60,21 @@ def up(
 
 
 @sandbox_app.command("env")
-def env(directory: str | None = DIR, json_output: bool = typer.Option(False, "--json")) -> None:
+def env(
+    directory: str | None = DIR,
+    json_output: bool = typer.Option(False, "--json"),
+    unset: bool = typer.Option(
+        False, "--unset", help="Print `unset` lines instead: back to your own clouds."
+    ),
+) -> None:
     """Print the environment (``export`` lines) that points cloudbroker at the sandbox."""
-    from cloudbroker.sandbox.env import read_info, sandbox_dir
+    import os
 
+    from cloudbroker.sandbox.env import read_info, sandbox_dir, unset_lines
+
+    if unset:
+        sys.stdout.write(unset_lines(dict(os.environ)))
+        return
     where = sandbox_dir(directory)
     _env_output(where, read_info(where), json_output)
 

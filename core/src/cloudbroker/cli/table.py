@@ -36,6 +36,9 @@ class Column:
     #: Its value explains another (a minimum uplift, the total): kept by its priority even
     #: when every row has the same value, which otherwise makes a column the first left out.
     explains: bool = False
+    #: It names what a row is (provider, region, zone, instance, GPUs, market): when rows
+    #: would look alike without it, it is kept whatever its priority (:meth:`FitTable.fit`).
+    tells_apart: bool = False
 
 
 def amount(value: Decimal, places: int = 2) -> str:
@@ -66,19 +69,30 @@ class FitTable:
         widths = [self._width(self.columns.index(c)) for c in columns]
         return sum(widths) + GAP * max(len(widths) - 1, 0)
 
+    def values(self, column: Column) -> set[str]:
+        """The values of a column over every row."""
+        return {row[self.columns.index(column)] for row in self.rows}
+
     def same(self, column: Column) -> str | None:
         """The one value of a column that is the same on every row (of two or more)."""
         values = {row[self.columns.index(column)] for row in self.rows}
         return values.pop() if len(values) == 1 and len(self.rows) > 1 else None
 
-    def fit(self, width: int) -> list[Column]:
+    def fit(self, width: int, must: Iterable[str] = ()) -> list[Column]:
         """The columns shown at ``width``, in table order (always-shown ones even if too wide).
 
-        A column with the same value on every row tells least, so it is the first left out
-        (unless it ``explains`` another).
+        Kept whatever the width: priority 0, the keys in ``must`` (what the command exists to
+        answer), and the ``tells_apart`` columns without which two different rows would look
+        alike. A column with the same value on every row tells least, so it is the first left
+        out (unless it ``explains`` another).
         """
-        kept = [c for c in self.columns if c.priority == 0]
-        optional = [c for c in self.columns if c.priority]
+        named = set(must)  # on a screen too narrow for them all, the least important go
+        kept = [c for c in self.columns if c.priority == 0 or c.key in named]
+        kept += self._apart(kept)
+        while self.width(kept) > width and any(c.priority for c in kept):
+            # only a screen narrower than these: the least important goes (and is named)
+            kept.remove(max((c for c in kept if c.priority), key=lambda c: c.priority))
+        optional = [c for c in self.columns if c not in kept]
 
         def order(c: Column) -> tuple[bool, int]:
             return (self.same(c) is not None and not c.explains, c.priority)
@@ -87,6 +101,25 @@ class FitTable:
             if self.width([*kept, column]) <= width:
                 kept.append(column)
         return [c for c in self.columns if c in kept]
+
+    def _apart(self, kept: list[Column]) -> list[Column]:
+        """The fewest ``tells_apart`` columns (most important first) that, added to ``kept``,
+        leave no two rows alike that differ in some ``tells_apart`` column."""
+        naming = [c for c in self.columns if c.tells_apart]
+
+        def groups(columns: list[Column]) -> int:
+            at = [self.columns.index(c) for c in columns if c.tells_apart]
+            return len({tuple(row[i] for i in at) for row in self.rows})
+
+        added: list[Column] = []
+        whole = groups(naming)
+        while groups([*kept, *added]) < whole:
+            best = max(
+                (c for c in naming if c not in kept and c not in added),
+                key=lambda c: (groups([*kept, *added, c]), -c.priority),
+            )
+            added.append(best)
+        return added
 
     def pick(self, keys: Sequence[str]) -> list[Column]:
         """The columns named by ``keys``, in that order."""
@@ -115,9 +148,15 @@ class FitTable:
 
 
 def show(
-    console: Console, table: FitTable, *, wide: bool = False, keys: Sequence[str] | None = None
+    console: Console,
+    table: FitTable,
+    *,
+    wide: bool = False,
+    keys: Sequence[str] | None = None,
+    must: Iterable[str] = (),
 ) -> list[Column]:
-    """Print ``table`` to fit ``console`` (every column if ``wide``, or those ``keys`` name).
+    """Print ``table`` to fit ``console`` (every column if ``wide``, or those ``keys`` name;
+    ``must``: the columns kept whatever the width, see :meth:`FitTable.fit`).
 
     Returns the columns left out to fit, so that the caller can say how to see them.
     """
@@ -126,7 +165,7 @@ def show(
     elif wide:
         shown = table.columns
     else:
-        shown = table.fit(console.width)
+        shown = table.fit(console.width, must)
     with _at_least(console, table.width(shown)):
         console.print(table.render(shown))
     return [c for c in table.columns if c not in shown]

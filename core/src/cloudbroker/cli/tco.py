@@ -154,7 +154,8 @@ def _print_chart(rows: list[tco.Row], currency: str, utilization: Decimal) -> No
             fit.add_row(*(cell[c.key] for c in columns))
         return fit
 
-    shown = table(list(CHART)).fit(console.width)
+    # the chart is what tco exists to show: room for the bars is kept before optional columns
+    shown = table(list(CHART)).fit(console.width - GAP - MIN_BAR)
     room = min(BAR_WIDTH, console.width - table(shown).width(shown) - GAP)
     if room >= MIN_BAR:
         values = [r.per_useful_gpu_hour.amount for r in rows if r.per_useful_gpu_hour]
@@ -166,6 +167,8 @@ def _print_chart(rows: list[tco.Row], currency: str, utilization: Decimal) -> No
         shown = [*shown, BAR]
     show(console, table(shown), keys=[c.key for c in shown])
     hidden = [c.header.replace("\n", " ") for c in CHART if c not in shown]
+    if BAR not in shown:  # only on a screen too narrow for the always-shown columns and a bar
+        hidden.append("bar chart")
     if hidden:
         console.print(f"not shown at {console.width} columns: {', '.join(hidden)}", markup=False)
 

@@ -23,9 +23,16 @@ def parse_bucket(text: str, what: str) -> BucketRef:
     """``PROVIDER:BUCKET/PATH`` -> BucketRef; UsageError naming the option otherwise."""
     provider, sep, rest = text.partition(":")
     bucket, _, path = rest.partition("/")
-    if not sep or not provider or len(bucket) < 3:
+    if not sep or not provider or not bucket:
         raise UsageError(
             f"malformed {what} {text!r}; expected PROVIDER:BUCKET/PATH, e.g. aliyun:ckpt-bj/run1"
+        )
+    if len(bucket) < 3:  # the form is right; the name is not one a cloud accepts
+        # 3 to 63 characters: S3 https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
+        # and OSS https://www.alibabacloud.com/help/en/oss/user-guide/bucket-naming-conventions
+        raise UsageError(
+            f"{what} {text!r}: bucket name {bucket!r} is too short; bucket names have at "
+            "least 3 characters, e.g. aliyun:ckpt-bj/run1"
         )
     return BucketRef(provider=provider, bucket=bucket, path=path.strip("/"))
 

@@ -128,3 +128,26 @@ def shell_exports(env: dict[str, str]) -> str:
     lines = [f"unset {' '.join(UNSET)}"]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     return "\n".join(lines) + "\n"
+
+
+def gone(env: dict[str, str]) -> Path | None:
+    """The sandbox directory ``env`` was pointed at by ``sandbox env`` (its state store is the
+    sandbox's) when no sandbox is recorded there any more (``sandbox down``, a reboot)."""
+    where = env.get(DIR_ENV, "").strip()
+    if not where or env.get("CLOUDBROKER_STATE") != str(Path(where) / "state.sqlite3"):
+        return None
+    return None if info_path(Path(where)).exists() else Path(where)
+
+
+def unset_lines(env: dict[str, str]) -> str:
+    """``unset`` of what ``sandbox env`` exported: its fixed variables, every built-in cloud's,
+    and any other whose value points into the sandbox directory (a plugin cloud's paths)."""
+    from cloudbroker.sandbox.clouds import CLOUDS
+
+    names = set(environment(Path(env.get(DIR_ENV) or default_dir()), {"clouds": {}}))
+    for cloud in CLOUDS:
+        names |= set(cloud.env("", "", "", ""))
+    where = env.get(DIR_ENV, "").strip()
+    if where:
+        names |= {k for k, v in env.items() if v.startswith(where)}
+    return f"unset {' '.join(sorted(names))}\n"
