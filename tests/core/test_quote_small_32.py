@@ -78,6 +78,8 @@ def test_the_footer_counts_offers_apart_from_rows_when_zones_fold(clean_env):
     table = run_cli("quote", "--notes", "--gpu", "H100", "--count", "8", env=clean_env, width=100)
     footer = " ".join(table.stdout.split())
     assert said in footer and ", ;" not in footer
+    brief = run_cli("quote", "--gpu", "H100", "--count", "8", env=clean_env, width=120)
+    assert f"{offers} of {parsed['matched']} offers in {rows} rows" in brief.stdout
 
 
 def test_the_spot_notice_the_terms_declare_is_in_the_quote(clean_env):

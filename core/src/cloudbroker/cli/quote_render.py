@@ -317,15 +317,19 @@ def _left_out(
     """How many offers are shown, what was not (columns, failed providers) and the flags
     that show the rest; shortened until it fits, the flags kept."""
     offers = sum(1 + len(q.other_zones) for q in result.quotes)
+    # the zones of one price share a row: say so, or "20 of 33" reads wrong beside 10 rows
+    rows = f" in {len(result.quotes)} rows" if offers != len(result.quotes) else ""
     unpriced = sum(1 + len(q.other_zones) for q in result.unpriced)
     failed = sorted(result.failures)
     if result.live:
         failed += [f"{p} availability" for p in sorted(result.live.unknown)]
     notes = len(_footer(result)) + more
 
-    def said(columns: str, short: bool = False) -> str:
+    def said(columns: str, short: bool = False, in_rows: bool = True) -> str:
         count = (
-            f"{offers}/{result.matched} offers" if short else f"{offers} of {result.matched} offers"
+            f"{offers}/{result.matched} offers"
+            if short
+            else f"{offers} of {result.matched} offers{rows if in_rows else ''}"
         )
         count += f" (+{unpriced} unpriced)" if unpriced else ""
         cut = f"; {'hidden' if short else 'not shown'}: {columns} (--wide)" if columns else ""
@@ -338,7 +342,13 @@ def _left_out(
         for c in hidden
     )
     names = ", ".join(c.header for c in hidden)
-    forms = (said(full), said(names), said(names, True), said(f"{len(hidden)} columns", True))
+    forms = (
+        said(full),
+        said(names),
+        said(names, in_rows=False),
+        said(names, True),
+        said(f"{len(hidden)} columns", True),
+    )
     text = _fitting(width, *forms)
     return Text(text, style="red") if failed else text
 
@@ -458,6 +468,8 @@ def _shown(result: QuoteResult) -> str:
     """How many of the matching offers the table shows: zones of one price share a row, so
     rows are counted apart from offers; unpriced offers are shown, never ranked."""
     offers = sum(1 + len(q.other_zones) for q in result.quotes)
+    # the zones of one price share a row: say so, or "20 of 33" reads wrong beside 10 rows
+    rows = f" in {len(result.quotes)} rows" if offers != len(result.quotes) else ""
     unpriced = sum(1 + len(q.other_zones) for q in result.unpriced)
     said = f"{result.matched} matching offers; showing {offers} ranked"
     if offers != len(result.quotes):
