@@ -17,7 +17,8 @@ from cloudbroker.broker.budget import spend
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.metrics import calls
-from cloudbroker.state import Event, InstanceRow, Store
+from cloudbroker.state import Store
+from cloudbroker.state.fleet import Fleet
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,9 @@ class StoreCollector(Collector):
 
 
 def _families(store: Store, now: float) -> list[Metric]:
-    placements = store.placements()
+    """Every family, in a fixed number of statements whatever the fleet's size."""
+    fleet = store.fleet()
+    placements = fleet.placements
     by_status = Counter(p["status"] for p in placements)
     statuses = GaugeMetricFamily(
         "cloudbroker_placements", "Placements in the state store, by status", labels=["status"]
@@ -91,7 +94,7 @@ def _families(store: Store, now: float) -> list[Metric]:
     holders = {lease["placement_id"]: lease["holder"] for lease in store.leases() if lease["live"]}
     per_placement = _PerPlacement()
     for placement in placements:
-        per_placement.add(store, placement, holders.get(placement["id"]), now)
+        per_placement.add(fleet, placement, holders.get(placement["id"]), now)
     failovers = CounterMetricFamily(
         "cloudbroker_failovers",
         "Failovers started (failure-detected events), by the class of their reason",
@@ -171,9 +174,9 @@ class _PerPlacement:
             self.budget_used,
         ]
 
-    def add(self, store: Store, placement: dict[str, Any], holder: str | None, now: float) -> None:
+    def add(self, fleet: Fleet, placement: dict[str, Any], holder: str | None, now: float) -> None:
         pid = placement["id"]
-        events = store.events(pid)
+        events = fleet.events(pid)
         self.reasons.update(
             reason_class(str(e.detail.get("reason", "")))
             for e in events
@@ -189,9 +192,9 @@ class _PerPlacement:
         self.lease_changes.add_metric([pid], sum(e.kind == "lease-taken" for e in events))
         if holder is not None:
             self.holder.add_metric([pid, holder], 1)
-        self._add_spend(_Records(store, events), placement, now)
+        self._add_spend(fleet, placement, now)
 
-    def _add_spend(self, records: _Records, placement: dict[str, Any], now: float) -> None:
+    def _add_spend(self, records: Fleet, placement: dict[str, Any], now: float) -> None:
         """The budget guard's figures; none (not 0) for a plan this version cannot price."""
         pid = placement["id"]
         try:
@@ -205,19 +208,6 @@ class _PerPlacement:
             self.budget.add_metric([pid, spent.budget.currency], float(spent.budget.amount))
         if spent.fraction is not None:
             self.budget_used.add_metric([pid], float(spent.fraction))
-
-
-class _Records:
-    """What the spend reads of a store, with the events this scrape already read."""
-
-    def __init__(self, store: Store, events: list[Event]) -> None:
-        self._store, self._events = store, events
-
-    def events(self, placement_id: str) -> list[Event]:
-        return self._events
-
-    def instances(self, placement_id: str | None = None) -> list[InstanceRow]:
-        return self._store.instances(placement_id)
 
 
 class CallsCollector(Collector):

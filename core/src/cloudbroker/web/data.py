@@ -23,12 +23,19 @@ TIMELINE = (
 )
 
 
-def overview(broker: Broker, now: float) -> list[dict[str, Any]]:
-    """One row per placement: status, roles, recorded instance states, lag, spend, budget."""
+#: Placements on a page of the list: a page costs the same whatever the fleet's size.
+PAGE = 50
+
+
+def overview(broker: Broker, now: float, page: int = 1) -> tuple[list[dict[str, Any]], int]:
+    """One row per placement of the ``page``-th page (from 1, oldest first): status, roles,
+    recorded instance states, lag, spend, budget; and how many pages there are."""
+    store = broker.store
+    pages = max(1, -(-store.placement_count() // PAGE))
     rows = []
-    for placement in broker.store.placements():
+    for placement in store.placements(limit=PAGE, offset=(min(page, pages) - 1) * PAGE):
         rows.append(placement_view(broker, placement["id"], now, events_kept=0))
-    return rows
+    return rows, pages
 
 
 def placement_view(
