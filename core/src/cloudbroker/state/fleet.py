@@ -77,7 +77,7 @@ class FleetReader:
     def read(self, store: Store, statuses: Iterable[str] | None = None) -> Fleet:
         """The fleet now (only the placements in ``statuses`` if given), in five statements
         at most."""
-        from cloudbroker.state.store import Event, InstanceRow
+        from cloudbroker.state.store import Event
 
         if time.monotonic() - self._full_at > FULL_EVERY:
             self._reset()
@@ -107,23 +107,9 @@ class FleetReader:
             if row["id"] not in mine:
                 detail = json.loads(row["detail"])
                 mine[row["id"]] = Event(row["placement_id"], row["at"], row["kind"], detail)
-        events: dict[str, dict[int, Event]] = {
-            p["id"]: dict(self._events.get(p["id"], {})) for p in placements
-        }
-        for row in totals:
-            if (folded := events.get(row["placement_id"])) is not None:
-                detail = {
-                    **json.loads(row["last_detail"]),
-                    "bytes": row["bytes"],
-                    "copies": row["copies"],
-                }
-                event = Event(row["placement_id"], row["last_at"], "replicated", detail)
-                folded[row["last_id"]] = event
-        instances: dict[str, list[InstanceRow]] = {p["id"]: [] for p in placements}
-        for row in store._rows("SELECT * FROM instances ORDER BY id"):
-            if (kept := instances.get(row["placement_id"])) is not None:
-                kept.append(InstanceRow(**row))
-        return Fleet(placements, instances, events)
+        events = {p["id"]: dict(self._events.get(p["id"], {})) for p in placements}
+        instances = store._rows("SELECT * FROM instances ORDER BY id")
+        return _fleet(placements, events, totals, instances)
 
     def _read_plans(self, store: Store, rows: list[dict[str, Any]]) -> None:
         """The plans of the placements not seen before (or forgotten and placed again)."""
@@ -137,6 +123,55 @@ class FleetReader:
             if self._plans.get(row["id"], (None,))[0] != row["created_at"]:
                 self._plans[row["id"]] = (row["created_at"], json.loads(row["spec"]))
                 self._events.pop(row["id"], None)  # placed again under the same id
+
+
+def _fleet(
+    placements: list[dict[str, Any]],
+    events: dict[str, dict[int, Event]],
+    totals: list[dict[str, Any]],
+    instances: list[dict[str, Any]],
+) -> Fleet:
+    """The fleet from its rows: each side's summed copies folded into the events as one."""
+    from cloudbroker.state.store import Event, InstanceRow
+
+    for row in totals:
+        if (folded := events.get(row["placement_id"])) is not None:
+            detail = {
+                **json.loads(row["last_detail"]),
+                "bytes": row["bytes"],
+                "copies": row["copies"],
+            }
+            folded[row["last_id"]] = Event(
+                row["placement_id"], row["last_at"], "replicated", detail
+            )
+    rows: dict[str, list[InstanceRow]] = {p["id"]: [] for p in placements}
+    for row in instances:
+        if (kept := rows.get(row["placement_id"])) is not None:
+            kept.append(InstanceRow(**row))
+    return Fleet(placements, rows, events)
+
+
+def read_some(store: Store, placements: list[dict[str, Any]]) -> Fleet:
+    """The records of these placements (a page of the dashboard's list), in three
+    statements whatever their number of events."""
+    from cloudbroker.state.store import Event
+
+    if not placements:
+        return Fleet([])
+    ids = tuple(p["id"] for p in placements)
+    among = f"placement_id IN ({', '.join('?' * len(ids))})"
+    totals = store._rows(f"SELECT * FROM copy_totals WHERE {among}", ids)
+    events: dict[str, dict[int, Event]] = {pid: {} for pid in ids}
+    for row in store._rows(
+        f"SELECT id, placement_id, at, kind, detail FROM events WHERE summed = 0 AND {among}",
+        ids,
+    ):
+        detail = json.loads(row["detail"])
+        events[row["placement_id"]][row["id"]] = Event(
+            row["placement_id"], row["at"], row["kind"], detail
+        )
+    instances = store._rows(f"SELECT * FROM instances WHERE {among} ORDER BY id", ids)
+    return _fleet(placements, events, totals, instances)
 
 
 def read(store: Store, statuses: tuple[str, ...] | None = None) -> Fleet:
