@@ -32,6 +32,7 @@ import tempfile
 import time
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the tests' PostgreSQL server and fake clouds
@@ -68,8 +69,9 @@ def world() -> tuple[PluginManager, FakeReplicator]:
     return pm, FakeReplicator(clouds)
 
 
-def set_up(url: str, count: int) -> None:
-    """``count`` placements, planned once, cloned, each brought up."""
+def set_up(url: str, count: int, events: int = 0) -> None:
+    """``count`` placements: one planned and brought up, the others copies of it (in SQL,
+    see :func:`clone`), each with ``events`` replications recorded."""
     from cloudbroker.broker import Broker, PlaceRequest
     from cloudbroker.models import parse_bucket
     from cloudbroker.state import open_store
@@ -87,11 +89,61 @@ def set_up(url: str, count: int) -> None:
         standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
         sync_every=600,
     )
-    first, spec = broker.place(request)
+    first, _spec = broker.place(request)
     broker.up(first)
-    for n in range(1, count):
-        broker.store.add_placement(f"pl-bench{n:04d}", spec)
-        broker.up(f"pl-bench{n:04d}")
+    broker.store.close()
+    clone(url, first, count, events)
+
+
+#: One replication's event, as the watcher records it (1 MiB copied, the standby listed).
+REPLICATED = '{"seconds": 0.8, "bytes": 1048576, "standby_newest": %s}'
+
+
+def clone(url: str, first: str, count: int, events: int) -> None:
+    """Copies of placement ``first`` (its plan, instances and events, keys made unique) up
+    to ``count`` placements, and ``events`` replications of each, ten minutes apart, summed
+    as the store sums them (``copy_totals``): a fleet's records in a few statements."""
+    import psycopg
+
+    now = time.time()
+    pid = "'pl-bench' || lpad(n::text, 5, '0')"
+    key = "regexp_replace(detail, '(_?key\": \")([^\"]+)', '\\1\\2-' || n, 'g')"
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(
+            f"INSERT INTO placements SELECT {pid}, created_at + n * 0.001, spec, "
+            "primary_side, status FROM placements, generate_series(1, %s) n WHERE id = %s",
+            (count - 1, first),
+        )
+        db.execute(
+            f"INSERT INTO instances (placement_id, side, provider, region, instance_type, "
+            f"idempotency_key, instance_id, state, updated_at) SELECT {pid}, side, provider, "
+            "region, instance_type, idempotency_key || '-' || n, instance_id || '-' || n, "
+            "state, updated_at FROM instances, generate_series(1, %s) n WHERE placement_id = %s",
+            (count - 1, first),
+        )
+        db.execute(
+            f"INSERT INTO events (placement_id, at, kind, detail, summed) SELECT {pid}, at, "
+            f"kind, {key}, summed FROM events, generate_series(1, %s) n "
+            "WHERE placement_id = %s ORDER BY n, id",
+            (count - 1, first),
+        )
+        if events:
+            db.execute(
+                "INSERT INTO events (placement_id, at, kind, detail, summed) "
+                "SELECT p.id, %s - (%s - k) * 600, 'replicated', "
+                "format(%s, %s - (%s - k) * 600 - 30), 1 "
+                "FROM placements p, generate_series(1, %s) k ORDER BY k, p.id",
+                (now, events, REPLICATED, now, events, events),
+            )
+            db.execute("DELETE FROM copy_totals")
+            db.execute(
+                "INSERT INTO copy_totals SELECT DISTINCT ON (e.placement_id) e.placement_id, "
+                "'a', t.bytes, t.copies, e.id, e.at, e.detail FROM events e JOIN (SELECT "
+                "placement_id, sum((detail::json->>'bytes')::bigint) AS bytes, count(*) AS "
+                "copies FROM events WHERE summed = 1 GROUP BY placement_id) t "
+                "USING (placement_id) WHERE e.summed = 1 ORDER BY e.placement_id, e.id DESC"
+            )
+        db.execute("VACUUM ANALYZE")
 
 
 def watcher(url: str, interval: float, start: float, deadline: float, out: str) -> None:
@@ -108,7 +160,11 @@ def watcher(url: str, interval: float, start: float, deadline: float, out: str) 
     watch = WatchAll(broker, interval=interval)
     owned: list[str] = []
 
+    settled: list[int] = []  # checks by the end of the first interval (taking the leases)
+
     def until() -> bool:
+        if not settled and time.time() >= start + interval:
+            settled.append(len(watch.stats.late))
         if time.time() < deadline:
             return False
         owned.extend(watch.owned)  # at the deadline, before the leases go back
@@ -123,6 +179,7 @@ def watcher(url: str, interval: float, start: float, deadline: float, out: str) 
         "round_trips": store.round_trips - trips + watch.stats.heartbeat_round_trips,
         "checks": watch.stats.checks,
         "late": list(watch.stats.late),
+        "settled": settled[0] if settled else 0,
         "owned": owned,
         "moves": [watch.stats.taken, watch.stats.given_back, watch.stats.lost],
         "lines": len(events),
@@ -136,6 +193,8 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=3)
     parser.add_argument("--interval", type=float, default=2.0)
     parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--events", type=int, default=0, help="replications of each placement")
+    parser.add_argument("--probe-every", type=float, default=5.0)
     parser.add_argument(
         "--watcher", nargs=5, metavar=("URL", "INTERVAL", "START", "DEADLINE", "OUT")
     )
@@ -150,7 +209,7 @@ def main() -> None:
     try:
         url = server.url(server.database())
         started = time.monotonic()
-        set_up(url, args.placements)
+        set_up(url, args.placements, args.events)
         print(f"{args.placements} placements up in {time.monotonic() - started:.1f} s")
         report(url, args)
     finally:
@@ -159,7 +218,8 @@ def main() -> None:
 
 def report(url: str, args: argparse.Namespace) -> None:
     folder = Path(tempfile.mkdtemp(prefix="cloudbroker-bench-"))
-    start = time.time() + 5  # every process is ready by then
+    served = serve_probes(url)  # before the watchers: its first scrape computes everything
+    start = time.time() + 15  # every process is ready by then (imports on a busy machine)
     deadline = start + args.seconds
     outs = [folder / f"w{n}.json" for n in range(args.watchers)]
     times = [str(args.interval), str(start), str(deadline)]
@@ -167,8 +227,16 @@ def report(url: str, args: argparse.Namespace) -> None:
         subprocess.Popen([sys.executable, __file__, "--watcher", url, *times, out])
         for out in map(str, outs)
     ]
-    for process in processes:
-        assert process.wait(timeout=args.seconds + 120) == 0
+    answers = probe(served, start, deadline, args.probe_every)
+    for what, (seconds, trips) in answers.items():  # now: the watchers may take long to stop
+        if seconds:
+            print(
+                f"{what}: median {statistics.median(seconds):.3f} s, worst {max(seconds):.3f} s "
+                f"({len(seconds)} while watching); database round trips {max(trips)}",
+                flush=True,
+            )
+    for process in processes:  # giving back thousands of leases, one statement each
+        assert process.wait(timeout=args.seconds + 900) == 0
     results = [json.loads(out.read_text()) for out in outs]
     checks = sum(r["checks"] for r in results)
     owned = [p for r in results for p in r["owned"]]
@@ -197,6 +265,80 @@ def report(url: str, args: argparse.Namespace) -> None:
         f"lateness: worst {max(late, default=0):.3f} s, p99 {p99:.3f} s, median "
         f"{statistics.median(late) if late else 0:.3f} s (interval {args.interval:g} s)"
     )
+    after = sorted(x for r in results for x in r["late"][r["settled"] :])
+    if after:
+        print(
+            f"lateness after the first interval (the leases taken): worst {after[-1]:.3f} s, "
+            f"p99 {after[int(len(after) * 0.99)]:.3f} s, {len(after)} checks"
+        )
+
+
+def serve_probes(url: str) -> dict[str, Any]:
+    """A metrics server and a dashboard on the store, in this process, the metrics scraped
+    once (a metrics server's first scrape computes every placement; later ones what changed)."""
+    import urllib.request
+
+    from cloudbroker import metrics
+    from cloudbroker.broker import Broker
+    from cloudbroker.state import open_store
+    from cloudbroker.web.server import Dashboard, serve
+
+    pm, replicator = world()
+    opened: list[Any] = []
+
+    def opener() -> Any:
+        opened.append(open_store(url))
+        return opened[-1]
+
+    broker = Broker(pm, opener(), replicator)
+    scraper = metrics.serve(0, opener)
+    board = serve(Dashboard(broker, token=None, open_reads=True), 0)
+    began = time.monotonic()
+    urllib.request.urlopen(scraper.url, timeout=900).read()
+    print(f"first scrape (before the watchers start): {time.monotonic() - began:.1f} s", flush=True)
+    return {"broker": broker, "scraper": scraper, "board": board, "opened": opened}
+
+
+def probe(served: dict[str, Any], start: float, deadline: float, every: float) -> dict[str, Any]:
+    """While the watchers watch: a metrics scrape, the dashboard's first page and a
+    placement's page (over HTTP, as a browser and Prometheus ask), and ``status`` of a
+    placement (what the command computes: the store, the clouds asked, the spend), every
+    ``every`` seconds; each one's seconds and database round trips."""
+    import urllib.request
+
+    broker, scraper, board = served["broker"], served["scraper"], served["board"]
+    opened = served["opened"]
+    pid = broker.store.placements(limit=1, offset=0)[0]["id"]
+    answers: dict[str, Any] = {
+        what: ([], []) for what in ("metrics scrape", "dashboard list", "dashboard placement")
+    }
+    answers["status"] = ([], [])
+
+    def timed(what: str, ask: Any, store: Any) -> None:
+        trips, began = store.round_trips if store else 0, time.monotonic()
+        ask()
+        answers[what][0].append(time.monotonic() - began)
+        answers[what][1].append((store.round_trips if store else 0) - trips)
+
+    def get(address: str) -> Any:
+        return lambda: urllib.request.urlopen(address, timeout=600).read()
+
+    def status() -> None:
+        broker.status(pid)
+        broker.spend(pid)
+
+    time.sleep(max(0.0, start + every - time.time()))
+    try:
+        while time.time() < deadline - every / 2:
+            timed("metrics scrape", get(scraper.url), opened[-1])
+            timed("dashboard list", get(board.url), broker.store)
+            timed("dashboard placement", get(f"{board.url}placements/{pid}"), broker.store)
+            timed("status", status, broker.store)
+            time.sleep(max(0.0, every - 1))
+    finally:
+        scraper.close()
+        board.close()
+    return answers
 
 
 if __name__ == "__main__":

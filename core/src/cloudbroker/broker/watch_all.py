@@ -31,7 +31,6 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from cloudbroker.broker.records import BrokerEvent
 from cloudbroker.broker.watch import Watched, Watching
@@ -148,7 +147,7 @@ class WatchAll:
         """Let go of what ended or was lost; give back surplus; take free leases up to the
         fair share (placements in a failover first: they are the ones in a hurry)."""
         store = self.broker.store
-        placements = {p["id"]: p for p in store.placements(statuses=WATCHED)}
+        placements = store.placement_statuses(WATCHED)  # id -> status, no plan: a large fleet
         for placement_id, owned in list(self.owned.items()):
             if owned.running:
                 continue
@@ -162,11 +161,7 @@ class WatchAll:
             share = min(share, self.max_placements)
         surplus = len(self.owned) - share
         if surplus > 0:  # idle and up: never one mid-failover
-            idle = [
-                p
-                for p, o in self.owned.items()
-                if not o.running and placements[p]["status"] == "up"
-            ]
+            idle = [p for p, o in self.owned.items() if not o.running and placements[p] == "up"]
             for placement_id in idle[:surplus]:
                 why = f"given back: {len(live)} watchers share the work"
                 self._let_go(leases, placement_id, why)
@@ -185,7 +180,7 @@ class WatchAll:
                 placement_id, "lease", f"watching it (lease token {lease.token})", token=lease.token
             )
 
-    def _free(self, placements: dict[str, dict[str, Any]], live: set[str]) -> list[str]:
+    def _free(self, placements: dict[str, str], live: set[str]) -> list[str]:
         """Placements whose lease may be taken: none, expired or released, or held by no
         live watcher (a ``watch ID`` or ``failover`` holder: the store judges when asked)."""
         rows = {row["placement_id"]: row for row in self.broker.store.leases()}
@@ -196,7 +191,7 @@ class WatchAll:
             and ((row := rows.get(p)) is None or not row["live"] or row["holder"] not in live)
         ]
         random.shuffle(candidates)  # watchers starting together take different ones
-        candidates.sort(key=lambda p: placements[p]["status"] != "failing-over")
+        candidates.sort(key=lambda p: placements[p] != "failing-over")
         return candidates
 
     def _dispatch(self) -> None:

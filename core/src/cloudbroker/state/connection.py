@@ -12,6 +12,10 @@ from typing import Any, Self
 from cloudbroker.errors import Conflict, LeaseLost
 from cloudbroker.state.backend import Backend, Result, Row
 
+#: The events whose bytes are summed as they are recorded (``copy_totals``): a watcher's
+#: replications, by far the most numerous; fleet-wide reads take their sums.
+SUMMED = "replicated"
+
 
 class Transaction:
     """What a store method writes through: its statements, counted, in one transaction."""
@@ -88,7 +92,25 @@ class Connection:
 
     @staticmethod
     def _event(tx: Transaction, placement_id: str, kind: str, detail: dict[str, Any]) -> None:
-        tx.execute(
-            "INSERT INTO events (placement_id, at, kind, detail) VALUES (?, ?, ?, ?)",
-            (placement_id, time.time(), kind, json.dumps(detail, default=str)),
+        at, text = time.time(), json.dumps(detail, default=str)
+        if kind != SUMMED or type(detail.get("bytes")) is not int:
+            tx.execute(
+                "INSERT INTO events (placement_id, at, kind, detail) VALUES (?, ?, ?, ?)",
+                (placement_id, at, kind, text),
+            )
+            return
+        row = tx.one(
+            "INSERT INTO events (placement_id, at, kind, detail, summed) "
+            "VALUES (?, ?, ?, ?, 1) RETURNING id",
+            (placement_id, at, kind, text),
+        )
+        assert row is not None
+        tx.execute(  # by the side the bytes left: the primary's now
+            "INSERT INTO copy_totals (placement_id, side, bytes, copies, last_id, last_at, "
+            "last_detail) SELECT id, primary_side, ?, 1, ?, ?, ? FROM placements WHERE id = ? "
+            "ON CONFLICT(placement_id, side) DO UPDATE SET "
+            "bytes = copy_totals.bytes + excluded.bytes, copies = copy_totals.copies + 1, "
+            "last_id = excluded.last_id, last_at = excluded.last_at, "
+            "last_detail = excluded.last_detail",
+            (detail["bytes"], row["id"], at, text, placement_id),
         )

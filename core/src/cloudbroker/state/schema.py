@@ -66,6 +66,25 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX events_by_placement ON events (placement_id, id);
     CREATE INDEX instances_by_placement ON instances (placement_id);
     """,
+    # 4: fleet-wide reads in a bounded number of statements (the metrics, the dashboard):
+    # the bytes of every counted copy summed by placement and the side it left (the
+    # primary's then), kept as each copy is recorded; such events are ``summed`` and a
+    # fleet-wide read skips them (the partial index finds the others). Copies recorded
+    # before this version stay unsummed and are read one by one, as before.
+    """
+    CREATE TABLE copy_totals (
+        placement_id TEXT NOT NULL,
+        side TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        copies INTEGER NOT NULL,
+        last_id INTEGER NOT NULL,      -- the latest summed copy's event
+        last_at REAL NOT NULL,
+        last_detail TEXT NOT NULL,     -- JSON: its detail (the standby's newest checkpoint)
+        PRIMARY KEY (placement_id, side)
+    );
+    ALTER TABLE events ADD COLUMN summed INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX events_unsummed ON events (id) WHERE summed = 0;
+    """,
 )
 
 #: SQLite's types, and what PostgreSQL calls them.

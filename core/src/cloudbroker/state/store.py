@@ -11,6 +11,8 @@ from typing import Any
 
 from cloudbroker.errors import Conflict, UsageError, quoted
 from cloudbroker.state.backend import Row
+from cloudbroker.state.fleet import Fleet
+from cloudbroker.state.fleet import read as read_fleet
 from cloudbroker.state.leases import Leases
 
 LAUNCHABLE = ("starting", "failing-over")  # a launch is recorded only in these
@@ -70,16 +72,26 @@ class Store(Leases):
         rows = self._rows("SELECT * FROM placements WHERE id = ?", (placement_id,))
         return self._placement_of(rows[0]) if rows else None
 
-    def placements(self, statuses: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """Every placement, oldest first; only those in ``statuses`` if given."""
+    def placements(
+        self, statuses: Iterable[str] | None = None, *, limit: int | None = None, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """Every placement, oldest first; only those in ``statuses`` if given; ``limit`` of
+        them from the ``offset``-th if given (a page)."""
         query = "SELECT * FROM placements"
-        args: tuple[str, ...] = ()
+        args: tuple[Any, ...] = ()
         if statuses is not None:
             args = tuple(statuses)
             if not args:
                 return []
             query += f" WHERE status IN ({', '.join('?' * len(args))})"
-        return [self._placement_of(r) for r in self._rows(query + " ORDER BY created_at", args)]
+        query += " ORDER BY created_at, id"
+        if limit is not None:
+            query, args = query + " LIMIT ? OFFSET ?", (*args, limit, offset)
+        return [self._placement_of(r) for r in self._rows(query, args)]
+
+    def placement_count(self) -> int:
+        rows = self._rows("SELECT count(*) AS n FROM placements")
+        return int(rows[0]["n"])
 
     def placement_ids(self) -> list[str]:
         return [r["id"] for r in self._rows("SELECT id FROM placements ORDER BY created_at")]
@@ -150,7 +162,7 @@ class Store(Leases):
         with self.transaction(placement_id) as tx:
             if self._status(tx, placement_id) != "down":
                 raise Conflict(f"{placement_id} is not down: it cannot be forgotten")
-            for table in ("events", "leases", "failovers", "instances"):
+            for table in ("events", "copy_totals", "leases", "failovers", "instances"):
                 tx.execute(f"DELETE FROM {table} WHERE placement_id = ?", (placement_id,))
             tx.execute("DELETE FROM placements WHERE id = ?", (placement_id,))
 
@@ -242,6 +254,24 @@ class Store(Leases):
         with self.transaction(placement_id) as tx:
             self._guard(tx, placement_id)
             self._event(tx, placement_id, kind, detail or {})
+
+    def fleet(self, statuses: Iterable[str] | None = None) -> Fleet:
+        """Every placement (those in ``statuses`` if given) with its instances and events,
+        in four statements whatever their number (see :mod:`.fleet`)."""
+        return read_fleet(self, None if statuses is None else tuple(statuses))
+
+    def placement_statuses(self, statuses: Iterable[str]) -> dict[str, str]:
+        """The id and status of each placement in ``statuses``, oldest first, without its
+        plan (a watcher's scan of a large fleet reads no more than it needs)."""
+        args = tuple(statuses)
+        if not args:
+            return {}
+        rows = self._rows(
+            f"SELECT id, status FROM placements WHERE status IN ({', '.join('?' * len(args))}) "
+            "ORDER BY created_at",
+            args,
+        )
+        return {r["id"]: r["status"] for r in rows}
 
     def events(self, placement_id: str) -> list[Event]:
         rows = self._rows(

@@ -8,6 +8,7 @@ from cloudbroker.broker import Broker
 from cloudbroker.broker.budget import charges, spend
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.report import UNPRICEABLE
+from cloudbroker.state.fleet import Fleet, read_some
 
 #: The events of a failover, in order: its timeline.
 TIMELINE = (
@@ -23,12 +24,41 @@ TIMELINE = (
 )
 
 
-def overview(broker: Broker, now: float) -> list[dict[str, Any]]:
-    """One row per placement: status, roles, recorded instance states, lag, spend, budget."""
-    rows = []
-    for placement in broker.store.placements():
-        rows.append(placement_view(broker, placement["id"], now, events_kept=0))
-    return rows
+#: Placements on a page of the list: a page costs the same whatever the fleet's size.
+PAGE = 50
+
+
+def overview(broker: Broker, now: float, page: int = 1) -> tuple[list[dict[str, Any]], int]:
+    """One row per placement of the ``page``-th page (from 1, oldest first): status, roles,
+    recorded instance states, lag, spend, budget; and how many pages there are."""
+    store = broker.store
+    pages = max(1, -(-store.placement_count() // PAGE))
+    placements = store.placements(limit=PAGE, offset=(min(page, pages) - 1) * PAGE)
+    fleet = read_some(store, placements)  # a few statements for the page, not a few each
+    return [_row(fleet, placement, now) for placement in placements], pages
+
+
+def _row(fleet: Fleet, placement: dict[str, Any], now: float) -> dict[str, Any]:
+    """What the list shows of a placement: the figures of :func:`placement_view`."""
+    events = fleet.events(placement["id"])
+    sides = placement["spec"]["sides"]
+    primary = placement["primary_side"]
+    newest = standby_newest(events)
+    lag = None if newest is None or placement["status"] != "up" else max(now - newest, 0.0)
+    try:
+        spent = spend(fleet, placement, now=now)
+    except UNPRICEABLE:
+        spent = None
+    return {
+        "id": placement["id"],
+        "status": placement["status"],
+        "primary": sides[primary]["provider"],
+        "standby": sides["b" if primary == "a" else "a"]["provider"],
+        "gpu": f"{placement['spec']['job']['count']}x {placement['spec']['job']['gpu']}",
+        "lag_seconds": lag,
+        "spend": spent,
+        "last_failover": last_failover(events),
+    }
 
 
 def placement_view(

@@ -79,7 +79,19 @@ def _instances(view: dict[str, Any]) -> str:
     )
 
 
-def index(views: list[dict[str, Any]]) -> str:
+def _pager(page: int, pages: int) -> str:
+    """Links to the previous and next pages of the list, when there is more than one."""
+    if pages <= 1:
+        return ""
+    page = min(page, pages)
+    links = [f'<a rel="prev" href="/?page={page - 1}">previous</a>'] if page > 1 else []
+    links.append(f'<span class="page">page {page} of {pages}</span>')
+    if page < pages:
+        links.append(f'<a rel="next" href="/?page={page + 1}">next</a>')
+    return f'<p class="pager">{" ".join(links)}</p>'
+
+
+def index(views: list[dict[str, Any]], pages: int = 1, *, page: int = 1) -> str:
     if not views:
         return layout("placements", '<p class="muted">no placements in this store</p>')
     rows = []
@@ -104,7 +116,7 @@ def index(views: list[dict[str, Any]]) -> str:
         "<th>standby</th><th>GPUs</th><th>replication lag</th><th>spend</th>"
         f"<th>last failover</th></tr>{''.join(rows)}</table></div>"
     )
-    return layout("placements", table)
+    return layout("placements", table + _pager(page, pages))
 
 
 def placement(view: dict[str, Any], *, actions: bool, said: str = "") -> str:

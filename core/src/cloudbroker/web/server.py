@@ -40,6 +40,11 @@ HEADERS = {
 }
 
 
+def _page(text: str) -> int:
+    """The list's page asked for (``?page=N``, from 1); the first for anything else."""
+    return int(text) if text.isdigit() and 0 < int(text) < 10**6 else 1
+
+
 def loopback(address: str) -> bool:
     try:
         return ipaddress.ip_address(address).is_loopback
@@ -139,7 +144,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             now = time.time()
             if not parts:
-                html = pages.index(data.overview(board.broker, now))
+                page = _page(parse_qs(url.query).get("page", ["1"])[0])
+                html = pages.index(*data.overview(board.broker, now, page), page=page)
             elif parts == ["watchers"]:
                 html = pages.watchers(data.watchers_report(board.broker.store))
             elif parts == ["quote"]:

@@ -1,0 +1,179 @@
+"""Every placement's records at once, in a fixed number of statements (the metrics, the
+dashboard's list): not one query per placement, and not every event of every placement.
+
+A watcher's replications are most of the events (one every ``--sync-every``); their bytes
+are summed as they are recorded (``copy_totals``, by the side the copy left). A fleet read
+takes those sums, one event per placement and side standing for that side's copies (its
+``bytes`` the sum, ``copies`` how many, its time and other fields the latest copy's), in the
+place of that latest copy: what the budget guard's egress and the replication lag read of
+them is the same, whatever the number of events.
+
+A :class:`FleetReader` read again (a metrics server's scrapes) reads only what is new: the
+events and sums after the last it saw (and :data:`LOOKBACK` ids before, since a PostgreSQL
+transaction takes its ids when it inserts and shows them when it commits, later ones may
+show first), the plans of new placements; every :data:`FULL_EVERY` seconds it reads all
+again. Plans never change once written.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cloudbroker.state.store import Event, InstanceRow, Store
+
+#: Event ids read again at each read (see the module's docstring).
+LOOKBACK = 10_000
+#: Seconds between two full reads of a :class:`FleetReader`.
+FULL_EVERY = 600.0
+#: More new placements than this: every plan is read, not a list of ids.
+MANY = 500
+
+
+@dataclass
+class Fleet:
+    """The placements (oldest first), and each one's instances and events (the summed
+    copies folded): what :func:`cloudbroker.broker.budget.spend` reads of a store."""
+
+    placements: list[dict[str, Any]]
+    _instances: dict[str, list[InstanceRow]] = field(default_factory=dict)
+    _events: dict[str, dict[int, Event]] = field(default_factory=dict)
+    _ordered: dict[str, list[Event]] = field(default_factory=dict, repr=False)
+
+    def events(self, placement_id: str) -> list[Event]:
+        if placement_id not in self._ordered:
+            mine = self._events.get(placement_id, {})
+            self._ordered[placement_id] = [mine[i] for i in sorted(mine)]
+        return self._ordered[placement_id]
+
+    def instances(self, placement_id: str | None = None) -> list[InstanceRow]:
+        if placement_id is None:
+            return [row for rows in self._instances.values() for row in rows]
+        return self._instances.get(placement_id, [])
+
+    def version(self, placement_id: str) -> tuple[Any, ...]:
+        """What changes whenever anything the reports read of the placement changes."""
+        mine = self._events.get(placement_id, {})
+        rows = self._instances.get(placement_id, [])
+        return (len(mine), max(mine, default=0), *((r.state, r.updated_at) for r in rows))
+
+
+class FleetReader:
+    """Reads a store's fleet again and again, each time only what is new (see the module)."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._plans: dict[str, tuple[float, dict[str, Any]]] = {}  # id -> (created_at, spec)
+        self._events: dict[str, dict[int, Event]] = {}
+        self._high = 0  # the newest event id seen
+        self._full_at = time.monotonic()
+
+    def read(self, store: Store, statuses: Iterable[str] | None = None) -> Fleet:
+        """The fleet now (only the placements in ``statuses`` if given), in five statements
+        at most."""
+        from cloudbroker.state.store import Event
+
+        if time.monotonic() - self._full_at > FULL_EVERY:
+            self._reset()
+        since = max(self._high - LOOKBACK, 0)
+        # the sums first: a copy recorded between two statements is then in neither, never twice
+        totals = store._rows("SELECT * FROM copy_totals")
+        rows = store._rows(
+            "SELECT id, created_at, primary_side, status FROM placements ORDER BY created_at, id"
+        )
+        self._read_plans(store, rows)
+        wanted = set(statuses) if statuses is not None else None
+        placements = [
+            {**r, "spec": self._plans[r["id"]][1]}
+            for r in rows
+            if wanted is None or r["status"] in wanted
+        ]
+        present = {r["id"]: r["created_at"] for r in rows}
+        for pid in [p for p in self._events if p not in present]:
+            del self._events[pid]  # forgotten
+        for row in store._rows(
+            "SELECT id, placement_id, at, kind, detail FROM events WHERE summed = 0 AND id > ? "
+            "ORDER BY id",
+            (since,),
+        ):
+            self._high = max(self._high, row["id"])
+            mine = self._events.setdefault(row["placement_id"], {})
+            if row["id"] not in mine:
+                detail = json.loads(row["detail"])
+                mine[row["id"]] = Event(row["placement_id"], row["at"], row["kind"], detail)
+        events = {p["id"]: dict(self._events.get(p["id"], {})) for p in placements}
+        instances = store._rows("SELECT * FROM instances ORDER BY id")
+        return _fleet(placements, events, totals, instances)
+
+    def _read_plans(self, store: Store, rows: list[dict[str, Any]]) -> None:
+        """The plans of the placements not seen before (or forgotten and placed again)."""
+        new = [r["id"] for r in rows if self._plans.get(r["id"], (None,))[0] != r["created_at"]]
+        if not new:
+            return
+        query, args = "SELECT id, created_at, spec FROM placements", ()
+        if len(new) <= MANY:
+            query, args = f"{query} WHERE id IN ({', '.join('?' * len(new))})", tuple(new)
+        for row in store._rows(query, args):
+            if self._plans.get(row["id"], (None,))[0] != row["created_at"]:
+                self._plans[row["id"]] = (row["created_at"], json.loads(row["spec"]))
+                self._events.pop(row["id"], None)  # placed again under the same id
+
+
+def _fleet(
+    placements: list[dict[str, Any]],
+    events: dict[str, dict[int, Event]],
+    totals: list[dict[str, Any]],
+    instances: list[dict[str, Any]],
+) -> Fleet:
+    """The fleet from its rows: each side's summed copies folded into the events as one."""
+    from cloudbroker.state.store import Event, InstanceRow
+
+    for row in totals:
+        if (folded := events.get(row["placement_id"])) is not None:
+            detail = {
+                **json.loads(row["last_detail"]),
+                "bytes": row["bytes"],
+                "copies": row["copies"],
+            }
+            folded[row["last_id"]] = Event(
+                row["placement_id"], row["last_at"], "replicated", detail
+            )
+    rows: dict[str, list[InstanceRow]] = {p["id"]: [] for p in placements}
+    for row in instances:
+        if (kept := rows.get(row["placement_id"])) is not None:
+            kept.append(InstanceRow(**row))
+    return Fleet(placements, rows, events)
+
+
+def read_some(store: Store, placements: list[dict[str, Any]]) -> Fleet:
+    """The records of these placements (a page of the dashboard's list), in three
+    statements whatever their number of events."""
+    from cloudbroker.state.store import Event
+
+    if not placements:
+        return Fleet([])
+    ids = tuple(p["id"] for p in placements)
+    among = f"placement_id IN ({', '.join('?' * len(ids))})"
+    totals = store._rows(f"SELECT * FROM copy_totals WHERE {among}", ids)
+    events: dict[str, dict[int, Event]] = {pid: {} for pid in ids}
+    for row in store._rows(
+        f"SELECT id, placement_id, at, kind, detail FROM events WHERE summed = 0 AND {among}",
+        ids,
+    ):
+        detail = json.loads(row["detail"])
+        events[row["placement_id"]][row["id"]] = Event(
+            row["placement_id"], row["at"], row["kind"], detail
+        )
+    instances = store._rows(f"SELECT * FROM instances WHERE {among} ORDER BY id", ids)
+    return _fleet(placements, events, totals, instances)
+
+
+def read(store: Store, statuses: tuple[str, ...] | None = None) -> Fleet:
+    """The fleet (only placements in ``statuses`` if given), read once."""
+    return FleetReader().read(store, statuses)
