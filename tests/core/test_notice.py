@@ -18,7 +18,8 @@ from cloudbroker.agent import notice_agent
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.lease import Lease
-from cloudbroker.models import BucketRef, SpotNotice, parse_bucket
+from cloudbroker.models import BucketRef, Market, SpotNotice, parse_bucket
+from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
 from cloudbroker.sandbox.metadata import MetadataServer
 from cloudbroker.state import open_store
@@ -67,8 +68,51 @@ def test_each_provider_declares_its_notice_and_huawei_none():
         "tencent": ("/latest/meta-data/spot/termination-time", "utc8-time", 120),
     }
     assert all(s.source.startswith("https://") for s in notices.values())
-    assert agent.early_warning(notices, ["aliyun", "huawei"]) == (
+    leads = {n: s.lead_seconds for n, s in notices.items() if n == "aliyun"}
+    assert agent.early_warning(leads, ["huawei"]) == (
         "spot reclaim warning on the instance: aliyun 300 s; huawei: none (reclaim seen by "
+        "polling its API)"
+    )
+
+
+class SpotCloud(FakeCloud):
+    """A fake cloud selling spot whose terms declare ``terms_notice`` seconds of warning."""
+
+    def __init__(self, name: str, price: str, terms_notice: int | None) -> None:
+        super().__init__(name, price)
+        self.terms_notice = terms_notice
+
+    @hookimpl
+    def price(self, ctx, regions):
+        sheet = super().price(ctx, regions)
+        spot = tuple(c.model_copy(update={"market": Market.SPOT}) for c in sheet.compute)
+        terms = sheet.terms[0].model_copy(update={"spot_notice_seconds": self.terms_notice})
+        return sheet.model_copy(update={"compute": spot, "terms": (terms,)})
+
+
+class Warned(SpotCloud):
+    """The same with a ``spot_notice`` hook: its instances are warned 90 s ahead."""
+
+    @hookimpl
+    def spot_notice(self, ctx):
+        return SpotNotice(
+            provider=self.name, endpoint="http://169.254.169.254", path="/spot",
+            format="iso-utc", lead_seconds=90, source="https://example.com/spot",
+        )  # fmt: skip
+
+
+def test_the_quote_says_which_clouds_warn_from_their_notice_hooks_not_their_terms(clean_env):
+    from cloudbroker.quote import Job, quote
+
+    pm = PluginManager(env={}, settings={})
+    pm.register(SpotCloud("quiet", "10", terms_notice=300), "quiet")  # terms say 300 s, no hook
+    pm.register(Warned("warned", "11", terms_notice=None), "warned")  # a hook, terms say none
+    job = Job(gpu="A100", count=8, hours=Decimal(1), markets=(Market.SPOT,))
+    result = quote(pm, job, FxTable())
+    assert {q.provider for q in result.quotes} == {"quiet", "warned"}
+    assert result.spot_notices == {"warned": 90} and result.spot_polled == ("quiet",)
+    assert agent.early_warning(result.spot_notices, result.spot_polled) == (
+        "spot reclaim warning on the instance: warned 90 s; quiet: none (reclaim seen by "
         "polling its API)"
     )
 
