@@ -469,3 +469,49 @@ def test_gpus_idle_past_the_period_at_the_first_look_are_warned_before_they_are_
     assert "idle-warning" in kinds(broker, pid) and "idle-stopped" not in kinds(broker, pid)
     assert check(broker, pid).stopped
     assert broker.store.require_placement(pid)["status"] == "down"
+
+
+def test_samples_are_stale_after_the_agents_measured_period_not_a_fixed_bound(tmp_path):
+    from cloudbroker.broker.idle import idle_run
+
+    # a loaded instance: the agent asked to sample every 60 s manages one every 150 s
+    broker, _clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    summary = samples(broker.clock, 5, 40 * 60, every=150)
+    summary["every"] = 60
+    broker.sleep(300)  # the newest is 5 min old: two of its periods, not four of the asked one
+    assert idle_run(summary, 10, broker.clock()).since is not None
+    replicator.gpu("ali", "ckpt-a", summary)
+    check(broker, pid)
+    assert "idle-warning" in kinds(broker, pid)
+    broker.sleep(300)  # 10 min without a sample: more than three of its periods, unknown
+    assert idle_run(summary, 10, broker.clock()).since is None
+    # and on an idle machine the asked period is the bound: 4 min without a sample is stale
+    quick = samples(broker.clock, 5, 40 * 60, every=60)
+    broker.sleep(240)
+    assert idle_run(quick, 10, broker.clock()).since is None
+
+
+def test_the_watcher_keeps_the_primarys_last_gpu_sample_for_metrics_and_status(tmp_path):
+    from cloudbroker.broker.idle import gpu_now
+    from cloudbroker.cli.broker.status import _gpu_line
+
+    broker, _clouds, replicator, pid = world(tmp_path)  # no idle rule: the notice cloud's agent
+    replicator.gpu("ali", "ckpt-a", {"every": 60, "samples": [], "error": "nvidia-smi exited 9"})
+    check(broker, pid)
+    kept = broker.store.gpu(pid)
+    assert kept["error"] == "nvidia-smi exited 9" and gpu_now(kept, "a", broker.clock()) is None
+    summary = samples(broker.clock, 37, 10 * 60)
+    summary["samples"][-1][1:6] = [41.5, 90, 1000, 81920, 8]
+    replicator.gpu("ali", "ckpt-a", summary)
+    check(broker, pid)
+    broker.sleep(45)
+    now = gpu_now(broker.store.gpu(pid), "a", broker.clock())
+    assert now is not None and (now["util"], now["util_max"], now["gpus"]) == (41.5, 90, 8)
+    assert now["age_seconds"] == 45.0
+    line = _gpu_line(summary, now)
+    assert "41.5 % (busiest 90 %, 8 GPU(s), memory 1,000/81,920 MiB)" in line
+    assert line.endswith(", 45 s ago")
+    assert gpu_now(broker.store.gpu(pid), "b", broker.clock()) is None  # another side's
+    broker.sleep(3600)  # the agent stopped writing: unknown, never its last figure
+    assert gpu_now(broker.store.gpu(pid), "a", broker.clock()) is None
+    assert "unknown (the agent's newest sample is stale)" in _gpu_line(summary, None)

@@ -12,24 +12,28 @@ the standby (bounded, as a failover's final sync) and does what ``down`` does, a
 No samples is never idle: an agent that cannot run ``nvidia-smi`` (not installed, failing)
 says so in its marker, which the watcher records once (``gpu-unavailable``) and otherwise
 ignores; samples older than a few of the agent's periods (the agent stopped writing) count
-as unknown too.
+as unknown too (:func:`stale_after`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from cloudbroker.broker.budget import Budgeting
-from cloudbroker.broker.notice import AgentReport, Noticing
+from cloudbroker.broker.notice import READ_SECONDS, AgentReport, Noticing
 from cloudbroker.broker.records import span
 from cloudbroker.errors import UsageError, quoted
 
 #: The share of the period after which the watcher warns, once per idle run.
 WARN_AT = 0.8
-#: Samples are current while the newest is at most this many agent periods old.
+#: Samples are current while the newest is at most this many agent periods old, plus the
+#: bound of the watcher's own read of the marker (it may finish that much later).
 STALE_PERIODS = 3
+#: The gaps between the newest samples read for the agent's measured period.
+GAPS_READ = 10
 _RULE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*:\s*(\d+(?:\.\d+)?)\s*([smh])\s*", re.ASCII)
 _UNIT = {"s": 1, "m": 60, "h": 3600}
 
@@ -69,8 +73,7 @@ def idle_run(gpu: dict[str, Any], below: float, now: float) -> Idle:
         return Idle(None, None, None)
     samples.sort(key=lambda s: s[0])
     newest = samples[-1]
-    every = float(gpu.get("every") or 60)
-    if now - newest[0] > STALE_PERIODS * every + every:
+    if now - newest[0] > stale_after(gpu, samples):
         return Idle(None, newest[0], None)  # the agent stopped writing: unknown
     since = None
     for sample in reversed(samples):
@@ -80,8 +83,63 @@ def idle_run(gpu: dict[str, Any], below: float, now: float) -> Idle:
     return Idle(since, newest[0], newest[1])
 
 
+def stale_after(gpu: dict[str, Any], samples: list[list[Any]]) -> float:
+    """How old the newest sample may be and still count: :data:`STALE_PERIODS` of the agent's
+    period as measured on its instance, plus the bound of the marker's read.
+
+    The period measured is the median gap between the newest samples (the agent sleeps its
+    ``every``, then samples and uploads, so a loaded instance or slow storage stretches it),
+    never less than the ``every`` it was given: a fixed bound in seconds would read a busy
+    machine's samples as the agent having stopped. An agent that did stop writes no new
+    gap, so its newest sample still ages past the bound.
+    """
+    every = float(gpu.get("every") or 60)
+    times = [float(s[0]) for s in samples[-GAPS_READ - 1 :]]
+    gaps = sorted(b - a for a, b in pairwise(times))
+    measured = gaps[len(gaps) // 2] if gaps else every
+    return STALE_PERIODS * max(every, measured) + READ_SECONDS
+
+
+def gpu_now(kept: dict[str, Any] | None, primary: str, now: float) -> dict[str, Any] | None:
+    """The primary's GPUs as the store keeps its agent's newest sample (``record_gpu``), with
+    the sample's ``age_seconds``; None when unknown: never sampled, nvidia-smi not usable,
+    another side's (an earlier primary's), or stale (the agent stopped writing)."""
+    if not kept or kept.get("error") or kept.get("side") != primary:
+        return None
+    age = max(now - float(kept["at"]), 0.0)
+    if age > float(kept.get("stale_after") or 0):
+        return None
+    figures = ("util", "util_max", "memory_used_mib", "memory_total_mib", "gpus")
+    return {**{k: kept.get(k) for k in figures}, "at": kept["at"], "age_seconds": round(age, 3)}
+
+
 class IdleGuarding(Budgeting, Noticing):
     """The watcher's idle guard (see the module's docstring)."""
+
+    def keep_gpu(self, placement: dict[str, Any], report: AgentReport | None) -> None:
+        """Keep the primary's newest GPU sample (or why there is none) in the store, where
+        the metrics and ``status`` read it; written only when it changed."""
+        if report is None:
+            return
+        pid, side = placement["id"], placement["primary_side"]
+        gpu = report.gpu
+        rows = [s for s in gpu.get("samples") or [] if isinstance(s, list) and len(s) >= 6]
+        data: dict[str, Any]
+        if error := gpu.get("error"):
+            at, data = report.written_at, {"error": str(error)}
+        elif rows:
+            rows.sort(key=lambda s: s[0])
+            newest = rows[-1]
+            at = float(newest[0])
+            names = ("util", "util_max", "memory_used_mib", "memory_total_mib", "gpus")
+            data = dict(zip(names, newest[1:6], strict=True))
+            data["stale_after"] = stale_after(gpu, rows)
+        else:
+            return
+        data["side"] = side
+        kept = self.store.gpu(pid)
+        if kept is None or kept["at"] != at or kept.get("side") != side:
+            self.store.record_gpu(pid, at, data)
 
     def enforce_idle(self, placement: dict[str, Any], report: AgentReport | None) -> str | None:
         """Warn, or sync a last checkpoint and stop, per the placement's idle rule; a line

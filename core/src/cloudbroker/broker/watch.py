@@ -196,6 +196,7 @@ class Watching(Fencing, IdleGuarding):
                 self.fail_over_on_notice(placement, report, lease)
                 watched.consecutive, watched.replica = 0, _Replica()
                 return Checked(again=True)
+            self.keep_gpu(placement, report)
             if idle := self.enforce_idle(placement, report):
                 status = self._placement(placement_id)["status"]
                 if status in STOPPED:

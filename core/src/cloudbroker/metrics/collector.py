@@ -14,6 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from cloudbroker.broker.budget import spend
+from cloudbroker.broker.idle import gpu_now
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.metrics import calls
@@ -159,6 +160,17 @@ class _PerPlacement:
             "0.8 and stops the placement at 1)",
             labels=["placement"],
         )
+        self.gpu_util = GaugeMetricFamily(
+            "cloudbroker_gpu_utilisation_percent",
+            "Mean utilisation of the primary's GPUs at its agent's newest nvidia-smi sample "
+            "(placements up; absent: unknown, e.g. nvidia-smi missing or the samples stale)",
+            labels=["placement"],
+        )
+        self.gpu_age = GaugeMetricFamily(
+            "cloudbroker_gpu_sample_age_seconds",
+            "Age of the primary agent's newest GPU sample (placements up; absent: none)",
+            labels=["placement"],
+        )
         self.families: list[Metric] = [
             self.rto,
             self.rpo,
@@ -169,6 +181,8 @@ class _PerPlacement:
             self.spend_exact,
             self.budget,
             self.budget_used,
+            self.gpu_util,
+            self.gpu_age,
         ]
 
     def add(self, store: Store, placement: dict[str, Any], holder: str | None, now: float) -> None:
@@ -190,6 +204,16 @@ class _PerPlacement:
         if holder is not None:
             self.holder.add_metric([pid, holder], 1)
         self._add_spend(_Records(store, events), placement, now)
+        if placement["status"] == "up":
+            self._add_gpu(store.gpu(pid), placement, now)
+
+    def _add_gpu(self, kept: dict[str, Any] | None, placement: dict[str, Any], now: float) -> None:
+        """The primary's last GPU sample and its age; no utilisation (never 0) when unknown."""
+        pid, primary = placement["id"], placement["primary_side"]
+        if kept and not kept.get("error") and kept.get("side") == primary:
+            self.gpu_age.add_metric([pid], max(now - float(kept["at"]), 0.0))
+        if (figures := gpu_now(kept, primary, now)) and figures["util"] is not None:
+            self.gpu_util.add_metric([pid], float(figures["util"]))
 
     def _add_spend(self, records: _Records, placement: dict[str, Any], now: float) -> None:
         """The budget guard's figures; none (not 0) for a plan this version cannot price."""

@@ -66,6 +66,14 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX events_by_placement ON events (placement_id, id);
     CREATE INDEX instances_by_placement ON instances (placement_id);
     """,
+    # 4: the primary's GPUs as its agent last sampled them (one row a placement, replaced)
+    """
+    CREATE TABLE gpu_samples (
+        placement_id TEXT PRIMARY KEY,
+        at REAL NOT NULL,              -- when sampled (the instance clock)
+        data TEXT NOT NULL             -- JSON: util, util_max, memory, gpus, or the error
+    );
+    """,
 )
 
 #: SQLite's types, and what PostgreSQL calls them.
