@@ -187,7 +187,31 @@ class MarkerReplicator(FakeReplicator):
     def __init__(self, clouds) -> None:
         super().__init__(clouds)
         self.markers: dict[tuple[str, str], bytes] = {}
+        self.requests: dict[tuple[str, str], dict] = {}  # the watcher's checkpoint requests
+        self.put_error: Exception | None = None
         self.reads = 0
+
+    def put(self, bucket: BucketRef, name: str, data: bytes, *, deadline_seconds=None) -> None:
+        self._bucket(bucket)
+        assert name == agent.REQUEST and deadline_seconds
+        if self.put_error:
+            raise self.put_error
+        self.requests[(bucket.provider, bucket.bucket)] = json.loads(data)
+
+    def answer(self, provider: str, bucket: str, checkpoint: str | None, fresh=True) -> None:
+        """The agent's answer to the request: the job checkpointed (``fresh``), uploaded."""
+        request = self.requests[(provider, bucket)]
+        if checkpoint:
+            self.write(BucketRef(provider=provider, bucket=bucket, path="run1"), checkpoint)
+        answer = {
+            **request, "signal": "SIGUSR1", "job_exited_at": time.time(),
+            "checkpoint": checkpoint, "checkpointed_on_notice": fresh,
+            "uploaded": bool(checkpoint), "errors": [],
+        }  # fmt: skip
+        marker = json.loads(self._marker(provider, time.time(), None))
+        self.markers[(provider, bucket)] = json.dumps(
+            {**marker, "checkpoint_request": answer}
+        ).encode()
 
     def read(self, bucket: BucketRef, name: str, *, deadline_seconds=None) -> bytes | None:
         self._bucket(bucket)
@@ -421,13 +445,54 @@ def test_gpus_idle_below_the_rule_are_warned_then_checkpointed_and_stopped(tmp_p
     assert broker.store.require_placement(pid)["status"] == "up"
     broker.sleep(6 * 60)  # six minutes on: the same idle run, 31 min long now
     replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 31 * 60))
+    assert not check(broker, pid).stopped  # the job is asked for a last checkpoint first
+    [request] = replicator.requests.values()
+    assert request["wait_seconds"] == 120 and "idle-checkpoint-requested" in kinds(broker, pid)
+    check(broker, pid)  # no answer yet: it waits
+    assert broker.store.require_placement(pid)["status"] == "up"
+    replicator.answer("ali", "ckpt-a", "step-150.json")  # the job checkpointed on the signal
     checked = check(broker, pid)
     assert checked.stopped and "stopped idle" in checked.stopped
+    assert "checkpoint step-150.json, taken on the request" in checked.stopped
     assert broker.store.require_placement(pid)["status"] == "down"
     assert clouds["ali"].live() == [] and clouds["ten"].launch_calls == 0
     [stopped] = [e for e in broker.store.events(pid) if e.kind == "idle-stopped"]
     assert stopped.detail["util"] == 5 and "rpo_seconds" in stopped.detail  # the last sync
-    assert "step-100.json" in replicator.buckets[("ten", "ckpt-b")]
+    assert stopped.detail["checkpoint"] == "step-150.json"
+    assert stopped.detail["checkpointed_on_request"] is True
+    assert "step-150.json" in replicator.buckets[("ten", "ckpt-b")]  # kept on the standby
+
+
+def test_a_job_that_does_not_answer_the_checkpoint_request_is_stopped_after_the_bound(tmp_path):
+    broker, clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    replicator.write(BucketRef(provider="ali", bucket="ckpt-a", path="run1"), "step-100.json")
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))
+    check(broker, pid)  # warned
+    check(broker, pid)  # asked
+    [asked] = [e.detail for e in broker.store.events(pid) if e.kind == "idle-checkpoint-requested"]
+    [primary] = clouds["ali"].live()
+    clouds["ali"].instances[primary]["state"] = "terminated"  # the job stopped, and so did it
+    check(broker, pid)
+    assert "failure-detected" not in kinds(broker, pid)  # no failover while it is asked
+    broker.sleep(asked["answer_by"] - broker.clock() + 1)
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 45 * 60))
+    assert check(broker, pid).stopped
+    [stopped] = [e for e in broker.store.events(pid) if e.kind == "idle-stopped"]
+    assert stopped.detail["checkpoint"] is None
+    assert stopped.detail["checkpoint_requested"].startswith("no answer in")
+    assert "step-100.json" in replicator.buckets[("ten", "ckpt-b")]  # the newest there, synced
+
+
+def test_a_checkpoint_request_storage_refuses_stops_with_the_newest_checkpoint(tmp_path):
+    from cloudbroker.errors import ProviderUnavailable
+
+    broker, _clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    replicator.put_error = ProviderUnavailable("ali: connection refused")
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))
+    check(broker, pid)
+    assert check(broker, pid).stopped
+    [stopped] = [e for e in broker.store.events(pid) if e.kind == "idle-stopped"]
+    assert stopped.detail["checkpoint_requested"] == "not asked: ali: connection refused"
 
 
 def test_busy_gpus_are_left_alone(tmp_path):
@@ -467,6 +532,8 @@ def test_gpus_idle_past_the_period_at_the_first_look_are_warned_before_they_are_
     replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))  # a watcher just started
     check(broker, pid)
     assert "idle-warning" in kinds(broker, pid) and "idle-stopped" not in kinds(broker, pid)
+    check(broker, pid)
+    replicator.answer("ali", "ckpt-a", None)  # a job without checkpoints
     assert check(broker, pid).stopped
     assert broker.store.require_placement(pid)["status"] == "down"
 

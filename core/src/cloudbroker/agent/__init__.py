@@ -21,6 +21,8 @@ from cloudbroker.models import SpotNotice
 
 #: The agent's marker beside the checkpoints (its notice and GPU summary); never a checkpoint.
 MARKER = "cloudbroker-agent.json"
+#: The watcher's request for a last checkpoint, beside the checkpoints; never a checkpoint.
+REQUEST = "cloudbroker-request.json"
 #: Where the preamble puts the agent, the notice file the job may poll, the local checkpoints.
 AGENT_PATH = "/opt/cloudbroker/agent.py"
 NOTICE_FILE = "/opt/cloudbroker/notice.json"

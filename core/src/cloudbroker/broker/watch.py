@@ -201,6 +201,8 @@ class Watching(Fencing, IdleGuarding):
                 status = self._placement(placement_id)["status"]
                 if status in STOPPED:
                     return Checked(stopped=idle if status == "down" else None)
+            if self.idle_stop_pending(placement_id):
+                return Checked()  # the job is asked to checkpoint and stop: no failover now
             health = self._health(placement_id, primary)
             watched.consecutive = watched.consecutive + 1 if health.reason else 0
             if health.reason and (
