@@ -582,3 +582,17 @@ def test_the_watcher_keeps_the_primarys_last_gpu_sample_for_metrics_and_status(t
     broker.sleep(3600)  # the agent stopped writing: unknown, never its last figure
     assert gpu_now(broker.store.gpu(pid), "a", broker.clock()) is None
     assert "unknown (the agent's newest sample is stale)" in _gpu_line(summary, None)
+
+
+def test_a_checkpoint_request_ends_with_a_failover_on_a_notice_meanwhile(tmp_path):
+    broker, clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))
+    check(broker, pid)  # warned
+    check(broker, pid)  # asked
+    assert broker.idle_stop_pending(pid)
+    replicator.notice("ali", "ckpt-a")  # the spot capacity is taken back while it waits
+    check(broker, pid)
+    assert broker.store.require_placement(pid)["primary_side"] == "b"
+    assert not broker.idle_stop_pending(pid)  # the request was the old primary's
+    assert broker.store.require_placement(pid)["status"] == "up"
+    assert len(clouds["ten"].live()) == 1

@@ -293,9 +293,10 @@ class IdleGuarding(Budgeting, Noticing):
 
 
 def asked_for_checkpoint(events: list[Any]) -> dict[str, Any] | None:
-    """The idle guard's checkpoint request still unanswered (its event's detail), or None."""
+    """The idle guard's checkpoint request still unanswered (its event's detail), or None;
+    one made before a failover or a ``down`` (another primary's, another run's) is over."""
     for event in reversed(events):
-        if event.kind == "idle-stopped":
+        if event.kind in ("idle-stopped", "roles-swapped", "down"):
             return None
         if event.kind == "idle-checkpoint-requested":
             return dict(event.detail)
