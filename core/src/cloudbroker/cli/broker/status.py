@@ -79,7 +79,8 @@ def status(
     )
     console.print(spent.text(), markup=False)
     if report["gpu"] is not None or kept is not None:
-        console.print(_gpu_line(report["gpu"] or {}, report["gpu_now"]), markup=False)
+        gpu = report["gpu"] or kept or {}  # the marker read now, else the sample kept
+        console.print(_gpu_line(gpu, report["gpu_now"]), markup=False)
     if spent.unknown:
         console.print(Padding(Text(f"not priced: {'; '.join(spent.unknown)}"), (0, 0, 0, 2)))
     table = FitTable(INSTANCE_COLUMNS)
@@ -150,7 +151,7 @@ def _gpu_line(gpu: dict[str, Any], now: dict[str, Any] | None) -> str:
     if gpu.get("error"):
         return f"GPUs on the primary: unknown ({gpu['error']})"
     if now is None:
-        if gpu.get("samples"):
+        if gpu.get("samples") or gpu.get("at"):
             return "GPUs on the primary: unknown (the agent's newest sample is stale)"
         return "GPUs on the primary: unknown (not sampled yet)"
     memory = ""
