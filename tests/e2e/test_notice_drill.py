@@ -155,7 +155,11 @@ def test_the_idle_guard_stops_idle_gpus_leaves_busy_ones_and_reports_a_missing_n
         assert len(kinds(busy)) >= checks_before
         sandbox.cli("sandbox", "gpu-util", "aliyun", "5")
         stopped = wait_for("idle-stopped", lambda: "idle-stopped" in kinds(busy) and kinds(busy))
-        assert stopped.index("idle-warning") < stopped.index("idle-stopped")
+        assert stopped.index("idle-warning") < stopped.index("idle-checkpoint-requested")
+        assert stopped.index("idle-checkpoint-requested") < stopped.index("idle-stopped")
+        events = json.loads(sandbox.cli("status", busy, "--json"))["events"]
+        [kept] = [e for e in events if e["kind"] == "idle-stopped"]  # its detail, flattened
+        assert kept["checkpoint"] and kept["checkpointed_on_request"], kept  # train.py's, on USR1
         # the listing lag delays `down`'s confirmation: the watcher's next checks finish it
         status = wait_for(
             "down",
