@@ -15,7 +15,8 @@ Settings (environment): ``TRAIN_STEPS`` (1000), ``CHECKPOINT_EVERY`` (25), ``STE
 
 On a spot reclaim notice (the broker's notice agent sends SIGUSR1 and writes
 ``$CLOUDBROKER_NOTICE_FILE``) it finishes the step it is in, checkpoints it at once and
-exits, so the standby resumes from the very step the notice found it at (RPO 0 steps).
+exits, so the standby resumes from the very step the notice found it at (RPO 0 steps); the
+idle guard's request for a last checkpoint comes the same way.
 Local checkpoints go to ``$CLOUDBROKER_CHECKPOINT_DIR`` (the agent uploads the newest one
 there if the job could not), else ``./checkpoints``.
 """

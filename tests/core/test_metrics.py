@@ -179,6 +179,32 @@ def test_replication_lag_is_the_age_of_the_standbys_newest_checkpoint(store, ser
         assert value(samples, "cloudbroker_replication_lag_seconds", placement=unknown) is None
 
 
+def test_gpu_utilisation_is_the_primarys_last_sample_with_its_age_absent_when_unknown(
+    store, served
+):
+    now = time.time()
+    figures = {"util_max": 9, "memory_used_mib": 10, "memory_total_mib": 80, "gpus": 8}
+    for pid in ("sampled", "stale", "no-smi", "earlier", "never", "down"):
+        up(store, pid)
+    store.record_gpu("sampled", now - 30, {**figures, "util": 4.5, "side": "a", "stale_after": 190})
+    store.record_gpu("stale", now - 900, {**figures, "util": 4.5, "side": "a", "stale_after": 190})
+    store.record_gpu("no-smi", now - 5, {"error": "nvidia-smi not found on PATH", "side": "a"})
+    store.record_gpu("earlier", now - 5, {**figures, "util": 50, "side": "b", "stale_after": 190})
+    store.record_gpu("down", now - 5, {**figures, "util": 50, "side": "a", "stale_after": 190})
+    store.request_down("down")
+    store.record_gpu("sampled", now - 20, {**figures, "util": 3.0, "side": "a", "stale_after": 190})
+    samples = served(reopen(store))()
+    assert value(samples, "cloudbroker_gpu_utilisation_percent", placement="sampled") == 3.0
+    age = value(samples, "cloudbroker_gpu_sample_age_seconds", placement="sampled")
+    assert age is not None and 20 <= age < 20 + within(10)  # the newest sample kept, replaced
+    stale = value(samples, "cloudbroker_gpu_sample_age_seconds", placement="stale")
+    assert stale is not None and stale >= 900  # its age says why the utilisation is absent
+    assert value(samples, "cloudbroker_gpu_utilisation_percent", placement="stale") is None
+    for unknown in ("no-smi", "earlier", "never", "down"):  # absent, never 0
+        assert value(samples, "cloudbroker_gpu_utilisation_percent", placement=unknown) is None
+        assert value(samples, "cloudbroker_gpu_sample_age_seconds", placement=unknown) is None
+
+
 def test_the_lease_holder_and_its_changes(store, served):
     up(store, "p")
     up(store, "free")

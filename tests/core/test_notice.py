@@ -18,7 +18,8 @@ from cloudbroker.agent import notice_agent
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.lease import Lease
-from cloudbroker.models import BucketRef, SpotNotice, parse_bucket
+from cloudbroker.models import BucketRef, Market, SpotNotice, parse_bucket
+from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
 from cloudbroker.sandbox.metadata import MetadataServer
 from cloudbroker.state import open_store
@@ -67,8 +68,51 @@ def test_each_provider_declares_its_notice_and_huawei_none():
         "tencent": ("/latest/meta-data/spot/termination-time", "utc8-time", 120),
     }
     assert all(s.source.startswith("https://") for s in notices.values())
-    assert agent.early_warning(notices, ["aliyun", "huawei"]) == (
+    leads = {n: s.lead_seconds for n, s in notices.items() if n == "aliyun"}
+    assert agent.early_warning(leads, ["huawei"]) == (
         "spot reclaim warning on the instance: aliyun 300 s; huawei: none (reclaim seen by "
+        "polling its API)"
+    )
+
+
+class SpotCloud(FakeCloud):
+    """A fake cloud selling spot whose terms declare ``terms_notice`` seconds of warning."""
+
+    def __init__(self, name: str, price: str, terms_notice: int | None) -> None:
+        super().__init__(name, price)
+        self.terms_notice = terms_notice
+
+    @hookimpl
+    def price(self, ctx, regions):
+        sheet = super().price(ctx, regions)
+        spot = tuple(c.model_copy(update={"market": Market.SPOT}) for c in sheet.compute)
+        terms = sheet.terms[0].model_copy(update={"spot_notice_seconds": self.terms_notice})
+        return sheet.model_copy(update={"compute": spot, "terms": (terms,)})
+
+
+class Warned(SpotCloud):
+    """The same with a ``spot_notice`` hook: its instances are warned 90 s ahead."""
+
+    @hookimpl
+    def spot_notice(self, ctx):
+        return SpotNotice(
+            provider=self.name, endpoint="http://169.254.169.254", path="/spot",
+            format="iso-utc", lead_seconds=90, source="https://example.com/spot",
+        )  # fmt: skip
+
+
+def test_the_quote_says_which_clouds_warn_from_their_notice_hooks_not_their_terms(clean_env):
+    from cloudbroker.quote import Job, quote
+
+    pm = PluginManager(env={}, settings={})
+    pm.register(SpotCloud("quiet", "10", terms_notice=300), "quiet")  # terms say 300 s, no hook
+    pm.register(Warned("warned", "11", terms_notice=None), "warned")  # a hook, terms say none
+    job = Job(gpu="A100", count=8, hours=Decimal(1), markets=(Market.SPOT,))
+    result = quote(pm, job, FxTable())
+    assert {q.provider for q in result.quotes} == {"quiet", "warned"}
+    assert result.spot_notices == {"warned": 90} and result.spot_polled == ("quiet",)
+    assert agent.early_warning(result.spot_notices, result.spot_polled) == (
+        "spot reclaim warning on the instance: warned 90 s; quiet: none (reclaim seen by "
         "polling its API)"
     )
 
@@ -168,7 +212,31 @@ class MarkerReplicator(FakeReplicator):
     def __init__(self, clouds) -> None:
         super().__init__(clouds)
         self.markers: dict[tuple[str, str], bytes] = {}
+        self.requests: dict[tuple[str, str], dict] = {}  # the watcher's checkpoint requests
+        self.put_error: Exception | None = None
         self.reads = 0
+
+    def put(self, bucket: BucketRef, name: str, data: bytes, *, deadline_seconds=None) -> None:
+        self._bucket(bucket)
+        assert name == agent.REQUEST and deadline_seconds
+        if self.put_error:
+            raise self.put_error
+        self.requests[(bucket.provider, bucket.bucket)] = json.loads(data)
+
+    def answer(self, provider: str, bucket: str, checkpoint: str | None, fresh=True) -> None:
+        """The agent's answer to the request: the job checkpointed (``fresh``), uploaded."""
+        request = self.requests[(provider, bucket)]
+        if checkpoint:
+            self.write(BucketRef(provider=provider, bucket=bucket, path="run1"), checkpoint)
+        answer = {
+            **request, "signal": "SIGUSR1", "job_exited_at": time.time(),
+            "checkpoint": checkpoint, "checkpointed_on_notice": fresh,
+            "uploaded": bool(checkpoint), "errors": [],
+        }  # fmt: skip
+        marker = json.loads(self._marker(provider, time.time(), None))
+        self.markers[(provider, bucket)] = json.dumps(
+            {**marker, "checkpoint_request": answer}
+        ).encode()
 
     def read(self, bucket: BucketRef, name: str, *, deadline_seconds=None) -> bytes | None:
         self._bucket(bucket)
@@ -402,13 +470,54 @@ def test_gpus_idle_below_the_rule_are_warned_then_checkpointed_and_stopped(tmp_p
     assert broker.store.require_placement(pid)["status"] == "up"
     broker.sleep(6 * 60)  # six minutes on: the same idle run, 31 min long now
     replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 31 * 60))
+    assert not check(broker, pid).stopped  # the job is asked for a last checkpoint first
+    [request] = replicator.requests.values()
+    assert request["wait_seconds"] == 120 and "idle-checkpoint-requested" in kinds(broker, pid)
+    check(broker, pid)  # no answer yet: it waits
+    assert broker.store.require_placement(pid)["status"] == "up"
+    replicator.answer("ali", "ckpt-a", "step-150.json")  # the job checkpointed on the signal
     checked = check(broker, pid)
     assert checked.stopped and "stopped idle" in checked.stopped
+    assert "checkpoint step-150.json, taken on the request" in checked.stopped
     assert broker.store.require_placement(pid)["status"] == "down"
     assert clouds["ali"].live() == [] and clouds["ten"].launch_calls == 0
     [stopped] = [e for e in broker.store.events(pid) if e.kind == "idle-stopped"]
     assert stopped.detail["util"] == 5 and "rpo_seconds" in stopped.detail  # the last sync
-    assert "step-100.json" in replicator.buckets[("ten", "ckpt-b")]
+    assert stopped.detail["checkpoint"] == "step-150.json"
+    assert stopped.detail["checkpointed_on_request"] is True
+    assert "step-150.json" in replicator.buckets[("ten", "ckpt-b")]  # kept on the standby
+
+
+def test_a_job_that_does_not_answer_the_checkpoint_request_is_stopped_after_the_bound(tmp_path):
+    broker, clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    replicator.write(BucketRef(provider="ali", bucket="ckpt-a", path="run1"), "step-100.json")
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))
+    check(broker, pid)  # warned
+    check(broker, pid)  # asked
+    [asked] = [e.detail for e in broker.store.events(pid) if e.kind == "idle-checkpoint-requested"]
+    [primary] = clouds["ali"].live()
+    clouds["ali"].instances[primary]["state"] = "terminated"  # the job stopped, and so did it
+    check(broker, pid)
+    assert "failure-detected" not in kinds(broker, pid)  # no failover while it is asked
+    broker.sleep(asked["answer_by"] - broker.clock() + 1)
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 45 * 60))
+    assert check(broker, pid).stopped
+    [stopped] = [e for e in broker.store.events(pid) if e.kind == "idle-stopped"]
+    assert stopped.detail["checkpoint"] is None
+    assert stopped.detail["checkpoint_requested"].startswith("no answer in")
+    assert "step-100.json" in replicator.buckets[("ten", "ckpt-b")]  # the newest there, synced
+
+
+def test_a_checkpoint_request_storage_refuses_stops_with_the_newest_checkpoint(tmp_path):
+    from cloudbroker.errors import ProviderUnavailable
+
+    broker, _clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    replicator.put_error = ProviderUnavailable("ali: connection refused")
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))
+    check(broker, pid)
+    assert check(broker, pid).stopped
+    [stopped] = [e for e in broker.store.events(pid) if e.kind == "idle-stopped"]
+    assert stopped.detail["checkpoint_requested"] == "not asked: ali: connection refused"
 
 
 def test_busy_gpus_are_left_alone(tmp_path):
@@ -448,5 +557,67 @@ def test_gpus_idle_past_the_period_at_the_first_look_are_warned_before_they_are_
     replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))  # a watcher just started
     check(broker, pid)
     assert "idle-warning" in kinds(broker, pid) and "idle-stopped" not in kinds(broker, pid)
+    check(broker, pid)
+    replicator.answer("ali", "ckpt-a", None)  # a job without checkpoints
     assert check(broker, pid).stopped
     assert broker.store.require_placement(pid)["status"] == "down"
+
+
+def test_samples_are_stale_after_the_agents_measured_period_not_a_fixed_bound(tmp_path):
+    from cloudbroker.broker.idle import idle_run
+
+    # a loaded instance: the agent asked to sample every 60 s manages one every 150 s
+    broker, _clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    summary = samples(broker.clock, 5, 40 * 60, every=150)
+    summary["every"] = 60
+    broker.sleep(300)  # the newest is 5 min old: two of its periods, not four of the asked one
+    assert idle_run(summary, 10, broker.clock()).since is not None
+    replicator.gpu("ali", "ckpt-a", summary)
+    check(broker, pid)
+    assert "idle-warning" in kinds(broker, pid)
+    broker.sleep(300)  # 10 min without a sample: more than three of its periods, unknown
+    assert idle_run(summary, 10, broker.clock()).since is None
+    # and on an idle machine the asked period is the bound: 4 min without a sample is stale
+    quick = samples(broker.clock, 5, 40 * 60, every=60)
+    broker.sleep(240)
+    assert idle_run(quick, 10, broker.clock()).since is None
+
+
+def test_the_watcher_keeps_the_primarys_last_gpu_sample_for_metrics_and_status(tmp_path):
+    from cloudbroker.broker.idle import gpu_now
+    from cloudbroker.cli.broker.status import _gpu_line
+
+    broker, _clouds, replicator, pid = world(tmp_path)  # no idle rule: the notice cloud's agent
+    replicator.gpu("ali", "ckpt-a", {"every": 60, "samples": [], "error": "nvidia-smi exited 9"})
+    check(broker, pid)
+    kept = broker.store.gpu(pid)
+    assert kept["error"] == "nvidia-smi exited 9" and gpu_now(kept, "a", broker.clock()) is None
+    summary = samples(broker.clock, 37, 10 * 60)
+    summary["samples"][-1][1:6] = [41.5, 90, 1000, 81920, 8]
+    replicator.gpu("ali", "ckpt-a", summary)
+    check(broker, pid)
+    broker.sleep(45)
+    now = gpu_now(broker.store.gpu(pid), "a", broker.clock())
+    assert now is not None and (now["util"], now["util_max"], now["gpus"]) == (41.5, 90, 8)
+    assert now["age_seconds"] == 45.0
+    line = _gpu_line(summary, now)
+    assert "41.5 % (busiest 90 %, 8 GPU(s), memory 1,000/81,920 MiB)" in line
+    assert line.endswith(", 45 s ago")
+    assert gpu_now(broker.store.gpu(pid), "b", broker.clock()) is None  # another side's
+    broker.sleep(3600)  # the agent stopped writing: unknown, never its last figure
+    assert gpu_now(broker.store.gpu(pid), "a", broker.clock()) is None
+    assert "unknown (the agent's newest sample is stale)" in _gpu_line(summary, None)
+
+
+def test_a_checkpoint_request_ends_with_a_failover_on_a_notice_meanwhile(tmp_path):
+    broker, clouds, replicator, pid = world(tmp_path, idle_stop="10%:30m")
+    replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))
+    check(broker, pid)  # warned
+    check(broker, pid)  # asked
+    assert broker.idle_stop_pending(pid)
+    replicator.notice("ali", "ckpt-a")  # the spot capacity is taken back while it waits
+    check(broker, pid)
+    assert broker.store.require_placement(pid)["primary_side"] == "b"
+    assert not broker.idle_stop_pending(pid)  # the request was the old primary's
+    assert broker.store.require_placement(pid)["status"] == "up"
+    assert len(clouds["ten"].live()) == 1

@@ -19,13 +19,20 @@ from cloudbroker.sandbox.metadata import MetadataServer
 
 pytestmark = pytest.mark.slow
 
-#: rclone that copies ``copyto SRC ckpt:b/run/NAME`` into ``$BUCKET/NAME``; with
-#: ``$BUCKET/.down`` present it fails as an unreachable endpoint does.
+#: rclone that copies ``copyto SRC ckpt:b/run/NAME`` into ``$BUCKET/NAME`` and answers
+#: ``cat ckpt:b/run --include /NAME`` from it; with ``$BUCKET/.down`` present it fails as an
+#: unreachable endpoint does.
 RCLONE = """#!{python}
 import os, shutil, sys
 bucket = os.environ["BUCKET"]
 if os.path.exists(os.path.join(bucket, ".down")):
     sys.exit("ERROR : dial tcp 127.0.0.1:9: connect: connection refused")
+verb = sys.argv[1]
+if verb == "cat":
+    path = os.path.join(bucket, sys.argv[sys.argv.index("--include") + 1].lstrip("/"))
+    if os.path.exists(path):
+        sys.stdout.write(open(path).read())
+    sys.exit(0)
 _, verb, src, dst = sys.argv[:4]
 assert verb == "copyto", sys.argv
 shutil.copyfile(src, os.path.join(bucket, dst.rsplit("/", 1)[1]))
@@ -128,3 +135,31 @@ def test_storage_unreachable_during_the_notice_is_said_and_never_blocks_the_job(
     assert job.wait(timeout=5) == 0  # the job checkpointed locally and stopped on its own
     assert (instance[1] / "ckpt" / "step-000042.json").exists()
     assert time.time() - started < (at - started) + 10  # the agent's tries are bounded
+
+
+def test_a_checkpoint_request_is_answered_as_a_notice_is_and_an_earlier_ones_ignored(instance):
+    _server, tmp, env = instance
+    env = {**env, "CLOUDBROKER_GPU_EVERY": "0.3"}  # it reads requests at each GPU sample
+    job = subprocess.Popen([sys.executable, "-c", JOB], env={**env, "CHECKPOINTS": "1"})
+    agent_process = subprocess.Popen(
+        [sys.executable, str(tmp / "agent.py"), str(job.pid)], env=env, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    request = tmp / "bucket" / agent.REQUEST
+    try:
+        request.write_text(json.dumps({"requested_at": time.time() - 3600, "wait_seconds": 5}))
+        time.sleep(2)
+        assert job.poll() is None  # an earlier primary's request: the job was not told
+        asked = time.time()
+        request.write_text(json.dumps({"requested_at": asked, "wait_seconds": 10}))
+        out, _ = agent_process.communicate(timeout=60)
+    finally:
+        job.kill()
+        agent_process.kill()
+    assert job.wait(timeout=5) == 0  # SIGUSR1: it checkpointed and stopped
+    assert json.loads((tmp / "notice.json").read_text())["reason"] == "checkpoint requested"
+    answer = json.loads((tmp / "bucket" / agent.MARKER).read_text())["checkpoint_request"]
+    assert answer["requested_at"] == asked and answer["signal"] == "SIGUSR1"
+    assert answer["checkpoint"] == "step-000042.json" and answer["checkpointed_on_notice"]
+    assert answer["uploaded"] and (tmp / "bucket" / "step-000042.json").exists()
+    assert "asks for a last checkpoint" in out

@@ -82,14 +82,12 @@ def test_the_footer_counts_offers_apart_from_rows_when_zones_fold(clean_env):
     assert f"{offers} of {parsed['matched']} offers in {rows} rows" in brief.stdout
 
 
-def test_the_spot_notice_the_terms_declare_is_in_the_quote(clean_env):
+def test_the_spot_notice_the_providers_declare_is_in_the_quote(clean_env):
     result = run_cli(
         "quote", "--notes", "--gpu", "T4", "--market", "spot", env=clean_env, width=200
     )
     assert result.returncode == 0, result.stderr
-    assert "spot notice before a reclaim (the providers' terms): aliyun 300 s, aws 120 s" in (
-        result.stdout
-    )
+    assert "spot reclaim warning on the instance: aliyun 300 s, aws 120 s" in result.stdout
     on_demand = run_cli("quote", "--notes", "--gpu", "T4", env=clean_env, width=200)
-    assert "spot notice" not in on_demand.stdout
+    assert "spot reclaim warning" not in on_demand.stdout
     assert Market.SPOT.value == "spot"

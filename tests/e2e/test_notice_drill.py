@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -66,10 +67,38 @@ def wait_for(what, condition, timeout=180):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_the_idle_guard_stops_idle_gpus_leaves_busy_ones_and_reports_a_missing_nvidia_smi(sandbox):
+def lag(sandbox, seconds):
+    """Set the listing lag of the sandbox's emulators; the lag each had."""
+    info = json.loads(sandbox.cli("sandbox", "status", "--json"))
+    had = {}
+    for cloud in ("aliyun", "tencent"):
+        api = info["clouds"][cloud]["api"]
+        with urllib.request.urlopen(f"{api}/_emulator/state", timeout=10) as answer:
+            had[cloud] = json.loads(answer.read())["listing_lag"]
+        body = json.dumps({"seconds": seconds[cloud] if isinstance(seconds, dict) else seconds})
+        ask = urllib.request.Request(f"{api}/_emulator/lag", data=body.encode())
+        urllib.request.urlopen(ask, timeout=10).close()
+    return had
+
+
+@pytest.fixture
+def short_lag(sandbox):
+    """The idle drill's listing lag: the default time factor's 2 s, not the 50 s the drills'
+    factor of 0.25 scales it to. The idle guard reads the agent's marker, never a listing;
+    the lag only made each `up` and `down` wait (the notice drills in this sandbox and the
+    lifecycle tests cover acting under it)."""
+    from cloudbroker.sandbox.supervisor import LISTING_LAG_SECONDS
+
+    had = lag(sandbox, LISTING_LAG_SECONDS)
+    yield
+    lag(sandbox, had)
+
+
+def test_the_idle_guard_stops_idle_gpus_leaves_busy_ones_and_reports_a_missing_nvidia_smi(
+    sandbox, short_lag
+):
     # The job must outlive the drill: the agent samples only while it runs (its marker goes
-    # stale after), and with the sandbox's listing lag (50 s at factor 0.25) each `up` waits
-    # that long for its instance to be listed, longer than the default 1000 steps take.
+    # stale after); the default 1000 steps may end before the idle run is over.
     script = sandbox.dir.parent / "idle-train.sh"
     train = ROOT / "examples" / "train" / "train.py"
     script.write_text(f"#!/bin/bash\nTRAIN_STEPS=100000 exec python3 {train}\n")
@@ -85,7 +114,7 @@ def test_the_idle_guard_stops_idle_gpus_leaves_busy_ones_and_reports_a_missing_n
         )  # fmt: skip
         return json.loads(placed)["id"]
 
-    def up(*pids):  # both at once: each waits out the listing lag
+    def up(*pids):  # both at once
         ups = [
             subprocess.Popen(
                 [sys.executable, "-m", "cloudbroker", "up", pid],
@@ -126,7 +155,11 @@ def test_the_idle_guard_stops_idle_gpus_leaves_busy_ones_and_reports_a_missing_n
         assert len(kinds(busy)) >= checks_before
         sandbox.cli("sandbox", "gpu-util", "aliyun", "5")
         stopped = wait_for("idle-stopped", lambda: "idle-stopped" in kinds(busy) and kinds(busy))
-        assert stopped.index("idle-warning") < stopped.index("idle-stopped")
+        assert stopped.index("idle-warning") < stopped.index("idle-checkpoint-requested")
+        assert stopped.index("idle-checkpoint-requested") < stopped.index("idle-stopped")
+        events = json.loads(sandbox.cli("status", busy, "--json"))["events"]
+        [kept] = [e for e in events if e["kind"] == "idle-stopped"]  # its detail, flattened
+        assert kept["checkpoint"] and kept["checkpointed_on_request"], kept  # train.py's, on USR1
         # the listing lag delays `down`'s confirmation: the watcher's next checks finish it
         status = wait_for(
             "down",

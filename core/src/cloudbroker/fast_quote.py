@@ -132,7 +132,8 @@ class Result(NamedTuple):
     smallest_sold: MappingProxyType[str, int] = _NONE
     regions_matched: tuple[str, ...] = ()
     live: None = None
-    spot_notices: MappingProxyType[str, tuple[int, ...]] = _NONE  # spot is never a plain quote
+    spot_notices: MappingProxyType[str, int] = _NONE  # spot is never a plain quote
+    spot_polled: tuple[str, ...] = ()
 
 
 class _Type(NamedTuple):

@@ -337,11 +337,12 @@ class Session:
         if self.run(args, log, bound=bound, late=late, stdout=listing) != 0:
             raise self._redacted(side_error(side, log.last_error() or "rclone lsjson failed"))
         entries = json.loads(listing.read_text(encoding="utf-8") or "[]")
-        # the notice agent's marker is rewritten every few minutes: it is not a checkpoint
+        # the notice agent's marker (rewritten every few minutes) and the watcher's request
+        # to it are not checkpoints
         times = [
             _epoch(e["ModTime"])
             for e in entries
-            if e.get("ModTime") and e.get("Path") != agent.MARKER
+            if e.get("ModTime") and e.get("Path") not in (agent.MARKER, agent.REQUEST)
         ]
         return max(times) if times else None
 
@@ -357,6 +358,18 @@ class Session:
             raise self._redacted(side_error(side, log.last_error() or "rclone cat failed"))
         data = out.read_bytes()
         return data or None
+
+    def write(self, side: Side, name: str, data: bytes) -> None:
+        """Write the object ``name`` directly under the side's folder (the watcher's request
+        to the notice agent), replacing it."""
+        local = self.scratch / "write.bin"
+        local.write_bytes(data)
+        log = TransferLog()
+        bound = self.bound(LIST_SECONDS)
+        late = f"{side.label}: writing {name} not finished within {bound}"
+        target = f"{side.target.rstrip('/')}/{name}"
+        if self.run(["copyto", str(local), target], log, bound=bound, late=late) != 0:
+            raise self._redacted(side_error(side, log.last_error() or "rclone copyto failed"))
 
 
 def _epoch(stamp: str) -> float:

@@ -416,3 +416,13 @@ class RcloneReplicator:
         side = resolve_side(self.pm, "bucket", bucket, "cbbucket")
         with session(self.pm, (side,), deadline_seconds) as run:
             return run.read(side, name)
+
+    def put(
+        self, bucket: BucketRef, name: str, data: bytes, *, deadline_seconds: float | None = None
+    ) -> None:
+        """Write the object ``name`` directly in ``bucket``'s folder (the watcher's checkpoint
+        request to the notice agent)."""
+        check_deadline(deadline_seconds)
+        side = resolve_side(self.pm, "bucket", bucket, "cbbucket")
+        with session(self.pm, (side,), deadline_seconds) as run:
+            run.write(side, name, data)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import base64
 import gzip
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -21,6 +21,8 @@ from cloudbroker.models import SpotNotice
 
 #: The agent's marker beside the checkpoints (its notice and GPU summary); never a checkpoint.
 MARKER = "cloudbroker-agent.json"
+#: The watcher's request for a last checkpoint, beside the checkpoints; never a checkpoint.
+REQUEST = "cloudbroker-request.json"
 #: Where the preamble puts the agent, the notice file the job may poll, the local checkpoints.
 AGENT_PATH = "/opt/cloudbroker/agent.py"
 NOTICE_FILE = "/opt/cloudbroker/notice.json"
@@ -89,11 +91,11 @@ def install_lines() -> list[str]:
     ]
 
 
-def early_warning(notices: Mapping[str, SpotNotice], providers: list[str]) -> str:
-    """One line: which of ``providers`` warn their instances of a spot reclaim, how early."""
-    warned = [f"{p} {notices[p].lead_seconds} s" for p in providers if p in notices]
-    polled = [p for p in providers if p not in notices]
-    said = "spot reclaim warning on the instance: " + (", ".join(warned) or "none")
+def early_warning(leads: Mapping[str, int], polled: Sequence[str]) -> str:
+    """One line: which clouds warn their instances of a spot reclaim and how early (``leads``,
+    from their ``spot_notice`` hooks), and which do not (``polled``)."""
+    warned = ", ".join(f"{p} {seconds} s" for p, seconds in leads.items())
+    said = "spot reclaim warning on the instance: " + (warned or "none")
     if polled:
         said += f"; {', '.join(polled)}: none (reclaim seen by polling its API)"
     return said

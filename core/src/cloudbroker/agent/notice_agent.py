@@ -17,6 +17,12 @@ image, not in cloudbroker's environment, and reaches storage with the instance's
   :data:`MARKER` beside the checkpoints, which the watcher fails over on at once. Storage
   that does not answer is retried until the deadline and reported in the marker (the
   watcher records it in the placement's events); the job is never waited on beyond the bound.
+* **Checkpoint request.** The watcher asks for a last checkpoint before it stops a placement
+  (the idle guard) by writing :data:`REQUEST` beside the checkpoints; the agent reads it at
+  each GPU sample and answers as to a notice: the notice file (``reason``) and the signal, a
+  bounded wait (the request's ``wait_seconds``) for a new checkpoint, its upload, and the
+  answer in the marker (``checkpoint_request``). A request older than the agent (an earlier
+  primary's, replicated) is ignored.
 * **GPUs.** Every ``CLOUDBROKER_GPU_EVERY`` seconds it samples ``nvidia-smi
   --query-gpu=utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits`` and
   writes the rolling summary into the same marker (``gpu``: the last samples, or the
@@ -42,6 +48,8 @@ from typing import Any
 LOG = logging.getLogger("cloudbroker.agent")
 
 MARKER = "cloudbroker-agent.json"
+REQUEST = "cloudbroker-request.json"
+UPLOAD_SECONDS = 60  # the bound of the requested checkpoint's upload, and of the answer's
 UTC8 = timezone(timedelta(hours=8))  # Tencent's notice is the instance OS's time in UTC+8
 ACTIONS = ("terminate", "stop", "hibernate")  # AWS instance-action's documented values
 GPU_QUERY = "utilization.gpu,memory.used,memory.total"
@@ -124,6 +132,7 @@ class Agent:
         self.gpu_error: str | None = None
         self.started = time.time()
         self.said: set[str] = set()
+        self.answered: dict[str, Any] | None = None  # the last checkpoint request answered
 
     # -- output -------------------------------------------------------------------------
 
@@ -146,6 +155,7 @@ class Agent:
             "written_at": round(time.time(), 3),
             "gpu": gpu,
             "notice": notice,
+            "checkpoint_request": self.answered,
         }
 
     def write_marker(self, notice: dict[str, Any] | None, until: float, retry: bool) -> str | None:
@@ -163,6 +173,10 @@ class Agent:
 
     def rclone(self, args: list[str], until: float) -> str | None:
         """One bounded rclone call; None when it worked, else one line why."""
+        return self.rclone_out(args, until)[0]
+
+    def rclone_out(self, args: list[str], until: float) -> tuple[str | None, str]:
+        """:meth:`rclone`'s answer, and what rclone wrote to stdout."""
         left = max(1.0, until - time.time())
         try:
             done = subprocess.run(
@@ -173,13 +187,13 @@ class Agent:
                 timeout=left,
             )
         except subprocess.TimeoutExpired:
-            return f"rclone {args[0]} did not finish within {left:.0f} s"
+            return f"rclone {args[0]} did not finish within {left:.0f} s", ""
         except OSError as exc:
-            return f"rclone {args[0]}: {exc}"
+            return f"rclone {args[0]}: {exc}", ""
         if done.returncode == 0:
-            return None
+            return None, done.stdout
         lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-        return f"rclone {args[0]}: {lines[-1][:200]}"
+        return f"rclone {args[0]}: {lines[-1][:200]}", ""
 
     # -- the job ------------------------------------------------------------------------
 
@@ -241,18 +255,21 @@ class Agent:
             self.say(f"notice answer not understood ({exc}); polling on", once="malformed")
             return None
 
-    def on_notice(self, deadline: float) -> None:
+    def ask_job(
+        self, deadline: float, bound: float, reason: str, upload_by: float | None = None
+    ) -> dict[str, Any]:
+        """Tell the job (the notice file, the signal) it has until ``deadline``, wait until
+        ``bound`` at most for its checkpoint (or its exit), upload the newest (by
+        ``upload_by``, default the deadline): what happened."""
         noticed = time.time()
-        left = deadline - noticed
-        self.say(f"spot reclaim notice: the instance goes in {left:.1f} s")
         path = self.env.get("CLOUDBROKER_NOTICE_FILE")
         if path:
             tmp = f"{path}.tmp"
+            told = {"deadline": deadline, "seconds_left": deadline - noticed, "reason": reason}
             with open(tmp, "w") as out:
-                json.dump({"deadline": deadline, "seconds_left": left, "noticed_at": noticed}, out)
+                json.dump({**told, "noticed_at": noticed}, out)
             os.replace(tmp, path)
-        # read before the signal: a quick job may checkpoint before this process runs again
-        before = self.newest_checkpoint()
+        before = self.newest_checkpoint()  # before the signal: a quick job may write at once
         name = self.env.get("CLOUDBROKER_NOTICE_SIGNAL", "USR1").upper().removeprefix("SIG")
         sent = None
         if name != "NONE" and self.job_running():
@@ -261,7 +278,6 @@ class Agent:
                 sent = f"SIG{name}"
             except (AttributeError, OSError) as exc:
                 self.say(f"could not send SIG{name} to the job: {exc}")
-        bound = noticed + max(0.0, left) * (1 - self.margin)
         exited_at, written_at = None, None
         while time.time() < bound:
             if not self.job_running():
@@ -281,15 +297,12 @@ class Agent:
         if newest and self.uri:
             error = self.rclone(
                 ["copyto", os.path.join(self.local, newest[0]), f"{self.uri}/{newest[0]}"],
-                deadline,
+                deadline if upload_by is None else upload_by,
             )
             uploaded = error is None
             if error:
                 errors.append(f"upload of {newest[0]}: {error}")
-        notice = {
-            "noticed_at": round(noticed, 3),
-            "deadline": round(deadline, 3),
-            "lead_seconds": round(left, 3),
+        return {
             "signal": sent,
             "job_exited_at": None if exited_at is None else round(exited_at, 3),
             "checkpoint": newest[0] if newest else None,
@@ -298,11 +311,55 @@ class Agent:
             "uploaded": uploaded,
             "errors": errors,
         }
+
+    def on_notice(self, deadline: float) -> None:
+        noticed = time.time()
+        left = deadline - noticed
+        self.say(f"spot reclaim notice: the instance goes in {left:.1f} s")
+        bound = noticed + max(0.0, left) * (1 - self.margin)
+        done = self.ask_job(deadline, bound, "spot reclaim notice")
+        notice = {
+            "noticed_at": round(noticed, 3),
+            "deadline": round(deadline, 3),
+            "lead_seconds": round(left, 3),
+            **done,
+        }
         error = self.write_marker(notice, deadline, retry=True)
         if error:
             self.say(f"cannot reach storage, no marker written: {error}")
         else:
             self.say(f"marker written; newest checkpoint {notice['checkpoint'] or 'none'}")
+
+    # -- the watcher's checkpoint request ------------------------------------------------
+
+    def checkpoint_request(self) -> dict[str, Any] | None:
+        """The watcher's :data:`REQUEST` if there is one for this agent not yet answered."""
+        until = time.time() + 30
+        args = ["cat", self.uri, "--include", f"/{REQUEST}", "--max-depth", "1"]
+        error, text = self.rclone_out(args, until)
+        if error or not text.strip():
+            return None
+        try:
+            request = json.loads(text)
+            asked, wait = float(request["requested_at"]), float(request["wait_seconds"])
+        except (ValueError, TypeError, KeyError):
+            self.say(f"checkpoint request not understood: {text[:80]!r}", once="request")
+            return None
+        if asked < self.started or (self.answered and self.answered["requested_at"] == asked):
+            return None  # an earlier primary's, or answered
+        return {"requested_at": asked, "wait_seconds": max(0.0, min(wait, 3600.0))}
+
+    def on_request(self, request: dict[str, Any]) -> None:
+        """Ask the job for a checkpoint, as on a notice, and answer in the marker."""
+        asked = time.time()
+        wait = request["wait_seconds"]
+        self.say(f"the watcher asks for a last checkpoint (waiting {wait:g} s at most)")
+        until = asked + wait
+        done = self.ask_job(until, until, "checkpoint requested", upload_by=until + UPLOAD_SECONDS)
+        self.answered = {**request, "asked_job_at": round(asked, 3), **done}
+        error = self.write_marker(None, time.time() + UPLOAD_SECONDS, retry=True)
+        if error:
+            self.say(f"cannot reach storage, the checkpoint request not answered: {error}")
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -339,6 +396,8 @@ class Agent:
                     error = self.write_marker(None, time.time() + 30, retry=False)
                     if error:
                         self.say(f"GPU summary not written: {error}", once="summary")
+                    elif request := self.checkpoint_request():
+                        self.on_request(request)
                 next_gpu = time.time() + self.gpu_every
             time.sleep(self.poll)
 

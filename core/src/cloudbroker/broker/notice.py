@@ -37,6 +37,7 @@ class AgentReport:
     written_at: float
     notice: dict[str, Any] | None
     gpu: dict[str, Any]
+    checkpoint_request: dict[str, Any] | None = None  # its answer to the idle guard's request
 
 
 class Noticing(Failover):
@@ -72,6 +73,7 @@ class Noticing(Failover):
                 float(raw["written_at"]),
                 raw.get("notice"),
                 dict(raw.get("gpu") or {}),
+                raw.get("checkpoint_request"),
             )
         except (ValueError, TypeError, KeyError):
             self._emit(pid, "note", "notice agent's marker is not readable JSON: ignored")

@@ -196,10 +196,13 @@ class Watching(Fencing, IdleGuarding):
                 self.fail_over_on_notice(placement, report, lease)
                 watched.consecutive, watched.replica = 0, _Replica()
                 return Checked(again=True)
+            self.keep_gpu(placement, report)
             if idle := self.enforce_idle(placement, report):
                 status = self._placement(placement_id)["status"]
                 if status in STOPPED:
                     return Checked(stopped=idle if status == "down" else None)
+            if self.idle_stop_pending(placement_id):
+                return Checked()  # the job is asked to checkpoint and stop: no failover now
             health = self._health(placement_id, primary)
             watched.consecutive = watched.consecutive + 1 if health.reason else 0
             if health.reason and (

@@ -399,12 +399,10 @@ def _footer(result: QuoteResult) -> list[str | Text]:
         notes.extend(_live_notes(result.live))
     for provider, reason in sorted(result.failures.items()):
         notes.append(Text(f"failed: {provider}: {reason}", style="red"))
-    if result.spot_notices:
-        said = ", ".join(
-            f"{p} {' or '.join(f'{s} s' for s in seconds)}"
-            for p, seconds in result.spot_notices.items()
-        )
-        notes.append(f"spot notice before a reclaim (the providers' terms): {said}")
+    if result.spot_notices or result.spot_polled:
+        from cloudbroker.agent import early_warning  # spot is never a fast (plain) quote
+
+        notes.append(early_warning(result.spot_notices, result.spot_polled))
     notes.append(_shown(result))
     return notes
 

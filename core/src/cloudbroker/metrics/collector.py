@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from cloudbroker.broker.budget import Spend, spend
+from cloudbroker.broker.idle import gpu_now
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.metrics import calls
@@ -169,9 +170,13 @@ def _families(
     for status in dict.fromkeys([*STATUSES, *by_status]):
         statuses.add_metric([status], by_status[status])
     holders = {lease["placement_id"]: lease["holder"] for lease in store.leases() if lease["live"]}
+    gpus = store.gpus()
     per_placement = _PerPlacement()
     for placement in placements:
-        per_placement.add(known[placement["id"]], holders.get(placement["id"]), now)
+        pid = placement["id"]
+        per_placement.add(known[pid], holders.get(pid), now)
+        if placement["status"] == "up":
+            per_placement.add_gpu(gpus.get(pid), placement["primary_side"], pid, now)
     failovers = CounterMetricFamily(
         "cloudbroker_failovers",
         "Failovers started (failure-detected events), by the class of their reason",
@@ -239,6 +244,17 @@ class _PerPlacement:
             "0.8 and stops the placement at 1)",
             labels=["placement"],
         )
+        self.gpu_util = GaugeMetricFamily(
+            "cloudbroker_gpu_utilisation_percent",
+            "Mean utilisation of the primary's GPUs at its agent's newest nvidia-smi sample "
+            "(placements up; absent: unknown, e.g. nvidia-smi missing or the samples stale)",
+            labels=["placement"],
+        )
+        self.gpu_age = GaugeMetricFamily(
+            "cloudbroker_gpu_sample_age_seconds",
+            "Age of the primary agent's newest GPU sample (placements up; absent: none)",
+            labels=["placement"],
+        )
         self.families: list[Metric] = [
             self.rto,
             self.rpo,
@@ -249,6 +265,8 @@ class _PerPlacement:
             self.spend_exact,
             self.budget,
             self.budget_used,
+            self.gpu_util,
+            self.gpu_age,
         ]
 
     def add(self, figures: _Figures, holder: str | None, now: float) -> None:
@@ -271,6 +289,14 @@ class _PerPlacement:
             self.budget.add_metric([pid, spent.budget.currency], float(spent.budget.amount))
         if spent.fraction is not None:
             self.budget_used.add_metric([pid], float(spent.fraction))
+
+
+    def add_gpu(self, kept: dict[str, Any] | None, primary: str, pid: str, now: float) -> None:
+        """The primary's last GPU sample and its age; no utilisation (never 0) when unknown."""
+        if kept and not kept.get("error") and kept.get("side") == primary:
+            self.gpu_age.add_metric([pid], max(now - float(kept["at"]), 0.0))
+        if (figures := gpu_now(kept, primary, now)) and figures["util"] is not None:
+            self.gpu_util.add_metric([pid], float(figures["util"]))
 
 
 class CallsCollector(Collector):

@@ -227,7 +227,7 @@ def quote(
         spot_last=ranked.spot_last,
         regions_matched=regions_matched,
         live=report,
-        spot_notices=_spot_notices(ranked.quotes, sheets),
+        **_spot_warning(pm, ranked.quotes),
     )
 
 
@@ -321,16 +321,19 @@ def _quote_work(
     )
 
 
-def _spot_notices(quotes: list[Quote], sheets: dict[str, PriceSheet]) -> dict[str, tuple[int, ...]]:
-    """The warning each provider's terms give before a spot reclaim, where its spot offers
-    are (what a job has to checkpoint and stop in)."""
-    found: dict[str, set[int]] = {}
-    for q in quotes:
-        if q.market is Market.SPOT and q.provider in sheets:
-            terms = sheets[q.provider].terms_for(q.region)
-            if terms is not None and terms.spot_notice_seconds:
-                found.setdefault(q.provider, set()).add(terms.spot_notice_seconds)
-    return {p: tuple(sorted(s)) for p, s in sorted(found.items())}
+def _spot_warning(pm: PluginManager, quotes: list[Quote]) -> dict[str, Any]:
+    """Which clouds of the spot offers shown warn their instances before a reclaim, and how
+    early: the providers' ``spot_notice`` hooks (static data, offline), the one place that
+    knows, as the notice agent is configured from them. A provider without the hook (or
+    whose hook fails) is ``spot_polled``: its reclaims are seen by polling its API."""
+    spot = sorted({q.provider for q in quotes if q.market is Market.SPOT})
+    if not spot:
+        return {}
+    notices = pm.spot_notice(providers=spot).results
+    return {
+        "spot_notices": {p: notices[p].lead_seconds for p in spot if p in notices},
+        "spot_polled": tuple(p for p in spot if p not in notices),
+    }
 
 
 def _result(

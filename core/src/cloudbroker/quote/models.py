@@ -165,9 +165,11 @@ class QuoteResult(Model):
     spot_last: dict[str, int] = Field(default_factory=dict)
     live: LiveReport | None = None  # quote --live: how old each provider's availability is
     work: WorkReport | None = None  # work-based quotes: what cannot finish or run, and why
-    # provider -> the spot notices its terms declare for the regions of its spot offers shown
-    # (seconds, sorted); a provider declaring none is left out
-    spot_notices: dict[str, tuple[int, ...]] = Field(default_factory=dict)
+    # provider -> the seconds its instances are warned before a spot reclaim (its
+    # ``spot_notice`` hook), for the providers of the spot offers shown that declare one
+    spot_notices: dict[str, int] = Field(default_factory=dict)
+    # providers of the spot offers shown without a notice: a reclaim is seen by polling
+    spot_polled: tuple[str, ...] = ()
 
 
 class LiveReport(Model):

@@ -85,6 +85,14 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE events ADD COLUMN summed INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX events_unsummed ON events (id) WHERE summed = 0;
     """,
+    # 5: the primary's GPUs as its agent last sampled them (one row a placement, replaced)
+    """
+    CREATE TABLE gpu_samples (
+        placement_id TEXT PRIMARY KEY,
+        at REAL NOT NULL,              -- when sampled (the instance clock)
+        data TEXT NOT NULL             -- JSON: util, util_max, memory, gpus, or the error
+    );
+    """,
 )
 
 #: SQLite's types, and what PostgreSQL calls them.

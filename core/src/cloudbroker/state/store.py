@@ -162,7 +162,7 @@ class Store(Leases):
         with self.transaction(placement_id) as tx:
             if self._status(tx, placement_id) != "down":
                 raise Conflict(f"{placement_id} is not down: it cannot be forgotten")
-            for table in ("events", "copy_totals", "leases", "failovers", "instances"):
+            for table in ("events", "copy_totals", "leases", "failovers", "instances", "gpu_samples"):
                 tx.execute(f"DELETE FROM {table} WHERE placement_id = ?", (placement_id,))
             tx.execute("DELETE FROM placements WHERE id = ?", (placement_id,))
 
@@ -278,6 +278,28 @@ class Store(Leases):
             "SELECT * FROM events WHERE placement_id = ? ORDER BY id", (placement_id,)
         )
         return [Event(r["placement_id"], r["at"], r["kind"], json.loads(r["detail"])) for r in rows]
+
+    # -- the primary's GPUs ---------------------------------------------------------------
+
+    def record_gpu(self, placement_id: str, at: float, data: dict[str, Any]) -> None:
+        """The primary's newest GPU sample (``at``: its time), replacing the one before: the
+        metrics and ``status`` read it (a row a placement, not an event a sample)."""
+        with self.transaction(placement_id) as tx:
+            tx.execute(
+                "INSERT INTO gpu_samples (placement_id, at, data) VALUES (?, ?, ?) "
+                "ON CONFLICT(placement_id) DO UPDATE SET at = excluded.at, data = excluded.data",
+                (placement_id, at, json.dumps(data)),
+            )
+
+    def gpu(self, placement_id: str) -> dict[str, Any] | None:
+        """The sample :meth:`record_gpu` kept, with its ``at``; None if none was."""
+        rows = self._rows("SELECT * FROM gpu_samples WHERE placement_id = ?", (placement_id,))
+        return {"at": rows[0]["at"], **json.loads(rows[0]["data"])} if rows else None
+
+    def gpus(self) -> dict[str, dict[str, Any]]:
+        """Every placement's :meth:`gpu` sample, in one statement (a scrape reads them all)."""
+        rows = self._rows("SELECT * FROM gpu_samples")
+        return {r["placement_id"]: {"at": r["at"], **json.loads(r["data"])} for r in rows}
 
     # -- failover progress ---------------------------------------------------------------
 

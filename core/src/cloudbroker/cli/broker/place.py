@@ -150,7 +150,9 @@ def early_warning(pm: Any, spec: dict[str, Any]) -> str:
     from cloudbroker.agent import early_warning as line
 
     providers = list(dict.fromkeys(side["provider"] for side in spec["sides"].values()))
-    return line(pm.spot_notice(providers=providers).results, providers)
+    notices = pm.spot_notice(providers=providers).results
+    leads = {p: notices[p].lead_seconds for p in providers if p in notices}
+    return line(leads, [p for p in providers if p not in notices])
 
 
 def _limits(spec: dict[str, Any], fx: FxTable) -> None:

@@ -10,7 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from cloudbroker.broker import Broker
-from cloudbroker.broker.records import ASKED
+from cloudbroker.broker.idle import gpu_now
+from cloudbroker.broker.records import ASKED, span
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _broker, _show, _state_to_read
 from cloudbroker.cli.output import console, err_console, print_json
@@ -62,7 +63,11 @@ def status(
     placement = broker.store.require_placement(placement_id)
     # the agent's marker is read from storage, and a failed read is recorded: not read-only
     agent = broker.agent_report(placement, placement["primary_side"]) if writable else None
+    if writable:
+        broker.keep_gpu(placement, agent)  # what the metrics show too
     report["gpu"] = None if agent is None else agent.gpu
+    kept = broker.store.gpu(placement_id) if placement["status"] == "up" else None
+    report["gpu_now"] = gpu_now(kept, placement["primary_side"], broker.clock())
     if json_output:
         print_json(report)
         return
@@ -73,8 +78,9 @@ def status(
         markup=False,
     )
     console.print(spent.text(), markup=False)
-    if report["gpu"] is not None:
-        console.print(_gpu_line(report["gpu"]), markup=False)
+    if report["gpu"] is not None or kept is not None:
+        gpu = report["gpu"] or kept or {}  # the marker read now, else the sample kept
+        console.print(_gpu_line(gpu, report["gpu_now"]), markup=False)
     if spent.unknown:
         console.print(Padding(Text(f"not priced: {'; '.join(spent.unknown)}"), (0, 0, 0, 2)))
     table = FitTable(INSTANCE_COLUMNS)
@@ -139,18 +145,21 @@ def _asking_clouds(broker: Broker, placement_id: str, refresh: bool) -> dict[str
         return broker.status(placement_id)
 
 
-def _gpu_line(gpu: dict[str, Any]) -> str:
-    """The primary's GPUs as its agent last sampled them (nvidia-smi), or why it cannot."""
+def _gpu_line(gpu: dict[str, Any], now: dict[str, Any] | None) -> str:
+    """The primary's GPUs at its agent's newest sample (nvidia-smi) and how old it is, or why
+    they are unknown (never shown as 0 %)."""
     if gpu.get("error"):
         return f"GPUs on the primary: unknown ({gpu['error']})"
-    samples = gpu.get("samples") or []
-    if not samples:
-        return "GPUs on the primary: not sampled yet"
-    at, util, busiest, used, total, count = samples[-1][:6]
-    memory = "" if used is None or total is None else f", memory {used:,}/{total:,} MiB"
+    if now is None:
+        if gpu.get("samples") or gpu.get("at"):
+            return "GPUs on the primary: unknown (the agent's newest sample is stale)"
+        return "GPUs on the primary: unknown (not sampled yet)"
+    memory = ""
+    if now["memory_used_mib"] is not None and now["memory_total_mib"] is not None:
+        memory = f", memory {now['memory_used_mib']:,}/{now['memory_total_mib']:,} MiB"
     return (
-        f"GPUs on the primary: {util:g} % (busiest {busiest:g} %, {count} GPU(s){memory}) "
-        f"at {clock(at)}"
+        f"GPUs on the primary: {now['util']:g} % (busiest {now['util_max']:g} %, "
+        f"{now['gpus']} GPU(s){memory}) at {clock(now['at'])}, {span(now['age_seconds'])} ago"
     )
 
 
