@@ -466,8 +466,6 @@ def _shown(result: QuoteResult) -> str:
     """How many of the matching offers the table shows: zones of one price share a row, so
     rows are counted apart from offers; unpriced offers are shown, never ranked."""
     offers = sum(1 + len(q.other_zones) for q in result.quotes)
-    # the zones of one price share a row: say so, or "20 of 33" reads wrong beside 10 rows
-    rows = f" in {len(result.quotes)} rows" if offers != len(result.quotes) else ""
     unpriced = sum(1 + len(q.other_zones) for q in result.unpriced)
     said = f"{result.matched} matching offers; showing {offers} ranked"
     if offers != len(result.quotes):

@@ -290,7 +290,6 @@ class _PerPlacement:
         if spent.fraction is not None:
             self.budget_used.add_metric([pid], float(spent.fraction))
 
-
     def add_gpu(self, kept: dict[str, Any] | None, primary: str, pid: str, now: float) -> None:
         """The primary's last GPU sample and its age; no utilisation (never 0) when unknown."""
         if kept and not kept.get("error") and kept.get("side") == primary:

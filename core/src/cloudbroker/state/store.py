@@ -162,7 +162,8 @@ class Store(Leases):
         with self.transaction(placement_id) as tx:
             if self._status(tx, placement_id) != "down":
                 raise Conflict(f"{placement_id} is not down: it cannot be forgotten")
-            for table in ("events", "copy_totals", "leases", "failovers", "instances", "gpu_samples"):
+            tables = ("events", "copy_totals", "leases", "failovers", "instances", "gpu_samples")
+            for table in tables:
                 tx.execute(f"DELETE FROM {table} WHERE placement_id = ?", (placement_id,))
             tx.execute("DELETE FROM placements WHERE id = ?", (placement_id,))
 
