@@ -26,12 +26,55 @@ CONTRACT_PROCESS_TESTS = (
 )
 
 
+#: Modules whose every test talks to a server it starts (a cloud emulator, moto, an HTTP or
+#: webhook server, PostgreSQL), runs a fake rclone process, or waits out real leases: the
+#: slow lane, so the fast lane is the in-process logic (measured with ``--durations=0``:
+#: these were two thirds of its time). Their in-process parts are tested there too.
+SERVER_MODULES = frozenset(
+    {
+        "core/test_availability.py",
+        "core/test_contract_kit.py",
+        "core/test_dashboard.py",
+        "core/test_fleet.py",
+        "core/test_metrics.py",
+        "core/test_notify.py",
+        "core/test_storage.py",
+        "core/test_store_postgres.py",
+        "core/test_watch_all.py",
+        "core/test_watch_all_cli.py",
+        "providers/test_contract_builtin.py",
+        "providers/aliyun/test_aliyun_auth_and_wiring.py",
+        "providers/aliyun/test_aliyun_instances.py",
+        "providers/aliyun/test_contract.py",
+        "providers/aws/test_availability.py",
+        "providers/aws/test_aws_auth.py",
+        "providers/aws/test_aws_lifecycle.py",
+        "providers/aws/test_aws_listing_and_prices.py",
+        "providers/aws/test_aws_plugin.py",
+        "providers/huawei/test_adapter.py",
+        "providers/huawei/test_contract.py",
+        "providers/tencent/test_contract.py",
+    }
+)
+TESTS = Path(__file__).parent
+
+
+def _slow(item: pytest.Item) -> bool:
+    cls = getattr(item, "cls", None)
+    contract = cls is not None and issubclass(cls, ProviderContract)
+    return (
+        (contract and getattr(item, "originalname", item.name) in CONTRACT_PROCESS_TESTS)
+        or item.path.relative_to(TESTS).as_posix() in SERVER_MODULES
+        or "postgres_server" in getattr(item, "fixturenames", ())
+        or "[postgres" in item.name
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the contract suite's process tests ``slow``, as a test of our own would be."""
+    """Mark ``slow``: the contract suite's process tests (as a test of our own would be), the
+    tests of :data:`SERVER_MODULES`, and every test on a PostgreSQL server."""
     for item in items:
-        cls = getattr(item, "cls", None)
-        contract = cls is not None and issubclass(cls, ProviderContract)
-        if contract and getattr(item, "originalname", item.name) in CONTRACT_PROCESS_TESTS:
+        if _slow(item):
             item.add_marker(pytest.mark.slow)
 
 

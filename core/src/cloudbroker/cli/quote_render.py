@@ -308,7 +308,15 @@ def _dates_line(result: QuoteResult) -> tuple[str, ...]:
     dates = ", ".join(sorted(by_date))
     fx = sorted({rate.as_of.isoformat() for rate in result.fx})
     rates = f"; fx rates of {', '.join(fx)}" if fx else ""
-    return f"prices: catalogs of {catalogs}{rates}", f"catalogs of {dates}{rates}"
+    old = _stale_dates(result)  # a row's own price date, when it is what makes it stale
+    stale = f"; {CAUTION} older than 12 months{old}" if old else ""
+    tight = f"; {CAUTION} {old.strip(' ()')}" if old else ""
+    short = f"; fx of {', '.join(fx)}" if fx else ""
+    return (
+        f"prices: catalogs of {catalogs}{rates}{stale}",
+        f"catalogs of {dates}{rates}{stale}",
+        f"catalogs of {dates}{short}{tight}",
+    )
 
 
 def _left_out(
