@@ -18,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from support.broker_fakes import ali_ten_request
 from support.cli import PLACE, one_line, run_cli
 
 from cloudbroker import plugins
@@ -166,8 +167,7 @@ def guarded(tmp_path: Path, budget: int = 100):
     """A placement of ali (20 USD/h) with a budget, up, on a broker whose clock can step."""
     from support.broker_fakes import Clock, FakeReplicator, fake_world
 
-    from cloudbroker.broker import Broker, PlaceRequest
-    from cloudbroker.models import parse_bucket
+    from cloudbroker.broker import Broker
     from cloudbroker.money import Money
     from cloudbroker.state import open_store
 
@@ -182,18 +182,7 @@ def guarded(tmp_path: Path, budget: int = 100):
         monotonic=clock.monotonic,
         poll_interval=0,
     )
-    pid, _ = broker.place(
-        PlaceRequest(
-            gpu="A100",
-            count=8,
-            hours=Decimal(10),
-            primary="ali",
-            standby="ten",
-            bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
-            standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
-            budget=Money.of(budget, "USD"),
-        )
-    )
+    pid, _ = broker.place(ali_ten_request(budget=Money.of(budget, "USD")))
     broker.up(pid)
     return broker, clouds, clock, pid
 

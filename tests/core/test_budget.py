@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from support.broker_fakes import Clock, FakeReplicator, fake_world
+from support.broker_fakes import Clock, FakeReplicator, ali_ten_request, fake_world
 
 from cloudbroker.broker import Broker, PlaceRequest, spend
 from cloudbroker.broker.budget import budget_money
@@ -36,16 +36,7 @@ def world(tmp_path, **options):
 
 
 def request(**extra) -> PlaceRequest:
-    return PlaceRequest(
-        gpu="A100",
-        count=8,
-        hours=Decimal(10),
-        primary="ali",
-        standby="ten",
-        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
-        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
-        **extra,
-    )
+    return ali_ten_request(**extra)
 
 
 # -- spend so far, exactly -----------------------------------------------------------------

@@ -5,12 +5,11 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from support.broker_fakes import FakeReplicator, fake_world
+from support.broker_fakes import FakeReplicator, ali_ten_request, fake_world
 from support.cli import run_cli
 
-from cloudbroker.broker import Broker, PlaceRequest
+from cloudbroker.broker import Broker
 from cloudbroker.errors import CloudBrokerError
-from cloudbroker.models import parse_bucket
 from cloudbroker.state import Conflict, Store, open_store
 
 
@@ -22,15 +21,7 @@ def world(tmp_path, monkeypatch):
     broker = Broker(
         pm, open_store(path), FakeReplicator(clouds), sleep=lambda s: None, poll_interval=0
     )
-    request = PlaceRequest(
-        gpu="A100",
-        count=8,
-        hours=Decimal(72),
-        primary="ali",
-        standby="ten",
-        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
-        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
-    )
+    request = ali_ten_request(hours=Decimal(72))
     pid, _ = broker.place(request)
     return broker, clouds, pid, path
 

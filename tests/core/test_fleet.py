@@ -5,30 +5,20 @@ per-placement reads they replace (``status``, the budget guard)."""
 from __future__ import annotations
 
 import time
-from decimal import Decimal
 
 import pytest
-from support.broker_fakes import FakeReplicator, fake_world
+from support.broker_fakes import FakeReplicator, ali_ten_request, fake_world
 
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.broker.budget import charges, spend
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.metrics.collector import _families
-from cloudbroker.models import parse_bucket
 from cloudbroker.state import Store, open_store
 from cloudbroker.state.fleet import FleetReader
 
 
 def request() -> PlaceRequest:
-    return PlaceRequest(
-        gpu="A100",
-        count=8,
-        hours=Decimal(10),
-        primary="ali",
-        standby="ten",
-        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
-        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
-    )
+    return ali_ten_request()
 
 
 @pytest.fixture

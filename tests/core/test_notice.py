@@ -11,14 +11,14 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from support.broker_fakes import Clock, FakeCloud, FakeReplicator
+from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_request
 
 from cloudbroker import agent
 from cloudbroker.agent import notice_agent
-from cloudbroker.broker import Broker, PlaceRequest
+from cloudbroker.broker import Broker
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.lease import Lease
-from cloudbroker.models import BucketRef, Market, SpotNotice, parse_bucket
+from cloudbroker.models import BucketRef, Market, SpotNotice
 from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
 from cloudbroker.sandbox.metadata import MetadataServer
@@ -292,16 +292,7 @@ def world(tmp_path, replicator=None, **extra):
     clock = Clock()
     store = open_store(tmp_path / "state.db")
     broker = Broker(pm, store, replicator, clock=clock, sleep=clock.sleep, poll_interval=0)
-    request = PlaceRequest(
-        gpu="A100",
-        count=8,
-        hours=Decimal(10),
-        primary="ali",
-        standby="ten",
-        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
-        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
-        **extra,
-    )
+    request = ali_ten_request(**extra)
     pid, _ = broker.place(request)
     broker.up(pid)
     return broker, clouds, replicator, pid

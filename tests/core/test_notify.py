@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from decimal import Decimal
 
 import pytest
-from support.broker_fakes import Clock, FakeReplicator, fake_world
+from support.broker_fakes import Clock, FakeReplicator, ali_ten_request, fake_world
 from support.cli import one_line, run_cli
 from support.webhook import SECRET, Receiver
 
@@ -55,16 +54,7 @@ def test_which_events_are_alerts(happened, alert):
 
 
 def request(**extra) -> PlaceRequest:
-    return PlaceRequest(
-        gpu="A100",
-        count=8,
-        hours=Decimal(10),
-        primary="ali",
-        standby="ten",
-        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
-        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
-        **extra,
-    )
+    return ali_ten_request(**extra)
 
 
 def world(tmp_path):

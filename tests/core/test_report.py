@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from support.broker_fakes import Clock, FakeCloud, FakeReplicator, fake_world
+from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_request, fake_world
 from support.cli import one_line, run_cli
 
 from cloudbroker.broker import Broker, PlaceRequest, spend
 from cloudbroker.errors import UsageError
 from cloudbroker.hookspecs import hookimpl
-from cloudbroker.models import Bill, parse_bucket
+from cloudbroker.models import Bill
 from cloudbroker.money import Money
 from cloudbroker.plugins import PluginManager
 from cloudbroker.report import ask_bills, parse_since, report
@@ -28,16 +28,7 @@ HOUR = Decimal(3600)
 
 
 def request(gpu: str = "A100", **extra) -> PlaceRequest:
-    return PlaceRequest(
-        gpu=gpu,
-        count=8,
-        hours=Decimal(10),
-        primary="ali",
-        standby="ten",
-        bucket=parse_bucket("ali:ckpt-a/run1", "--bucket"),
-        standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
-        **extra,
-    )
+    return ali_ten_request(gpu=gpu, **extra)
 
 
 def two_placements(path):

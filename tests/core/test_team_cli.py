@@ -9,7 +9,7 @@ import threading
 from decimal import Decimal
 
 import pytest
-from support.broker_fakes import FakeReplicator, fake_world
+from support.broker_fakes import FakeReplicator, ali_ten_request, fake_world
 from support.cli import run_cli
 
 from cloudbroker.broker import Broker, PlaceRequest
@@ -101,15 +101,7 @@ def test_watchers_lists_each_live_watcher_with_its_leases_and_what_no_one_watche
 
 
 def _request() -> PlaceRequest:
-    return PlaceRequest(
-        gpu="A100",
-        count=8,
-        hours=Decimal(10),
-        primary="ali",
-        standby="ten",
-        bucket=parse_bucket("ali:ckpt-a/s", "--bucket"),
-        standby_bucket=parse_bucket("ten:ckpt-b/s", "--standby-bucket"),
-    )
+    return ali_ten_request("s")
 
 
 @pytest.mark.parametrize(("answer", "launched"), [("n\n", False), ("y\n", True)])

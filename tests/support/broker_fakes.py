@@ -7,7 +7,9 @@ import threading
 import time
 from datetime import date
 from decimal import Decimal
+from typing import Any
 
+from cloudbroker.broker import PlaceRequest
 from cloudbroker.errors import CapacityError, NotFoundError, ProviderUnavailable
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
@@ -29,6 +31,7 @@ from cloudbroker.models import (
     StorageRemote,
     StorageTerms,
     Tier,
+    parse_bucket,
 )
 from cloudbroker.money import Money
 from cloudbroker.plugins import PluginManager
@@ -282,3 +285,18 @@ class Clock:
 
     def step(self, seconds: float) -> None:
         self.stepped += seconds
+
+
+def ali_ten_request(run: str = "run1", **fields: Any) -> PlaceRequest:
+    """The placement most broker tests make: 8x A100 for 10 h, primary ``ali``, standby
+    ``ten``, each with a bucket; ``fields`` override or add to it (``budget=``, ...)."""
+    plan: dict[str, Any] = {
+        "gpu": "A100",
+        "count": 8,
+        "hours": Decimal(10),
+        "primary": "ali",
+        "standby": "ten",
+        "bucket": parse_bucket(f"ali:ckpt-a/{run}", "--bucket"),
+        "standby_bucket": parse_bucket(f"ten:ckpt-b/{run}", "--standby-bucket"),
+    }
+    return PlaceRequest(**{**plan, **fields})
