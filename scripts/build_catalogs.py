@@ -98,9 +98,9 @@ DROPPED = {
 # The prices were therefore current until 2024-12-31 at the latest: that is their as_of date.
 # Capacity Blocks are regional (a block lands in one AZ chosen by AWS), so the zone is empty.
 CAPACITY_BLOCK_SOURCE = (
-    "AWS EC2 Capacity Blocks for ML pricing (third-party mirror of "
-    "aws.amazon.com/ec2/capacityblocks/pricing; 'prices are scheduled to be updated on "
-    "January 1, 2025')"
+    "AWS EC2 Capacity Blocks for ML pricing (a third party's staging ('uat') copy of "
+    "aws.amazon.com/ec2/capacityblocks/pricing, not AWS itself; 'prices are scheduled to be "
+    "updated on January 1, 2025')"
 )
 CAPACITY_BLOCK_URL = "http://sibshop.uat.jiralog.com/ec2/capacityblocks/pricing"
 CAPACITY_BLOCK_AS_OF = "2024-12-31"

@@ -202,3 +202,12 @@ def test_item7_plugin_new_installs_with_uv_pip(clean_env, tmp_path):
     assert "&& uv pip install -e '.[test]'" in " ".join(done.stdout.split())
     readme = next(tmp_path.glob("*/README.md")).read_text()
     assert "uv pip install -e '.[test]'" in readme and "\npip install" not in readme
+
+
+def test_item7_the_capacity_block_price_names_its_staging_copy_and_stays_flagged(clean_env):
+    args = ("quote", "--gpu", "H100", "--count", "8", "--hours", "48")
+    done = run_cli(*args, "--market", "capacity-block", "--explain", "1", env=clean_env, width=120)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "a third party's staging ('uat') copy of aws.amazon.com" in text
+    assert "not AWS itself" in text and "flag mirror-source" in text
