@@ -9,7 +9,8 @@ tencent -> aliyun, aws -> aliyun) one placement running ``examples/train/train.p
 --exit-after-failover``. Once the job has written its second checkpoint, the primary is
 reclaimed twice over: with the cloud's in-instance notice (``sandbox reclaim``: the notice
 for the cloud's period times the time factor, then the reclaim) and, for comparison, poll-only
-(``sandbox reclaim --no-notice``: the reclaim at once, as today's watcher sees every cloud).
+(``sandbox reclaim --no-notice``: the reclaim at once, as today's watcher sees every cloud;
+spot primaries only: an on-demand instance is never reclaimed, as on the clouds).
 Reported per drill, from ``status --json`` and the two sides' job logs: the step the job
 reached on the primary (its last ``step N`` line), the step the standby resumed from (RPO in
 steps: their difference), the notice's lead, when the failover started and when the standby
@@ -154,6 +155,11 @@ def main() -> None:
     try:
         for primary, standby, market in PAIRS:
             for notice in (True, False):
+                if not notice and market != "spot":
+                    # the emulators reclaim spot instances only, as the clouds do; with a
+                    # notice the sandbox still serves one to an on-demand instance
+                    print(f"{primary}-{standby}-poll: skipped, {market} is never reclaimed")
+                    continue
                 rows.append(drill(sandbox, primary, standby, notice=notice, market=market))
                 if not args.json:
                     print(rows[-1], flush=True)
