@@ -158,7 +158,10 @@ def main() -> None:
                 if not notice and market != "spot":
                     # the emulators reclaim spot instances only, as the clouds do; with a
                     # notice the sandbox still serves one to an on-demand instance
-                    print(f"{primary}-{standby}-poll: skipped, {market} is never reclaimed")
+                    print(
+                        f"{primary}-{standby}-poll: skipped, {market} is never reclaimed",
+                        file=sys.stderr,
+                    )
                     continue
                 rows.append(drill(sandbox, primary, standby, notice=notice, market=market))
                 if not args.json:
