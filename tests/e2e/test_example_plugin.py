@@ -18,6 +18,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cloudbroker-example"
 
+#: The optional hooks the example plugin leaves out: its fictional cloud documents no stock
+#: API, reclaim notice or billing API.
+OPTIONAL_LEFT_OUT = ("availability", "spot_notice", "billed")
+
 
 def _uv() -> str:
     # `uv run` names itself in $UV; ./uvw may have installed uv into .uvw/ instead of PATH
@@ -106,12 +110,12 @@ def test_the_example_passes_the_contract_suite_in_its_environment(venv, env):
     summary = out.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, out
     skipped = [line for line in out.splitlines() if line.startswith("SKIPPED")]
-    # availability and spot_notice are optional hooks; Example Cloud documents neither a stock
-    # API nor a reclaim notice, so the example deliberately implements neither
+    # availability, spot_notice and billed are optional hooks; Example Cloud documents no stock
+    # API, reclaim notice or billing API, so the example deliberately implements none of them
     optional = [
         line
         for line in skipped
-        if "does not implement availability" in line or "does not implement spot_notice" in line
+        if any(f"does not implement {hook}" in line for hook in OPTIONAL_LEFT_OUT)
     ]
     assert skipped == optional, f"the example implements every hook but the optional:\n{out}"
 
@@ -134,7 +138,10 @@ def test_a_scaffolded_plugin_passes_its_own_contract_suite_as_generated(tmp_path
     summary = out.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, out
     skipped = [line for line in out.splitlines() if line.startswith("SKIPPED")]
-    # spot_notice is an optional hook the template deliberately leaves out (its fictional
-    # cloud documents no reclaim notice); every other check must run
-    skipped = [line for line in skipped if "does not implement spot_notice" not in line]
+    # spot_notice and billed are optional hooks the template deliberately leaves out (its
+    # fictional cloud documents no reclaim notice, no billing API); every other check must run
+    left_out = ("spot_notice", "billed")
+    skipped = [
+        line for line in skipped if not any(f"does not implement {h}" in line for h in left_out)
+    ]
     assert not skipped, "a check was skipped for a generated plugin:\n" + out

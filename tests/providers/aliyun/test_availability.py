@@ -120,7 +120,7 @@ def test_quote_live_against_the_emulator_with_tencent_down(clean_env, tmp_path, 
             "CLOUDBROKER_TENCENT_ENDPOINT": f"127.0.0.1:{closed}",
         }
         args = ("quote", "--gpu", "A10", "--region", "cn-hangzhou", "--region", "ap-guangzhou",
-                "--top", "20", "--live",
+                "--top", "20", "--live", "--notes",
                 "--columns", "provider,zones,instance,availability")  # fmt: skip
         done = run_cli(*args, env=env, width=200)
     assert done.returncode == 0, done.stderr
