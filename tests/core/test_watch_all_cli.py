@@ -91,6 +91,19 @@ def test_watch_all_prefixes_each_line_and_stops_cleanly_on_sigterm(world):
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is put back
 
 
+def test_a_sigterm_swallowed_while_loading_still_stops_the_watcher(world, monkeypatch):
+    """SIGTERM during a plugin's import raises SystemExit there, which the loader counts as
+    that plugin's failure; the request it also recorded stops the watcher before any lease."""
+    from cloudbroker import cli
+
+    monkeypatch.setattr(cli, "stop_requested", threading.Event())
+    cli.stop_requested.set()
+    done = world.cli("watch", "--all", "--interval", "100ms")
+    assert done.returncode == 0, done.stderr
+    assert not any("watching it" in line for line in done.stdout.splitlines()), done.stdout
+    assert open_store(world.state).live_watchers() == []
+
+
 def test_watch_all_json_carries_the_placement_in_each_object(world):
     terminate_once_watched(world)
     done = world.cli("watch", "--all", "--interval", "100ms", "--json")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -86,6 +87,11 @@ def _refuse_a_gone_sandbox(args: list[str]) -> None:
         )
 
 
+stop_requested = threading.Event()
+"""SIGTERM came while ``watch --all`` loaded. Its SystemExit may land in a plugin's import,
+where it counts as that plugin's failure and is swallowed; the watcher reads this instead."""
+
+
 def _stop_cleanly_while_starting() -> None:
     """``watch --all`` runs as a service: SIGTERM while it loads (a second or more, before its
     watcher handles signals) ends it with 0, as SIGTERM to the running watcher does; nothing
@@ -93,6 +99,7 @@ def _stop_cleanly_while_starting() -> None:
     import signal
 
     def stop(number: int, frame: object) -> None:
+        stop_requested.set()
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cloudbroker import limits
+from cloudbroker import cli, limits
 from cloudbroker.broker import Broker, BrokerEvent
 from cloudbroker.broker.watch_all import WatchAll
 from cloudbroker.cli import options
@@ -59,7 +59,7 @@ def watch_all(
 @contextmanager
 def _stopping_on_signals(watcher: WatchAll) -> Iterator[None]:
     """SIGTERM and SIGINT stop the watcher cleanly (from the main thread only: elsewhere,
-    as in tests, the caller stops it)."""
+    as in tests, the caller stops it), also a SIGTERM that came while the command loaded."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -67,6 +67,8 @@ def _stopping_on_signals(watcher: WatchAll) -> Iterator[None]:
     saved = {number: signal.getsignal(number) for number in handled}
     for number in handled:
         signal.signal(number, lambda number, frame: watcher.stop())
+    if cli.stop_requested.is_set():
+        watcher.stop()
     try:
         yield
     finally:
