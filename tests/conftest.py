@@ -16,6 +16,11 @@ from cloudbroker.testing.pytest_plugin import CREDENTIAL_PREFIXES
 
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 os.environ.setdefault("ALIBABA_CLOUD_ECS_METADATA_DISABLED", "true")
+# Bytecode caches, whatever the machine says: with PYTHONDONTWRITEBYTECODE each xdist worker
+# re-rewrites every test module and each `python -m cloudbroker` a test starts recompiles the
+# package (about 14 s a worker, measured). __pycache__ is ignored by git.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # pytest exports COLUMNS=80 to its workers; a test that cares about width sets it itself.
 os.environ.pop("COLUMNS", None)
 

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 
-from cloudbroker.cli import app, commands  # noqa: F401  (commands: registers them)
+from cloudbroker.cli.root import command as root_command
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -44,7 +43,7 @@ def parsed(argv: list[str]) -> Any:
     """``cloudbroker ARGV`` (a subcommand and its arguments) parsed by our CLI, not run: the
     click context, with types, ranges and callbacks applied (typer bundles its own click)."""
     name, *rest = argv
-    command = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    command = root_command().commands[name]  # type: ignore[attr-defined]
     return command.make_context(name, rest)
 
 

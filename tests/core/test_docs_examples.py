@@ -93,12 +93,9 @@ def test_an_offline_example_runs_as_written(example, clean_env):
 
 @functools.cache
 def root_command():
-    import typer.main
+    from cloudbroker.cli.root import command
 
-    from cloudbroker.cli import commands  # noqa: F401  (registers the commands)
-    from cloudbroker.cli.root import app
-
-    return typer.main.get_command(app)
+    return command()
 
 
 def parse(argv: list[str]) -> None:

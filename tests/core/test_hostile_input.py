@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.broker_fakes import FakeReplicator, fake_world
@@ -28,7 +27,8 @@ from support.cli import CliResult, run_cli
 
 import cloudbroker.cli.commands  # noqa: F401  (registers the commands)
 from cloudbroker.broker import Broker, PlaceRequest
-from cloudbroker.cli import app, options
+from cloudbroker.cli import options
+from cloudbroker.cli.root import command as root_command
 from cloudbroker.errors import UsageError
 from cloudbroker.models import parse_bucket
 from cloudbroker.sandbox import env as sandbox_env
@@ -302,7 +302,7 @@ def commands() -> dict[str, Any]:
         else:
             found[prefix] = command
 
-    walk(typer.main.get_command(app), "")
+    walk(root_command(), "")
     return found
 
 

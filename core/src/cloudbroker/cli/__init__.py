@@ -111,7 +111,7 @@ def _full(argv: list[str] | None) -> None:
 
     from cloudbroker.cli import commands, logs  # noqa: F401  (commands registers them)
     from cloudbroker.cli.output import console, output_width
-    from cloudbroker.cli.root import app
+    from cloudbroker.cli.root import command
     from cloudbroker.errors import CloudBrokerError
 
     console.width = output_width()  # measured per run: an embedder's terminal may change
@@ -120,7 +120,7 @@ def _full(argv: list[str] | None) -> None:
     # and --log-format adjust it when the options are parsed.
     logs.start()
     try:
-        app(args=argv, standalone_mode=False)
+        command()(args=argv, standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
