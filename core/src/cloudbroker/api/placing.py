@@ -48,6 +48,7 @@ def place_request(
     budget: str | Money | None = None,
     max_hours: Number | None = None,
     idle_stop: str | None = None,
+    standby_anywhere: bool = False,
     name: Spelling = keyword,
 ) -> PlaceRequest:
     """Check :meth:`Broker.place`'s arguments; a ``Path`` startup script is read (64 KiB)."""
@@ -87,6 +88,7 @@ def place_request(
         budget=None if budget is None else budget_money(budget, name("budget")),
         max_hours=_bounded(limits.HOURS, max_hours, "max_hours", name),
         idle_stop=None if idle_stop is None else _idle(idle_stop, name("idle_stop")),
+        standby_anywhere=standby_anywhere,
     )
 
 
@@ -203,6 +205,7 @@ class Broker:
         budget: str | Money | None = None,
         max_hours: Number | None = None,
         idle_stop: str | None = None,
+        standby_anywhere: bool = False,
     ) -> Placement:
         """Plan a primary and a standby on two clouds with the full cost, and save it.
 
@@ -215,7 +218,9 @@ class Broker:
         ``max_hours`` limit it: a watcher stops it there, after a last checkpoint sync (see
         :meth:`spend`); so does ``idle_stop`` (``"10%:30m"``) once its GPUs stay below the
         utilisation for the period (read by the agent on the instance with nvidia-smi).
-        Nothing is launched: see :meth:`up`.
+        The standby is the offer nearest the primary first (same place, country, area, then
+        continent; mainland China with mainland China), the cheapest among equals;
+        ``standby_anywhere`` chooses it by cost alone. Nothing is launched: see :meth:`up`.
         """
         request = place_request(
             gpu,
@@ -236,6 +241,7 @@ class Broker:
             budget=budget,
             max_hours=max_hours,
             idle_stop=idle_stop,
+            standby_anywhere=standby_anywhere,
         )
         self._creating = True
         try:
