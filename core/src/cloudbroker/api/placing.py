@@ -154,7 +154,9 @@ class Broker:
         self._opened: Store | None = None
 
     def _event(self, event: BrokerEvent) -> None:
-        events.info(event.message, extra={"placement": event.placement_id, "kind": event.kind})
+        level = logging.DEBUG if event.kind == "waiting" else logging.INFO  # live-only news
+        extra = {"placement": event.placement_id, "kind": event.kind}
+        events.log(level, event.message, extra=extra)
         if self.on_event is not None:
             self.on_event(event)
 

@@ -234,6 +234,7 @@ def up(
         if not typer.confirm("launch?", default=False, err=True):
             fail(f"{placement_id} not launched: the answer was no", 1)
     with Lines(err_console) as lines:
+        lines.start("up: loading the cloud plugins")
         rows = _broker(store, lines.broker).up(placement_id)
     for row in rows:
         console.print(
