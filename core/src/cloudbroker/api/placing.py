@@ -48,6 +48,7 @@ def place_request(
     budget: str | Money | None = None,
     max_hours: Number | None = None,
     idle_stop: str | None = None,
+    standby_anywhere: bool = False,
     name: Spelling = keyword,
 ) -> PlaceRequest:
     """Check :meth:`Broker.place`'s arguments; a ``Path`` startup script is read (64 KiB)."""
@@ -87,6 +88,7 @@ def place_request(
         budget=None if budget is None else budget_money(budget, name("budget")),
         max_hours=_bounded(limits.HOURS, max_hours, "max_hours", name),
         idle_stop=None if idle_stop is None else _idle(idle_stop, name("idle_stop")),
+        standby_anywhere=standby_anywhere,
     )
 
 
@@ -152,7 +154,9 @@ class Broker:
         self._opened: Store | None = None
 
     def _event(self, event: BrokerEvent) -> None:
-        events.info(event.message, extra={"placement": event.placement_id, "kind": event.kind})
+        level = logging.DEBUG if event.kind == "waiting" else logging.INFO  # live-only news
+        extra = {"placement": event.placement_id, "kind": event.kind}
+        events.log(level, event.message, extra=extra)
         if self.on_event is not None:
             self.on_event(event)
 
@@ -203,6 +207,7 @@ class Broker:
         budget: str | Money | None = None,
         max_hours: Number | None = None,
         idle_stop: str | None = None,
+        standby_anywhere: bool = False,
     ) -> Placement:
         """Plan a primary and a standby on two clouds with the full cost, and save it.
 
@@ -215,7 +220,9 @@ class Broker:
         ``max_hours`` limit it: a watcher stops it there, after a last checkpoint sync (see
         :meth:`spend`); so does ``idle_stop`` (``"10%:30m"``) once its GPUs stay below the
         utilisation for the period (read by the agent on the instance with nvidia-smi).
-        Nothing is launched: see :meth:`up`.
+        The standby is the offer nearest the primary first (same place, country, area, then
+        continent; mainland China with mainland China), the cheapest among equals;
+        ``standby_anywhere`` chooses it by cost alone. Nothing is launched: see :meth:`up`.
         """
         request = place_request(
             gpu,
@@ -236,6 +243,7 @@ class Broker:
             budget=budget,
             max_hours=max_hours,
             idle_stop=idle_stop,
+            standby_anywhere=standby_anywhere,
         )
         self._creating = True
         try:

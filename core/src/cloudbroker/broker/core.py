@@ -114,6 +114,11 @@ class BrokerCore:
     def _emit(self, placement_id: str, kind: str, message: str, **detail: Any) -> None:
         self.on_event(BrokerEvent(kind, placement_id, message, self.clock(), detail))
 
+    def _waiting(self, placement_id: str, what: str) -> None:
+        """Say what the broker waits for now (a cloud's answer, a copy): a ``waiting`` event,
+        shown live on a terminal until the next line, never recorded."""
+        self._emit(placement_id, "waiting", what)
+
     def _placement(self, placement_id: str) -> dict[str, Any]:
         return self.store.require_placement(placement_id)
 

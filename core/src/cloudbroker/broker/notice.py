@@ -20,7 +20,7 @@ from typing import Any
 
 from cloudbroker.agent import MARKER
 from cloudbroker.broker.failover import Failover
-from cloudbroker.broker.records import NOTICE_REASON, span
+from cloudbroker.broker.records import NOTICE_REASON, bucket_text, span
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.lease import Lease
 
@@ -58,8 +58,12 @@ class Noticing(Failover):
             return None
         if not spec.get("idle_stop") and not self._has_notice(side["provider"]):
             return None
+        bucket = self._bucket(placement, primary)
+        self._waiting(
+            pid, f"reading the notice agent's marker in {bucket_text(bucket.model_dump())}"
+        )
         try:
-            data = read(self._bucket(placement, primary), MARKER, deadline_seconds=READ_SECONDS)
+            data = read(bucket, MARKER, deadline_seconds=READ_SECONDS)
         except CloudBrokerError as exc:
             self._emit(pid, "note", f"notice agent's marker not read: {exc}", error=str(exc))
             return None

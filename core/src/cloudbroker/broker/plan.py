@@ -27,6 +27,7 @@ from cloudbroker.errors import (
     keyword,
     quoted,
 )
+from cloudbroker.geography import Nearness, nearness
 from cloudbroker.models import BillingRule, BucketRef, EgressTerms, Market, PriceSheet
 from cloudbroker.money import Money
 from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
@@ -56,6 +57,8 @@ class PlaceRequest:
     budget: Money | None = None  # the watcher stops the placement when its spend reaches it
     max_hours: Decimal | None = None  # ... or when it has run this long
     idle_stop: str | None = None  # "10%:30m": stop it when its GPUs stay below 10 % for 30 min
+    # the standby by cost alone, wherever it is (default: the nearest to the primary first)
+    standby_anywhere: bool = False
 
     def bounded(self) -> PlaceRequest:
         """This request with its numbers checked against :mod:`cloudbroker.limits`.
@@ -119,6 +122,11 @@ def _billing(q: Quote, sheet: PriceSheet) -> BillingRule | None:
     return next(found, None)
 
 
+#: Offers of each cloud the planner chooses from (the standby's nearest may not be among the
+#: cheapest few), and how many of them a side keeps in launch order.
+POOL = 50
+KEPT = 5
+
 #: How long checking one bucket at plan time may take (a listing, a write, a delete).
 BUCKET_CHECK_SECONDS = 60.0
 
@@ -140,6 +148,27 @@ def _priced(candidates: dict[str, list[Quote]], name: Spelling) -> dict[str, lis
     return priced
 
 
+def _standby_order(
+    primary: Quote, quotes: list[Quote], anywhere: bool, live: bool
+) -> tuple[Nearness, list[Quote]]:
+    """How near the standby's first offer is to the primary, and the standby cloud's offers
+    in launch order: nearest the primary first (with ``live``, launchable first still), the
+    planned order among equals; with ``anywhere``, the planned order (cheapest first)."""
+    where = (primary.provider, primary.region)
+    near = {q.region: nearness(where, (q.provider, q.region)) for q in quotes}
+    if not anywhere:
+        figures = [(0, 0)] * len(quotes)
+        if live:
+            from cloudbroker.availability import rank_key
+
+            figures = [rank_key(q.availability) for q in quotes]
+        order = sorted(
+            range(len(quotes)), key=lambda i: (figures[i], near[quotes[i].region].rank, i)
+        )
+        quotes = [quotes[i] for i in order]
+    return near[quotes[0].region], quotes
+
+
 class PlannedJob(BaseModel):
     gpu: str
     count: int
@@ -158,6 +187,20 @@ class PlannedSide(BaseModel):
     egress: EgressTerms | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
+class PlannedPair(BaseModel):
+    """Where the two sides are, and how near (``cloudbroker.geography``): what ``place``
+    and ``up`` say about the pair."""
+
+    primary: str  # "aws us-east-1"
+    standby: str
+    relation: str  # "same place (virginia)", "location unknown (...)"
+    chosen: Literal["nearest first", "by cost alone"]
+
+    def text(self) -> str:
+        how = "" if self.chosen == "nearest first" else ", chosen by cost alone"
+        return f"pair: {self.primary} -> standby {self.standby}: {self.relation}{how}"
+
+
 class PlacementSpec(BaseModel):
     """A placement's plan: what :meth:`Planning.plan` returns (dumped as JSON-ready data),
     what the state store keeps and what ``place --json`` prints. Side ``a`` is the primary
@@ -169,6 +212,8 @@ class PlacementSpec(BaseModel):
     startup_script: str | None
     sides: dict[Literal["a", "b"], PlannedSide]
     cost: PlacementCost
+    # where the two sides are and how near; None in plans made before it was kept
+    pair: PlannedPair | None = Field(default=None, exclude_if=lambda v: v is None)
     # planned with live availability: how old each cloud's figures are, what stays unknown
     live: LiveReport | None = Field(default=None, exclude_if=lambda v: v is None)
     # the budget guard (see cloudbroker.broker.budget): a Money, and hours as Decimal text
@@ -192,7 +237,7 @@ class Planning(BrokerCore):
             regions=request.regions,
             currency=request.currency,
             checkpoint_gb=request.checkpoint_gb,
-            top=5,
+            top=POOL,
             gpu_models=match_gpus(request.gpu, known),
             disk_gb=disk_settings(self.pm),
         )
@@ -293,12 +338,17 @@ class Planning(BrokerCore):
             for b in standbys:
                 if a == b or a not in candidates or b not in candidates:
                     continue
-                cost = self._cost(request, candidates[a][0], candidates[b][0], sheets)
+                near, standby = _standby_order(
+                    candidates[a][0], candidates[b], request.standby_anywhere, live is not None
+                )
+                cost = self._cost(request, candidates[a][0], standby[0], sheets)
                 # a cloud with every offer over the account's quota launches nothing: the
-                # cheapest pair that can launch its primary (then its standby) wins
-                key = (a in blocked, b in blocked, cost.total.amount)
+                # pair that can launch its primary (then its standby) wins, then the pair
+                # whose standby is nearest the primary (unless asked otherwise), the cheapest
+                rank = 0 if request.standby_anywhere else near.rank
+                key = (a in blocked, b in blocked, rank, cost.total.amount)
                 if best is None or key < best[0]:
-                    best = (key, a, b, cost)
+                    best = (key, a, b, cost, near, standby)
         if best is None:
             tried = ", ".join(
                 f"{p}: did not answer ({failures[p]})"
@@ -310,7 +360,8 @@ class Planning(BrokerCore):
                 f"no priced {request.market.value} offer of {request.count}x {request.gpu} "
                 f"on two different clouds ({tried})"
             )
-        _, a, b, cost = best
+        _, a, b, cost, near, standby = best
+        candidates = {a: candidates[a][:KEPT], b: standby[:KEPT]}
         if a in blocked:
             said = f"primary {a}: {blocked[a]}: up cannot launch it"
             self._emit("", "warning", said)
@@ -343,6 +394,12 @@ class Planning(BrokerCore):
             startup_script=request.startup_script,
             sides={"a": side(candidates[a], buckets[a]), "b": side(candidates[b], buckets[b])},
             cost=cost,
+            pair=PlannedPair(
+                primary=f"{a} {candidates[a][0].region}",
+                standby=f"{b} {candidates[b][0].region}",
+                relation=near.relation,
+                chosen="by cost alone" if request.standby_anywhere else "nearest first",
+            ),
             live=report,
             budget=request.budget,
             max_hours=None if request.max_hours is None else str(request.max_hours),

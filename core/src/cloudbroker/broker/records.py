@@ -151,6 +151,8 @@ class BrokerEvent:
       or the ``error``);
     * ``step-started`` / ``step``: a step of ``up`` or a failover began / ended
       (``operation``, ``step``; when ended, its ``seconds``);
+    * ``waiting``: what it waits for now (a cloud's answer, a copy): shown live on a
+      terminal until the next event, not a line of its own (``watch``'s check, replication);
     * ``note``: a situation worth a line (standing by, an error retried, a lease waited for);
     * ``lease`` (``watch --all``): a watcher took a placement's lease (``token``), let it go,
       or lost it to another watcher (``lost``, ``holder``);

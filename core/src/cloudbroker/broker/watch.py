@@ -133,6 +133,7 @@ class Watching(Fencing, IdleGuarding):
                 if checked.stopped:
                     return checked.stopped
                 if not checked.again:
+                    self._waiting(placement_id, f"next check in {interval:g} s")
                     self.sleep(interval)
         finally:
             lease.release()
@@ -241,6 +242,7 @@ class Watching(Fencing, IdleGuarding):
                 return _Health(None, None, "launch not confirmed yet")
             return _Health("no primary instance", None, "none")
         row = rows[0]
+        self._waiting(placement_id, f"asking {row.provider} for the state of {row.instance_id}")
         try:
             instance = self._status(row)
         except CloudBrokerError as exc:
@@ -317,6 +319,7 @@ class Watching(Fencing, IdleGuarding):
         src, dst = self._bucket(placement, primary), self._bucket(placement, standby)
         route = f"{bucket_text(src.model_dump())} -> {bucket_text(dst.model_dump())}"
         started = time.monotonic()
+        self._waiting(placement["id"], f"replicating {route}")
         try:
             copied = self.replicator.replicate(src, dst)
         except CloudBrokerError as exc:

@@ -41,12 +41,22 @@ def iso(at: float) -> str:
 class Lines:
     """Writes events to ``out``: lines for people (live on a terminal), or JSON lines.
 
-    Use as a context manager, so a live display is always taken down.
+    Use as a context manager, so a live display is always taken down. ``live_on`` is where
+    the step under way shows (default ``out``): stderr, for lines on stdout that may be piped
+    while stderr is still a terminal.
     """
 
-    def __init__(self, out: Console, *, json_lines: bool = False, quiet: bool = False) -> None:
+    def __init__(
+        self,
+        out: Console,
+        *,
+        json_lines: bool = False,
+        quiet: bool = False,
+        live_on: Console | None = None,
+    ) -> None:
         self.out, self.json_lines, self.quiet = out, json_lines, quiet
-        self.live = out.is_terminal and not json_lines and not quiet
+        self.live_on = live_on or out
+        self.live = self.live_on.is_terminal and not json_lines and not quiet
         self._bar: Progress | None = None
         self._task: TaskID | None = None
 
@@ -70,7 +80,7 @@ class Lines:
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 TimeElapsedColumn(),
-                console=self.out,
+                console=self.live_on,
                 transient=True,
             )
             self._bar.start()
@@ -91,7 +101,7 @@ class Lines:
             self.out.file.flush()
             return
         self._stop()
-        if not self.live:  # a log file: one line each, whatever its length
+        if not self.out.is_terminal:  # a log file: one line each, whatever its length
             self.out.print(f"{clock(at)}  {text}", markup=False, highlight=False, soft_wrap=True)
             return
         line = Table.grid(padding=(0, 2))  # a terminal: wrapped under the text, not the time
@@ -101,7 +111,12 @@ class Lines:
         self.out.print(line)
 
     def broker(self, event: BrokerEvent) -> None:
-        """``Broker(on_event=lines.broker)``: a started step shows live, the rest as lines."""
+        """``Broker(on_event=lines.broker)``: a started step and what the broker waits for
+        show live (on a terminal), the rest as lines; a wait is never a line nor JSON."""
+        if event.kind == "waiting":
+            if not self.json_lines:
+                self.start(event.message)
+            return
         if event.kind == "step-started" and not self.json_lines:
             self.start(event.message)
             return

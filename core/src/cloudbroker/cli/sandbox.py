@@ -46,11 +46,13 @@ def up(
     json_output: bool = typer.Option(False, "--json", help="The environment as one object."),
 ) -> None:
     """Start the sandbox in the background and print the environment that points at it."""
+    from cloudbroker.cli.progress import Lines
     from cloudbroker.sandbox.env import sandbox_dir
     from cloudbroker.sandbox.supervisor import up as start
 
     where = sandbox_dir(directory)
-    info = start(where, time_factor)
+    with Lines(err_console) as lines:  # on a terminal: what it is starting, as it waits
+        info = start(where, time_factor, lambda what: lines.start(f"sandbox up: starting {what}"))
     err_console.print(
         f"sandbox up in {where}: {', '.join(info['clouds'])}; "
         f'use it with: eval "$(cloudbroker sandbox env)"',

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +141,8 @@ def run(directory: Path, time_factor: float) -> None:
     runners: dict[str, ProcessRunner] = {}
     metadata: dict[str, MetadataServer] = {}
     try:
+        names = ", ".join(cloud.name for cloud in clouds)
+        _starting(f"the object stores of {names} (a moto S3 server each)")
         with ThreadPoolExecutor(max_workers=len(clouds) or 1) as pool:
             started = pool.map(
                 lambda c: Store.start(directory / "supervisor.log", cloud=c.name), clouds
@@ -151,6 +154,7 @@ def run(directory: Path, time_factor: float) -> None:
             store = stores[cloud.name]
             gates[cloud.name] = gate = Gate(store.port)
             emulator_class = cloud.emulator_class()
+            _starting(f"the {cloud.name} emulator ({emulator_class.__name__})")
             make = getattr(emulator_class, "from_catalog", emulator_class)
             emulator = make(access_key=store.key, secret_key=store.secret)
             emulator.listing_lag = listing_lag(time_factor)
@@ -199,6 +203,31 @@ def run(directory: Path, time_factor: float) -> None:
         log.info("sandbox stopped")
 
 
+#: How the supervisor's log says what it is starting (``up`` shows it while it waits).
+STARTING = "sandbox starting: "
+
+
+def _starting(what: str) -> None:
+    log.info("%s%s", STARTING, what)
+
+
+def starting(log_path: Path, offset: int) -> tuple[str | None, int]:
+    """What the supervisor last said it is starting in its log after ``offset`` (None:
+    nothing new), and the offset to read on from (whole lines only)."""
+    try:
+        with log_path.open("rb") as file:
+            file.seek(offset)
+            data = file.read()
+    except OSError:
+        return None, offset
+    whole = data[: data.rfind(b"\n") + 1]
+    said = None
+    for line in whole.decode(errors="replace").splitlines():
+        if line.startswith(STARTING):
+            said = line.removeprefix(STARTING)
+    return said, offset + len(whole)
+
+
 def _runnable(clouds: list[Any]) -> list[Any]:
     """The clouds to run: a plugin's emulator that does not import, or says nothing of how
     to point the plugin at it (``sandbox_env``), is left out with the reason in the log (an
@@ -243,11 +272,14 @@ def _record(cloud: Any, emulators: dict, gates: dict, stores: dict, runners: dic
 # -- what the CLI calls ----------------------------------------------------------------------
 
 
-def up(directory: Path, time_factor: float) -> dict[str, Any]:
+def up(
+    directory: Path, time_factor: float, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Start a sandbox in ``directory`` (detached) and wait until it serves; its info.
 
     ``directory`` must be new or empty: ``down`` removes what the sandbox made, so nothing
-    of the user's may be in it.
+    of the user's may be in it. ``progress`` hears what the supervisor is starting, as it
+    starts it (the object stores, each cloud's emulator).
     """
     if time_factor <= 0:
         raise UsageError(f"the time factor must be positive, got {time_factor}")
@@ -268,7 +300,11 @@ def up(directory: Path, time_factor: float) -> dict[str, Any]:
         )
     PidBook(directory).add(process.pid, "supervisor")
     deadline = time.monotonic() + START_TIMEOUT
+    offset = 0
     while not info_path(directory).exists():
+        said, offset = starting(log, offset)
+        if said is not None and progress is not None:
+            progress(said)
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             process.wait()

@@ -133,7 +133,8 @@ def watch(
     with (
         metrics.serving(metrics_port, store.reopen, metrics_address),  # scrapes' connection
         notifying(urls, store.reopen) as notifier,
-        Lines(console, json_lines=json_output, quiet=quiet) as lines,
+        # what a check waits for shows on stderr's terminal, also when the lines are piped
+        Lines(console, json_lines=json_output, quiet=quiet, live_on=err_console) as lines,
         # the pages' own broker, on a connection of its own (they run on the server's threads)
         dashboard(lambda: _broker(store.reopen), http_port, http_address, token_file) as pages,
     ):

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cloudbroker import api
+from cloudbroker.broker.plan import PlannedPair
 from cloudbroker.cli import app, fail, option_name, options
 from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import console, err_console, print_json
@@ -62,13 +63,20 @@ def place(
     idle_stop: str | None = typer.Option(
         None, "--idle-stop", help="Stop it when its GPUs stay below this for this long (10%:30m)."
     ),
+    standby_anywhere: bool = typer.Option(
+        False,
+        "--standby-anywhere",
+        help="Choose the standby by cost alone (default: nearest the primary first).",
+    ),
     json_output: bool = typer.Option(False, "--json"),
     state: str = STATE,
 ) -> None:
     """Plan a primary and a standby on two clouds, print the full cost, and save it.
 
     With --budget and/or --max-hours, `watch` warns at 80 % and at 100 % syncs a last
-    checkpoint and terminates the placement; with --idle-stop, the same when the GPUs idle."""
+    checkpoint and terminates the placement; with --idle-stop, the same when the GPUs idle.
+    The standby is the offer nearest the primary (same place, country, area, continent;
+    mainland China with mainland China), the cheapest among equals: the plan says the pair."""
     from cloudbroker.cli.quote import live_options
 
     reading = live_options(live, max_age, available_only=False)
@@ -91,6 +99,7 @@ def place(
         budget=budget,
         max_hours=max_hours,
         idle_stop=idle_stop,
+        standby_anywhere=standby_anywhere,
         name=option_name,
     )
     # Planned before the state file is opened: a plan that fails leaves no file behind; a
@@ -130,6 +139,8 @@ def place(
         f"{Decimal(total['amount']):,.2f} {total['currency']}",
     )
     console.print(table)
+    if pair := spec.get("pair"):
+        console.print(PlannedPair.model_validate(pair).text(), markup=False)
     if "live" in spec:
         _live_plan(spec)
     if "budget" in spec or "max_hours" in spec:
@@ -223,6 +234,7 @@ def up(
         if not typer.confirm("launch?", default=False, err=True):
             fail(f"{placement_id} not launched: the answer was no", 1)
     with Lines(err_console) as lines:
+        lines.start("up: loading the cloud plugins")
         rows = _broker(store, lines.broker).up(placement_id)
     for row in rows:
         console.print(
@@ -259,6 +271,8 @@ def _launch_plan(placement: dict[str, Any]) -> list[str]:
             f"{offer['zone'] or offer['region']} at {hourly}"
             + (f" ({more} more offer(s) if it has no stock)" if more else "")
         )
+    if pair := spec.get("pair"):
+        lines.append(PlannedPair.model_validate(pair).text())
     total = Money.model_validate(spec["cost"]["total"])
     plan = f"the plan: {total} for {spec['job']['hours']} h"
     if spec.get("budget"):

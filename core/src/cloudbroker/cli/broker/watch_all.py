@@ -43,7 +43,7 @@ def watch_all(
             with lock:
                 lines.broker(event)
             return
-        if event.kind == "step-started":
+        if event.kind in ("step-started", "waiting"):
             return
         if event.placement_id:
             event = replace(event, message=f"{event.placement_id}: {event.message}")
