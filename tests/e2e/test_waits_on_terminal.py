@@ -12,6 +12,7 @@ import sys
 
 import pytest
 from support.cli import run_cli
+from support.machine import within
 
 SCRIPT = shutil.which("script")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -58,7 +59,8 @@ def test_sandbox_up_up_and_watch_name_what_they_wait_for_on_a_terminal(clean_env
         assert "up: loading the cloud plugins" in screen and "up: launching on aliyun" in screen
         # watch's lines piped to a file, its waits on stderr's terminal: the first check's
         lines = tmp_path / "watch.log"
-        watch = f"PYTHONUNBUFFERED=1 timeout 40 {cli('watch', pid)} > {lines}; true"
+        # long enough for its first check on this machine (40 s at its idle speed)
+        watch = f"PYTHONUNBUFFERED=1 timeout {within(40):.0f} {cli('watch', pid)} > {lines}; true"
         screen = on_terminal(watch, box)
         assert "asking aliyun for the state of i-" in screen, screen
         written = lines.read_text()
