@@ -149,6 +149,19 @@ def test_status_labels_a_dead_former_primary_and_times_each_event(world, width):
     assert any("roles-swapped" in line for line in events)
 
 
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_status_keeps_the_last_failovers_rto_and_rpo_whole_on_one_line(world, width):
+    """Issue 33: wrapped at a narrow width, "RPO" and its figure used to land on two lines."""
+    watch(world, "--quiet")
+    lines = [
+        line.rstrip() for line in world.cli("status", world.pid, width=width).stdout.split("\n")
+    ]
+    assert all(len(line) <= width for line in lines)
+    head = next(i for i, x in enumerate(lines) if x.startswith("last failover ali -> ten (reclaim"))
+    [figures] = [i for i, x in enumerate(lines) if re.search(r"RTO \d+\.\d s, RPO \d+\.\d s$", x)]
+    assert head <= figures <= head + 2  # the same line, or under the (wrapped) head
+
+
 def test_status_shows_terminated_once_the_cloud_says_so(world):
     [iid] = world.clouds["ali"].live()
     key = open_store(world.state).instances(world.pid)[0].idempotency_key

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.cells import cell_len
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -105,13 +106,7 @@ def status(
         console.print(Padding(Text(note), (0, 0, 0, 2)))
     last = report["last_failover"]
     if last:
-        rpo = last.get("rpo_seconds")
-        console.print(
-            f"last failover {last['from']} -> {last['to']} ({last['reason']}): "
-            f"RTO {last['rto_seconds']:.1f} s, RPO "
-            f"{'unknown' if rpo is None else f'{rpo:.1f} s'}",
-            markup=False,
-        )
+        _failover_line(last)
         if "notice_lead_seconds" in last:
             console.print(Padding(Text(_notice_line(last)), (0, 0, 0, 2)))
     if failing := report["replication_failing"]:
@@ -130,6 +125,19 @@ def status(
             markup=False,
         )
     _print_events(report["events"])
+
+
+def _failover_line(last: dict[str, Any]) -> None:
+    """The last failover and its RTO and RPO: one line if it fits, else the figures whole on
+    a line of their own (wrapped, "RPO" and its figure could land on two lines)."""
+    rpo = last.get("rpo_seconds")
+    head = f"last failover {last['from']} -> {last['to']} ({last['reason']}):"
+    figures = f"RTO {last['rto_seconds']:.1f} s, RPO {'unknown' if rpo is None else f'{rpo:.1f} s'}"
+    if cell_len(f"{head} {figures}") <= console.width:
+        console.print(f"{head} {figures}", markup=False)
+        return
+    console.print(head, markup=False)
+    console.print(Padding(Text(figures), (0, 0, 0, 2)))
 
 
 def _asking_clouds(broker: Broker, placement_id: str, refresh: bool) -> dict[str, Any]:
