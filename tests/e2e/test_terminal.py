@@ -218,6 +218,7 @@ def check_status(lines: list[str], columns: int) -> None:
             assert any(f"not shown at {columns} columns: " in x and column in x for x in lines)
     assert any(re.search(r"RTO [\d.]+ s, RPO [\d.]+ s", line) for line in lines), lines
     assert any(line.startswith("last failover aliyun -> aws") for line in lines)
+    assert any(re.search(r"standby running \+[\d.]+ s \(", line) for line in lines), lines
     assert any(line.startswith("spend so far") for line in lines)
     assert not any("asking aliyun" in line for line in lines)  # the live line, taken down
 
