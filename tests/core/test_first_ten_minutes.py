@@ -196,6 +196,73 @@ def test_item4_a_currency_without_a_rate_names_the_flag(clean_env):
     assert done.returncode == 2 and "--fx EUR=" in done.stderr
 
 
+def test_item4_every_documented_currency_without_a_shipped_rate_shows_its_fx():
+    """A documented command with --currency EUR (or any currency no rate ships for) gives
+    --fx for it: as written it runs (tests/core/test_docs_examples.py runs them)."""
+    from support.docs import examples
+
+    from cloudbroker.errors import CloudBrokerError
+    from cloudbroker.money import FxTable, parse_currency
+
+    def shipped(currency: str) -> bool:
+        try:
+            return bool(FxTable().rate(parse_currency(currency, "--currency"), "USD"))
+        except CloudBrokerError:
+            return False
+
+    assert shipped("RMB") and not shipped("EUR")
+    seen = 0
+    for example in examples():
+        for command in example.commands():
+            words = list(command.argv if len(command.argv) > 1 else command.line.split())
+            if "--currency" not in words or command.error:
+                continue
+            currency = words[words.index("--currency") + 1].upper()
+            if not shipped(currency):
+                seen += 1
+                assert any(w.startswith(f"{currency}=") for w in words), (example.id, command)
+    assert seen >= 1  # docs/quote.md's EUR example
+
+
+def _record(where, clouds=("aliyun",)) -> None:
+    """A sandbox's record in ``where`` (no process behind it: the input checks come first)."""
+    import json
+
+    cloud = {"api": "http://127.0.0.1:9", "storage": "http://127.0.0.1:9", "key": "k",
+             "secret": "s", "notice_seconds": 3}  # fmt: skip
+    where.mkdir()
+    info = {"pid": os.getpid(), "started": 0, "time_factor": 0.01,
+            "clouds": {c: cloud for c in clouds}}  # fmt: skip
+    (where / "sandbox.json").write_text(json.dumps(info))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("ls", "gcp:ckpt"), "the sandbox runs no cloud 'gcp'; it runs aliyun"),
+        (("ls", "aliyun-ckpt"), "malformed CLOUD:BUCKET[/PREFIX] 'aliyun-ckpt'"),
+        (("put", "aliyun:ckpt/run1", "{tmp}"), "is a directory" ),
+        (("put", "aliyun:ckpt/run1", "{tmp}/nope.pt"), "nope.pt': not found; give files to put"),
+        (("put", "aliyun:ckpt/run1", "{tmp}/a/x", "{tmp}/b/x"), "two files are named 'x'"),
+    ],
+)  # fmt: skip
+def test_item4_sandbox_put_and_ls_refuse_bad_input_in_one_line(clean_env, tmp_path, argv, message):
+    where = tmp_path / "sandbox"
+    _record(where)
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x").write_text("x")
+    words = [w.replace("{tmp}", str(tmp_path)) for w in argv]
+    done = run_cli("sandbox", *words, "--dir", str(where), env=clean_env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_item4_sandbox_ls_without_a_sandbox_says_how_to_start_one(clean_env, tmp_path):
+    done = run_cli("sandbox", "ls", "aliyun:ckpt", "--dir", str(tmp_path), env=clean_env)
+    assert done.returncode == 2 and "start one with `cloudbroker sandbox up`" in done.stderr
+
+
 def test_item7_plugin_new_installs_with_uv_pip(clean_env, tmp_path):
     done = run_cli("plugin", "new", "acme", "--dir", str(tmp_path), env=clean_env)
     assert done.returncode == 0, done.stderr

@@ -252,7 +252,7 @@ def test_7_h800_4090_910b_and_a800_80gb_say_why_no_cloud_here_sells_them(clean_e
 def test_7_ascend_910b_is_a_known_model_with_its_own_memory_and_not_nvidia(clean_env):
     done = run_cli("gpus", "910B", env=clean_env, width=200)
     assert done.returncode == 0, done.stderr
-    assert "Ascend-910B" in done.stdout and "Huawei, 64 GB" in done.stdout
+    assert "Ascend-910B" in done.stdout and "Huawei, 64 GiB" in done.stdout
     assert "not an NVIDIA GPU" in done.stdout
     listed = run_cli("gpus", env=clean_env, width=250).stdout
     assert all(name in listed for name in ("H800", "RTX-4090", "Ascend-910B", "A800-80GB"))

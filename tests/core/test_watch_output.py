@@ -149,6 +149,36 @@ def test_status_labels_a_dead_former_primary_and_times_each_event(world, width):
     assert any("roles-swapped" in line for line in events)
 
 
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_status_keeps_the_last_failovers_rto_and_rpo_whole_on_one_line(world, width):
+    """Issue 33: wrapped at a narrow width, "RPO" and its figure used to land on two lines."""
+    watch(world, "--quiet")
+    lines = [
+        line.rstrip() for line in world.cli("status", world.pid, width=width).stdout.split("\n")
+    ]
+    assert all(len(line) <= width for line in lines)
+    head = next(i for i, x in enumerate(lines) if x.startswith("last failover ali -> ten (reclaim"))
+    [figures] = [i for i, x in enumerate(lines) if re.search(r"RTO \d+\.\d s, RPO \d+\.\d s$", x)]
+    assert head <= figures <= head + 2  # the same line, or under the (wrapped) head
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_a_notice_failovers_timeline_breaks_between_phrases_never_in_a_figure(width):
+    from cloudbroker.cli.broker.status import _notice_phrases, _packed
+
+    last = {"notice_at": time.time(), "notice_lead_seconds": 3.213, "failover_start_seconds":
+            4.559, "standby_running_seconds": 10.554, "standby_before_reclaim_seconds": 0,
+            "checkpoint": "step-000776.json"}  # fmt: skip
+    lines = _packed(_notice_phrases(last), width - 2)
+    assert all(len(line) <= width - 2 for line in lines)
+    said = " ".join(lines)
+    for figure in ("(lead 3.2 s)", "failover start +4.6 s", "standby running +10.6 s"):
+        assert any(figure in line for line in lines), (figure, lines)
+    assert said.endswith("(after the reclaim); RTO and RPO from the reclaim; checkpoint "
+                         "step-000776.json")  # fmt: skip
+    assert len(lines) == {60: 3, 80: 3, 120: 2}[width]  # as few as fit
+
+
 def test_status_shows_terminated_once_the_cloud_says_so(world):
     [iid] = world.clouds["ali"].live()
     key = open_store(world.state).instances(world.pid)[0].idempotency_key

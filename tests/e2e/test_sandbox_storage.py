@@ -97,3 +97,37 @@ def test_sync_copies_from_aliyun_to_huawei_and_back(sandbox):
     )
     assert upload.returncode == 0, upload.stderr
     assert listing(huawei, "ckpt", "instance/") == {"step-50.ckpt": 8}
+
+
+def test_put_then_ls_then_sync_between_two_clouds(sandbox, tmp_path):
+    """Issue 33 item 4: files go into a sandbox bucket with `sandbox put` (no rclone variables
+    by hand), `sandbox ls` lists them, `sync` copies them to another cloud's bucket, and the
+    store itself (boto3, not our listing) holds them; a bucket the sandbox lacks is named with
+    the one it has, by `put`, `ls` and `sync` alike."""
+    env, where = sandbox
+    small, other = tmp_path / "step-25.ckpt", tmp_path / "latest"
+    small.write_bytes(b"a" * 2048)
+    other.write_bytes(b"step-25\n")
+    put = run_cli("sandbox", "put", "aliyun:ckpt/run1", str(small), str(other), env=env)
+    assert put.returncode == 0, put.stderr
+    assert put.stdout.startswith("put 2 file(s), 2.0 KiB, into aliyun:ckpt/run1 (verified")
+    listed = run_cli("sandbox", "ls", "aliyun:ckpt/run1", "--json", env=env)
+    objects = {o["name"]: o["size"] for o in json.loads(listed.stdout)["objects"]}
+    assert objects == {"step-25.ckpt": 2048, "latest": 8}
+    synced = run_cli("sync", "aliyun:ckpt/run1", "tencent:ckpt/run1", env=env)
+    assert synced.returncode == 0, synced.stderr
+    assert "verified: 2 file(s) match" in synced.stdout
+    tencent = run_cli("sandbox", "ls", "tencent:ckpt", env=env)
+    assert tencent.stdout.splitlines()[0] == "tencent:ckpt: 2 object(s), 2.0 KiB"
+    assert "  run1/step-25.ckpt  2.0 KiB" in tencent.stdout.splitlines()
+    store = s3(read_info(where)["clouds"]["tencent"], "us-east-1")
+    assert listing(store, "ckpt", "run1/") == {"step-25.ckpt": 2048, "latest": 8}
+    for argv in (
+        ("sandbox", "put", "aliyun:ckpt-bj/run1", str(small)),
+        ("sandbox", "ls", "aliyun:ckpt-bj"),
+        ("sync", "aliyun:ckpt/run1", "tencent:ckpt-gz/run1"),
+    ):
+        missing = run_cli(*argv, env=env)
+        assert missing.returncode == 1
+        assert "not found" in missing.stderr and "one bucket, 'ckpt'" in missing.stderr
+        assert len(missing.stderr.strip().splitlines()) == 1 and "Traceback" not in missing.stderr

@@ -364,8 +364,16 @@ class Session:
         to the notice agent), replacing it."""
         local = self.scratch / "write.bin"
         local.write_bytes(data)
+        self.upload(side, local, name, self.bound(LIST_SECONDS))
+
+    def upload(self, side: Side, local: Path, name: str, bound: Bound | None = None) -> None:
+        """Copy the local file ``local`` to the object ``name`` under the side's folder,
+        replacing it; within ``bound``, by default that of a transfer of its size."""
+        if bound is None:
+            size = local.stat().st_size
+            how = f"{COPY_FLOOR} s + {human_bytes(size)} at {human_bytes(MIN_RATE)}/s"
+            bound = self.bound(COPY_FLOOR + size / MIN_RATE, how)
         log = TransferLog()
-        bound = self.bound(LIST_SECONDS)
         late = f"{side.label}: writing {name} not finished within {bound}"
         target = f"{side.target.rstrip('/')}/{name}"
         if self.run(["copyto", str(local), target], log, bound=bound, late=late) != 0:

@@ -15,14 +15,23 @@ from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.output import console, field, print_json
 from cloudbroker.cli.table import Column, FitTable, amount, show
 from cloudbroker.gpus import Listing, Offering, Price
+from cloudbroker.gpus.offerings import price_key
 from cloudbroker.models import cautions
 from cloudbroker.money import FxRate, FxTable, parse_currency
 
 CAUTION = "*"  # after a price whose source is old or second-hand
+#: The one memory unit of ``gpus``: EC2 reports MiB (``SizeInMiB``, shown /1024), and the data
+#: sheets' "GB" of GPU memory is binary too: the A100 80GB's "80 GB HBM2e" is the 81,920 MiB
+#: EC2 reports for p4de (the sources in :data:`cloudbroker.gpus.MODELS`).
+MEMORY_UNIT = "GiB"
+ORDER = (
+    "order: cheapest on-demand GPU-hour first (a model's providers too); then spot-only, "
+    "unpriced, not sold"
+)
 
 OVERVIEW = (
     Column("gpu", "GPU"),
-    Column("memory", "GB", justify="right"),
+    Column("memory", "GiB", justify="right"),
     Column("aliases", "aliases", 2),
     Column("vendor", "vendor", 3),
     Column("bf16", "bf16 TFLOPS", 4, "right"),
@@ -48,6 +57,12 @@ def _memory(name: str) -> str:
     model = gpus.BY_NAME.get(name)
     gb = None if model is None else model.memory_gb
     return "?" if gb is None else f"{gb.normalize():f}"
+
+
+def _by_provider(offers: list[Offering]) -> list[tuple[str, list[Offering]]]:
+    """A model's offerings per provider, the cheapest on-demand GPU-hour first."""
+    groups = [(p, list(group)) for p, group in groupby(offers, key=lambda o: o.provider)]
+    return sorted(groups, key=lambda pair: (price_key(pair[1]), pair[0]))
 
 
 def _bf16(name: str) -> str:
@@ -140,13 +155,14 @@ def _sells(offerings: list[Offering], market: str) -> bool:
 
 def _overview(listing: Listing, names: list[str], cells: _Cells) -> FitTable:
     table = FitTable(
-        OVERVIEW, title=f"GPU models: cheapest price per GPU-hour in {listing.currency}"
+        OVERVIEW,
+        title=f"GPU models by cheapest on-demand price per GPU-hour in {listing.currency}",
     )
     for name in names:
         model = gpus.BY_NAME.get(name)
         aliases = model.aliases if model else ()
         offers = [o for o in listing.offerings if o.model == name]
-        providers = [(p, list(group)) for p, group in groupby(offers, key=lambda o: o.provider)]
+        providers = _by_provider(offers)
         for i in range(max(len(providers), len(aliases), 1)):
             first = i == 0
             row = {
@@ -179,11 +195,10 @@ def _detail(listing: Listing, names: list[str], cells: _Cells) -> FitTable:
     table = FitTable(
         DETAIL,
         title=f"{', '.join(names)}: cheapest price per GPU-hour in {listing.currency}, "
-        "by GPUs per instance and region",
+        "by GPUs per instance and region; cheapest on-demand first",
     )
-    for o in listing.offerings:
-        if o.model not in names:
-            continue
+    rows = [o for o in listing.offerings if o.model in names]
+    for o in sorted(rows, key=lambda o: (names.index(o.model), price_key([o]))):
         best = o.on_demand or o.spot
         table.add_row(
             o.model,
@@ -206,7 +221,7 @@ def _about(name: str, offered: set[str]) -> None:
     if model is None:
         field(name, "not in the published list (named by a provider's catalog)")
         return
-    memory = "memory unknown" if model.memory_gb is None else f"{_memory(name)} GB"
+    memory = "memory unknown" if model.memory_gb is None else f"{_memory(name)} {MEMORY_UNIT}"
     field(name, f"{model.vendor}, {memory} ({model.memory_source})")
     if model.caveat:
         field("", model.caveat)
@@ -222,10 +237,15 @@ def _about(name: str, offered: set[str]) -> None:
     _peaks(name)
 
 
-def _footer(listing: Listing, cells: _Cells, hidden: list[Column]) -> list[str | Text]:
-    notes: list[str | Text] = [
+def _footer(
+    listing: Listing, cells: _Cells, hidden: list[Column], overview: bool
+) -> list[str | Text]:
+    notes: list[str | Text] = [ORDER] if overview else []
+    notes += [
         "GPUs: GPU counts per instance on sale; prices: the cheapest instance's price divided by "
         "its GPUs; unknown: sold, no published price; -: not sold (in that market)",
+        f"{MEMORY_UNIT}: memory per GPU (data sheets' GB of GPU memory is binary); EC2's: what "
+        "it reports usable",
         "bf16 TFLOPS: dense data-sheet peak (- cannot run it, ? unknown); cannot run: precisions "
         "without tensor cores on that architecture; `gpus NAME` shows every peak and its source",
     ]
@@ -277,8 +297,7 @@ def _model_json(name: str, listing: Listing, today: date) -> dict[str, Any]:
     model = gpus.BY_NAME.get(name)
     offers = [o for o in listing.offerings if o.model == name]
     providers = []
-    for provider, group in groupby(offers, key=lambda o: o.provider):
-        items = list(group)
+    for provider, items in _by_provider(offers):
         providers.append(
             {
                 "provider": provider,
@@ -293,6 +312,7 @@ def _model_json(name: str, listing: Listing, today: date) -> dict[str, Any]:
         facts |= {
             "vendor": model.vendor,
             "memory_gb": None if model.memory_gb is None else format(model.memory_gb, "f"),
+            "memory_unit": MEMORY_UNIT,
             "memory_source": model.memory_source,
             "family": model.family_name,
             "aliases": list(model.aliases),
@@ -364,7 +384,7 @@ def gpus_command(
         plugins.load(), table, currency, providers=provider or (), regions=region or ()
     )
     offered = {o.model for o in listing.offerings}
-    names = listing.models()
+    names = listing.by_price(listing.models())
     if name is not None:
         names = sorted(gpus.lookup(name, offered), key=names.index)
     elif provider or region:  # what is sold there; the whole list is `gpus` alone
@@ -386,5 +406,5 @@ def gpus_command(
         for m in gpus.MODELS:
             if m.caveat and m.name in offered:
                 console.print(f"{m.name}: {m.caveat}", markup=False)
-    for note in _footer(listing, cells, hidden):
+    for note in _footer(listing, cells, hidden, overview=name is None):
         console.print(note, markup=False)

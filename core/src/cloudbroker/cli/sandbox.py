@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cloudbroker.cli import app, options
 from cloudbroker.cli.output import err_console, print_json
-from cloudbroker.errors import UsageError
+from cloudbroker.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from cloudbroker.listing import Listing
+    from cloudbroker.models import BucketRef
 
 sandbox_app = typer.Typer(
     help="A local sandbox of every installed cloud with an emulator (the built-ins and any "
@@ -98,6 +103,101 @@ def status(directory: str | None = DIR, json_output: bool = typer.Option(False, 
     print(f"  {len(running)} process(es) running:")
     for process in running:
         print(f"    {process['pid']} {process['what']}")
+
+
+def _stores(directory: str | None, target: str, what: str) -> tuple[Any, BucketRef, Path]:
+    """The plugin manager pointed at the sandbox in ``directory`` (whatever the shell points
+    at), ``target`` parsed (its cloud one the sandbox runs) and the sandbox's directory."""
+    import os
+
+    from cloudbroker import plugins
+    from cloudbroker.models import parse_bucket
+    from cloudbroker.sandbox.env import UNSET, environment, read_info, sandbox_dir
+
+    ref = parse_bucket(target, what)
+    where = sandbox_dir(directory)
+    info = read_info(where)
+    if ref.provider not in info["clouds"]:
+        raise UsageError(
+            f"{what} {target!r}: the sandbox runs no cloud {ref.provider!r}; it runs "
+            f"{', '.join(info['clouds'])}"
+        )
+    env = {k: v for k, v in os.environ.items() if k not in UNSET} | environment(where, info)
+    return plugins.load(env=env), ref, where
+
+
+def _objects(listing: Listing) -> None:
+    from cloudbroker.listing import human_bytes
+
+    for name, entry in sorted(listing.items()):
+        print(f"  {name}  {human_bytes(entry.size)}")
+
+
+@sandbox_app.command("put")
+def put(
+    target: str = typer.Argument(
+        ...,
+        metavar="CLOUD:BUCKET/PATH",
+        help="The folder to put the files in, e.g. aliyun:ckpt/run1.",
+    ),
+    files: list[str] = typer.Argument(..., metavar="FILE...", help="Files, each put by its name."),
+    directory: str | None = DIR,
+    json_output: bool = typer.Option(False, "--json", help="What was put, as one object."),
+) -> None:
+    """Put local files into a bucket of the sandbox's object stores, verified (size, MD5)."""
+    from cloudbroker import objects
+    from cloudbroker.listing import human_bytes
+    from cloudbroker.rclone_session import bucket_label
+    from cloudbroker.sandbox.env import bucket_hint
+
+    pm, ref, where = _stores(directory, target, "CLOUD:BUCKET/PATH")
+    try:
+        done = objects.put(pm, ref, [Path(f) for f in files])
+    except NotFoundError as exc:
+        raise NotFoundError(f"{exc}{bucket_hint({}, where)}") from None
+    if json_output:
+        print_json(_listing_json(bucket_label(ref), done))
+        return
+    size = human_bytes(sum(e.size for e in done.values()))
+    print(f"put {len(done)} file(s), {size}, into {bucket_label(ref)} (verified: size and MD5)")
+    _objects(done)
+
+
+@sandbox_app.command("ls")
+def ls(
+    target: str = typer.Argument(
+        ..., metavar="CLOUD:BUCKET[/PREFIX]", help="A bucket or a folder in it, e.g. aliyun:ckpt."
+    ),
+    directory: str | None = DIR,
+    json_output: bool = typer.Option(False, "--json", help="The objects as one object."),
+) -> None:
+    """List the objects in a bucket (or a folder of it) of the sandbox's object stores."""
+    from cloudbroker import objects
+    from cloudbroker.listing import human_bytes
+    from cloudbroker.rclone_session import bucket_label
+    from cloudbroker.sandbox.env import bucket_hint
+
+    pm, ref, where = _stores(directory, target, "CLOUD:BUCKET[/PREFIX]")
+    try:
+        found = objects.ls(pm, ref)
+    except NotFoundError as exc:
+        raise NotFoundError(f"{exc}{bucket_hint({}, where)}") from None
+    if json_output:
+        print_json(_listing_json(bucket_label(ref), found))
+        return
+    size = human_bytes(sum(e.size for e in found.values()))
+    print(f"{bucket_label(ref)}: {len(found)} object(s), {size}")
+    _objects(found)
+
+
+def _listing_json(where: str, listing: Listing) -> dict[str, Any]:
+    return {
+        "location": where,
+        "objects": [
+            {"name": name, "size": e.size, "hashes": dict(e.hashes)}
+            for name, e in sorted(listing.items())
+        ],
+    }
 
 
 @sandbox_app.command("down")

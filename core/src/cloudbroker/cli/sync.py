@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
@@ -11,7 +12,7 @@ from rich.console import Console
 from cloudbroker import plugins
 from cloudbroker.cli import app, options
 from cloudbroker.cli.output import console, err_console, print_json
-from cloudbroker.errors import DeleteRefused, UsageError, VerificationError
+from cloudbroker.errors import DeleteRefused, NotFoundError, UsageError, VerificationError
 from cloudbroker.listing import human_bytes
 from cloudbroker.models import parse_bucket
 from cloudbroker.storage import Change, DeletePlan, SyncProgress, SyncResult, sync
@@ -175,6 +176,12 @@ def sync_command(
             failed, result = exc, exc.result
         except DeleteRefused as exc:  # nothing changed: say what it would have deleted
             refused = exc
+        except NotFoundError as exc:  # in a sandbox: the buckets it has
+            from cloudbroker.sandbox.env import bucket_hint
+
+            if hint := bucket_hint(dict(os.environ)):
+                raise NotFoundError(f"{exc}{hint}") from None
+            raise
     if refused is not None:
         raise refusal(refused, show_plan=not json_output)
     show(result)

@@ -56,6 +56,13 @@ class Listing:
         sold = {o.model for o in self.offerings}
         return sorted(set(BY_NAME) | sold, key=_order)
 
+    def by_price(self, names: Iterable[str]) -> list[str]:
+        """``names`` cheapest on-demand GPU-hour first (:func:`price_key`); list order breaks
+        ties, so models with the same key keep the published order."""
+        return sorted(
+            names, key=lambda n: (price_key(o for o in self.offerings if o.model == n), _order(n))
+        )
+
 
 def listing(
     pm: PluginManager,
@@ -147,6 +154,22 @@ def listing(
         failures=failures,
         fx=tuple(fx.used(used, currency)),
     )
+
+
+#: :func:`price_key`'s ranks: priced on demand, only a spot price, sold with no price, not sold.
+PRICED, SPOT_ONLY, UNPRICED, NOT_SOLD = range(4)
+
+
+def price_key(offerings: Iterable[Offering]) -> tuple[int, Decimal]:
+    """How ``offerings`` (one model's, or one provider's of it) sort by price: the cheapest
+    on-demand price per GPU-hour first, then those with only a spot price (by it), then those
+    sold with no published price, then what is not sold. Unknown is never read as zero."""
+    offers = list(offerings)
+    for rank, market in ((PRICED, "on_demand"), (SPOT_ONLY, "spot")):
+        best = cheapest(offers, market)
+        if best is not None:
+            return rank, best[1].per_gpu_hour.amount
+    return (UNPRICED if offers else NOT_SOLD), Decimal(0)
 
 
 def cheapest(offerings: Iterable[Offering], market: str) -> tuple[Offering, Price] | None:

@@ -139,6 +139,23 @@ def gone(env: dict[str, str]) -> Path | None:
     return None if info_path(Path(where)).exists() else Path(where)
 
 
+def bucket_hint(env: dict[str, str], directory: Path | None = None) -> str:
+    """What a missing bucket's error adds in a sandbox (``directory``, else the one ``env``
+    points at when it is up): the buckets its stores have. "" outside a sandbox."""
+    from cloudbroker.sandbox.stores import BUCKET
+
+    if directory is None:
+        where = env.get(DIR_ENV, "").strip()
+        if not where or env.get("CLOUDBROKER_STATE") != str(Path(where) / "state.sqlite3"):
+            return ""
+        if not info_path(Path(where)).exists():
+            return ""
+    return (
+        f"; each cloud of the sandbox has one bucket, {BUCKET!r} (e.g. aliyun:{BUCKET}/run1; "
+        "`cloudbroker sandbox put` puts files in it)"
+    )
+
+
 def unset_lines(env: dict[str, str]) -> str:
     """``unset`` of what ``sandbox env`` exported: its fixed variables, every built-in cloud's,
     and any other whose value points into the sandbox directory (a plugin cloud's paths)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.cells import cell_len
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -105,15 +106,10 @@ def status(
         console.print(Padding(Text(note), (0, 0, 0, 2)))
     last = report["last_failover"]
     if last:
-        rpo = last.get("rpo_seconds")
-        console.print(
-            f"last failover {last['from']} -> {last['to']} ({last['reason']}): "
-            f"RTO {last['rto_seconds']:.1f} s, RPO "
-            f"{'unknown' if rpo is None else f'{rpo:.1f} s'}",
-            markup=False,
-        )
+        _failover_line(last)
         if "notice_lead_seconds" in last:
-            console.print(Padding(Text(_notice_line(last)), (0, 0, 0, 2)))
+            for line in _packed(_notice_phrases(last), console.width - 2):
+                console.print(Padding(Text(line), (0, 0, 0, 2)))
     if failing := report["replication_failing"]:
         console.print(
             f"alert: replication has failed {failing['failures']} times in a row since "
@@ -130,6 +126,19 @@ def status(
             markup=False,
         )
     _print_events(report["events"])
+
+
+def _failover_line(last: dict[str, Any]) -> None:
+    """The last failover and its RTO and RPO: one line if it fits, else the figures whole on
+    a line of their own (wrapped, "RPO" and its figure could land on two lines)."""
+    rpo = last.get("rpo_seconds")
+    head = f"last failover {last['from']} -> {last['to']} ({last['reason']}):"
+    figures = f"RTO {last['rto_seconds']:.1f} s, RPO {'unknown' if rpo is None else f'{rpo:.1f} s'}"
+    if cell_len(f"{head} {figures}") <= console.width:
+        console.print(f"{head} {figures}", markup=False)
+        return
+    console.print(head, markup=False)
+    console.print(Padding(Text(figures), (0, 0, 0, 2)))
 
 
 def _asking_clouds(broker: Broker, placement_id: str, refresh: bool) -> dict[str, Any]:
@@ -163,16 +172,31 @@ def _gpu_line(gpu: dict[str, Any], now: dict[str, Any] | None) -> str:
     )
 
 
-def _notice_line(last: dict[str, Any]) -> str:
-    """A failover on a reclaim notice, timed from the notice: lead, start, standby running."""
+def _notice_phrases(last: dict[str, Any]) -> list[str]:
+    """A failover on a reclaim notice, timed from the notice: lead, start, standby running;
+    in phrases that keep each figure with its unit."""
     ahead = last["standby_before_reclaim_seconds"]
     reclaim = f"{ahead:.1f} s before the reclaim" if ahead > 0 else "after the reclaim"
-    return (
-        f"notice {clock(last['notice_at'])} (lead {last['notice_lead_seconds']:.1f} s) -> "
-        f"failover start +{last['failover_start_seconds']:.1f} s -> standby running "
-        f"+{last['standby_running_seconds']:.1f} s ({reclaim}); RTO and RPO from the reclaim; "
-        f"checkpoint {last.get('checkpoint') or 'none'}"
-    )
+    return [
+        f"notice {clock(last['notice_at'])} (lead {last['notice_lead_seconds']:.1f} s) ->",
+        f"failover start +{last['failover_start_seconds']:.1f} s ->",
+        f"standby running +{last['standby_running_seconds']:.1f} s ({reclaim});",
+        "RTO and RPO from the reclaim;",
+        f"checkpoint {last.get('checkpoint') or 'none'}",
+    ]
+
+
+def _packed(phrases: list[str], width: int) -> list[str]:
+    """``phrases`` joined by spaces on lines at most ``width`` wide, a line broken only
+    between phrases (Rich would break inside one: "+10.6" and "s" on two lines); a phrase
+    wider than ``width`` alone is left for the terminal to wrap."""
+    lines: list[str] = []
+    for phrase in phrases:
+        if lines and cell_len(f"{lines[-1]} {phrase}") <= width:
+            lines[-1] = f"{lines[-1]} {phrase}"
+        else:
+            lines.append(phrase)
+    return lines
 
 
 def _print_events(events: list[dict[str, Any]]) -> None:
