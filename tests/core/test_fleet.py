@@ -116,3 +116,112 @@ def test_the_dashboards_list_is_paged_and_a_page_past_the_end_is_the_last(broker
     last, _ = data.overview(broker, time.time(), 99)
     assert [v["id"] for v in last] == ids[2:]
     assert "page 2 of 2" in pages.index(last, count, page=99)
+
+
+def statements(store: Store, ask) -> int:
+    before = store.round_trips
+    ask()
+    return store.round_trips - before
+
+
+def statements_of_reads(broker: Broker, pid: str) -> dict[str, int]:
+    """The statements of ``status`` (as the command asks: the clouds, then the spend), a
+    placement's dashboard page, the dashboard's list and the watchers report."""
+    from cloudbroker.web import data
+
+    now, store = time.time(), broker.store
+    return {
+        "status": statements(store, lambda: (broker.status(pid), broker.spend(pid))),
+        "page": statements(store, lambda: data.placement_view(broker, pid, now)),
+        "list": statements(store, lambda: data.overview(broker, now, 1)),
+        "watchers": statements(store, lambda: data.watchers_report(store)),
+    }
+
+
+def test_status_a_placements_page_the_list_and_the_watchers_cost_the_same_for_3_or_30(
+    store_location,
+):
+    pm, clouds = fake_world(ali="20", ten="30")
+    small = Broker(pm, open_store(store_location), FakeReplicator(clouds), poll_interval=0)
+    first = fleet_of(small, 3, 2)[0]
+    few = statements_of_reads(small, first)
+    small.store.close()
+    big = Broker(pm, open_store(store_location), FakeReplicator(clouds), poll_interval=0)
+    fleet_of(big, 27, 40, prefix="pl-g")  # the same store: 30 placements
+    many = statements_of_reads(big, first)
+    big.store.close()
+    assert many == few
+    assert many["list"] <= 5 and many["watchers"] <= 3
+
+
+def test_the_watchers_report_reads_no_plan(broker, monkeypatch):
+    """A fleet of thousands: ids and statuses only (each plan parsed took 4.5 s at 10,000)."""
+    from cloudbroker.web import data
+
+    ids = fleet_of(broker, 3, 0)
+    broker.store.acquire_lease(ids[0], "watch-1", 10)
+
+    def no_plans(row):
+        raise AssertionError("a plan was parsed")
+
+    monkeypatch.setattr(Store, "_placement_of", staticmethod(no_plans))
+    report = data.watchers_report(broker.store)
+    assert [u["placement_id"] for u in report["unwatched"]] == ids[1:]
+    assert report["other_holders"][0]["placement_id"] == ids[0]
+
+
+def test_a_watcher_gives_back_3_or_30_leases_in_the_same_statements(store_location):
+    """One statement per batch, not one per lease (2,000 leases took minutes to give back)."""
+    from cloudbroker.lease import LeaseSet
+
+    counts = []
+    for count in (3, 30):
+        store, other = open_store(store_location), open_store(store_location)
+        leases = LeaseSet(store, f"w{count}", 10, host="h", pid=1)
+        ids = [f"pl-{count}-{n}" for n in range(count)]
+        for pid in ids:
+            assert leases.take(pid) is not None
+        store._rows("UPDATE leases SET expires_at = 0 WHERE placement_id = ?", (ids[0],))
+        assert other.acquire_lease(ids[0], "other", 10)  # expired, taken over: theirs now
+        counts.append(statements(store, leases.stop))
+        assert [store.lease(p)["live"] for p in ids[1:]] == [False] * (count - 1)
+        assert (store.lease(ids[0])["holder"], store.lease(ids[0])["live"]) == ("other", True)
+        store.close()
+        other.close()
+    assert counts[0] == counts[1] == 2  # the release and leaving the registry
+
+
+def test_a_release_of_more_than_a_batch_takes_a_statement_per_batch(tmp_path, monkeypatch):
+    from cloudbroker.state import leases as leases_module
+
+    monkeypatch.setattr(leases_module, "BATCH", 4)
+    store = open_store(str(tmp_path / "state.db"))
+    ids = [f"pl-{n}" for n in range(10)]
+    for pid in ids:
+        store.acquire_lease(pid, "w", 10)
+    assert statements(store, lambda: store.release_leases("w", ids)) == 3
+    assert not any(store.lease(p)["live"] for p in ids)
+    store.close()
+
+
+def test_a_fleet_read_holds_the_garbage_collector_off_and_gives_it_back(broker, monkeypatch):
+    import gc
+
+    from cloudbroker.state import fleet as fleet_module
+
+    fleet_of(broker, 2, 1)
+    seen = []
+    real = fleet_module._fleet
+
+    def watched(*args):
+        seen.append(gc.isenabled())
+        return real(*args)
+
+    monkeypatch.setattr(fleet_module, "_fleet", watched)
+    assert gc.isenabled()
+    FleetReader().read(broker.store)
+    assert seen == [False] and gc.isenabled()
+    monkeypatch.setattr(fleet_module, "_fleet", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        FleetReader().read(broker.store)
+    assert gc.isenabled()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cloudbroker.errors import Conflict, UsageError, quoted
-from cloudbroker.state.backend import Row
+from cloudbroker.state.backend import Row, gc_paused
 from cloudbroker.state.fleet import Fleet
 from cloudbroker.state.fleet import read as read_fleet
 from cloudbroker.state.leases import Leases
@@ -87,7 +87,9 @@ class Store(Leases):
         query += " ORDER BY created_at, id"
         if limit is not None:
             query, args = query + " LIMIT ? OFFSET ?", (*args, limit, offset)
-        return [self._placement_of(r) for r in self._rows(query, args)]
+        rows = self._rows(query, args)
+        with gc_paused():
+            return [self._placement_of(r) for r in rows]
 
     def placement_count(self) -> int:
         rows = self._rows("SELECT count(*) AS n FROM placements")
