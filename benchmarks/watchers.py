@@ -203,8 +203,11 @@ def main() -> None:
         url, interval, start, deadline, out = args.watcher
         watcher(url, float(interval), float(start), float(deadline), out)
         return
+    import os
+
     from support.postgres import start_server
 
+    print("load average (1, 5, 15 min) at the start: " + loads(os.getloadavg()))
     server = start_server()
     try:
         url = server.url(server.database())
@@ -214,6 +217,11 @@ def main() -> None:
         report(url, args)
     finally:
         server.stop()
+        print("load average at the end: " + loads(os.getloadavg()))
+
+
+def loads(averages: tuple[float, float, float]) -> str:
+    return " ".join(f"{a:.2f}" for a in averages)
 
 
 def report(url: str, args: argparse.Namespace) -> None:
@@ -229,14 +237,18 @@ def report(url: str, args: argparse.Namespace) -> None:
     ]
     answers = probe(served, start, deadline, args.probe_every)
     for what, (seconds, trips) in answers.items():  # now: the watchers may take long to stop
-        if seconds:
+        if seconds and what.startswith("list"):
+            print(f"`cloudbroker {what}`: {seconds[0]:.3f} s (a process, once while watching)")
+        elif seconds:
             print(
                 f"{what}: median {statistics.median(seconds):.3f} s, worst {max(seconds):.3f} s "
                 f"({len(seconds)} while watching); database round trips {max(trips)}",
                 flush=True,
             )
-    for process in processes:  # giving back thousands of leases, one statement each
+    stopping = time.monotonic()
+    for process in processes:  # each gives its leases back (one statement per 500)
         assert process.wait(timeout=args.seconds + 900) == 0
+    print(f"watchers stopped {time.monotonic() - stopping:.1f} s after the deadline")
     results = [json.loads(out.read_text()) for out in outs]
     checks = sum(r["checks"] for r in results)
     owned = [p for r in results for p in r["owned"]]
@@ -273,6 +285,21 @@ def report(url: str, args: argparse.Namespace) -> None:
         )
 
 
+def listed(url: str, answers: dict[str, Any]) -> None:
+    """``cloudbroker list`` (its table, 120 columns) and ``list --json``, each a process of
+    its own as a user runs it (bytecode cached by a run before), timed whole."""
+    import os
+
+    command = [str(Path(sys.executable).with_name("cloudbroker")), "list", "--state", url]
+    env = {**os.environ, "COLUMNS": "120"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([command[0], "--help"], env=env, capture_output=True, check=True)
+    for what, extra in (("list (table)", []), ("list --json", ["--json"])):
+        began = time.monotonic()
+        subprocess.run([*command, *extra], env=env, capture_output=True, check=True)
+        answers[what] = ([time.monotonic() - began], [])
+
+
 def serve_probes(url: str) -> dict[str, Any]:
     """A metrics server and a dashboard on the store, in this process, the metrics scraped
     once (a metrics server's first scrape computes every placement; later ones what changed)."""
@@ -296,7 +323,7 @@ def serve_probes(url: str) -> dict[str, Any]:
     began = time.monotonic()
     urllib.request.urlopen(scraper.url, timeout=900).read()
     print(f"first scrape (before the watchers start): {time.monotonic() - began:.1f} s", flush=True)
-    return {"broker": broker, "scraper": scraper, "board": board, "opened": opened}
+    return {"broker": broker, "scraper": scraper, "board": board, "opened": opened, "url": url}
 
 
 def probe(served: dict[str, Any], start: float, deadline: float, every: float) -> dict[str, Any]:
@@ -329,6 +356,7 @@ def probe(served: dict[str, Any], start: float, deadline: float, every: float) -
 
     time.sleep(max(0.0, start + every - time.time()))
     try:
+        listed(served["url"], answers)  # once: a process of its own, seconds at 10,000
         while time.time() < deadline - every / 2:
             timed("metrics scrape", get(scraper.url), opened[-1])
             timed("dashboard list", get(board.url), broker.store)

@@ -225,3 +225,44 @@ def test_a_fleet_read_holds_the_garbage_collector_off_and_gives_it_back(broker, 
     with pytest.raises(ZeroDivisionError):
         FleetReader().read(broker.store)
     assert gc.isenabled()
+
+
+def events_parsed_by_checks(broker: Broker, pid: str, monkeypatch) -> int:
+    """The events a watcher's lease take and two checks of ``pid`` read from the store."""
+    from cloudbroker.lease import Lease
+
+    parsed: list[int] = []
+    for name in ("events", "latest"):
+        real = getattr(Store, name)
+
+        def counted(self, *args, _real=real, **kwargs):
+            found = _real(self, *args, **kwargs)
+            parsed.append(len(found) if isinstance(found, list) else int(found is not None))
+            return found
+
+        monkeypatch.setattr(Store, name, counted)
+    lease = Lease(broker.store, pid, "watcher-1")
+    assert lease.take()
+    watched = broker.watched(pid)
+    for _ in range(2):
+        broker.check_placement(watched, lease, interval=3600, failures=3)
+    monkeypatch.undo()
+    return sum(parsed)
+
+
+@pytest.mark.parametrize("budget", [None, "500 USD"])
+def test_a_watchers_checks_parse_none_of_a_placements_copies(broker, monkeypatch, budget):
+    """Each check used to read every event of the placement twice (three times with a
+    budget): thousands of replications a month, parsed every interval."""
+    from cloudbroker.money import Money
+
+    limit = {} if budget is None else {"budget": Money.of(budget.split()[0], "USD")}
+    counts = []
+    for copies in (2, 40):
+        pid, _ = broker.place(ali_ten_request(f"run{copies}", **limit))
+        broker.up(pid)
+        for k in range(copies):
+            detail = {"seconds": 0.5, "bytes": 1 << 20, "standby_newest": time.time() - k}
+            broker.store.event(pid, "replicated", detail)
+        counts.append(events_parsed_by_checks(broker, pid, monkeypatch))
+    assert counts[0] == counts[1]
