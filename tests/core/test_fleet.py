@@ -266,3 +266,33 @@ def test_a_watchers_checks_parse_none_of_a_placements_copies(broker, monkeypatch
             broker.store.event(pid, "replicated", detail)
         counts.append(events_parsed_by_checks(broker, pid, monkeypatch))
     assert counts[0] == counts[1]
+
+
+@pytest.mark.parametrize("odd", [None, "two\nlines", "a\ttab"])
+def test_a_long_table_prints_the_lines_rich_prints_and_rich_lays_out_odd_cells(monkeypatch, odd):
+    """`list` of 10,000 placements spent minutes in Rich's layout; past PLAIN_ROWS rows the
+    table lays out its own lines, the same ones."""
+    import io
+
+    from rich.console import Console
+
+    from cloudbroker.cli import table as tables
+    from cloudbroker.cli.table import Column, FitTable, show
+
+    columns = [
+        Column("id", "id"),
+        Column("n", "价格 n", 1, justify="right"),
+        Column("s", "状态", 2),
+    ]
+    fitted = FitTable(columns)
+    for n in range(tables.PLAIN_ROWS + 5):
+        fitted.add_row(f"pl-{n}", f"{n * 1000:,}", "故障转移" if n % 3 else (odd or "up"))
+    printed = []
+    for limit in (10**9, tables.PLAIN_ROWS):
+        monkeypatch.setattr(tables, "PLAIN_ROWS", limit)
+        out = io.StringIO()
+        hidden = show(Console(file=out, width=22, force_terminal=False), fitted)
+        printed.append((out.getvalue(), hidden))
+    assert printed[0] == printed[1]
+    assert [c.key for c in printed[0][1]] == ["s"]  # 22 columns: the status left out
+    assert (fitted.plain(fitted.columns) is None) == (odd is not None)

@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from cloudbroker.broker.records import BrokerEvent
@@ -170,9 +170,10 @@ class WatchAll:
             lease = leases.take(placement_id)
             if lease is None:
                 continue
-            self.owned[placement_id] = _Owned(
+            owned = self.owned[placement_id] = _Owned(
                 self.broker.watched(placement_id), lease, time.monotonic()
             )
+            self._dispatch([owned])  # checked now, while this scan takes the others
             self.stats.taken += 1
             self.broker._emit(
                 placement_id, "lease", f"watching it (lease token {lease.token})", token=lease.token
@@ -192,9 +193,10 @@ class WatchAll:
         candidates.sort(key=lambda p: placements[p] != "failing-over")
         return candidates
 
-    def _dispatch(self) -> None:
+    def _dispatch(self, among: Iterable[_Owned] | None = None) -> None:
+        """Queue the checks that are due (of ``among`` if given, else of every placement)."""
         now = time.monotonic()
-        for owned in self.owned.values():
+        for owned in self.owned.values() if among is None else among:
             if not owned.running and not owned.done and not owned.lease.lost and owned.due <= now:
                 owned.running = True
                 self._queue.put(owned)
