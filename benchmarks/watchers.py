@@ -203,8 +203,11 @@ def main() -> None:
         url, interval, start, deadline, out = args.watcher
         watcher(url, float(interval), float(start), float(deadline), out)
         return
+    import os
+
     from support.postgres import start_server
 
+    print("load average (1, 5, 15 min) at the start: " + loads(os.getloadavg()))
     server = start_server()
     try:
         url = server.url(server.database())
@@ -214,6 +217,11 @@ def main() -> None:
         report(url, args)
     finally:
         server.stop()
+        print("load average at the end: " + loads(os.getloadavg()))
+
+
+def loads(averages: tuple[float, float, float]) -> str:
+    return " ".join(f"{a:.2f}" for a in averages)
 
 
 def report(url: str, args: argparse.Namespace) -> None:
@@ -235,8 +243,12 @@ def report(url: str, args: argparse.Namespace) -> None:
                 f"({len(seconds)} while watching); database round trips {max(trips)}",
                 flush=True,
             )
-    for process in processes:  # giving back thousands of leases, one statement each
+    stopping = time.monotonic()
+    for process in processes:  # each gives its leases back (one statement per 500)
         assert process.wait(timeout=args.seconds + 900) == 0
+    print(f"watchers stopped {time.monotonic() - stopping:.1f} s after the deadline")
+    for what, seconds in listed(url).items():  # after: a process of its own, on 2 cores
+        print(f"`cloudbroker {what}`: {seconds:.3f} s (a process, after the watchers)")
     results = [json.loads(out.read_text()) for out in outs]
     checks = sum(r["checks"] for r in results)
     owned = [p for r in results for p in r["owned"]]
@@ -271,6 +283,23 @@ def report(url: str, args: argparse.Namespace) -> None:
             f"lateness after the first interval (the leases taken): worst {after[-1]:.3f} s, "
             f"p99 {after[int(len(after) * 0.99)]:.3f} s, {len(after)} checks"
         )
+
+
+def listed(url: str) -> dict[str, float]:
+    """``cloudbroker list`` (its table, 120 columns) and ``list --json``, each a process of
+    its own as a user runs it (bytecode cached by a run before), timed whole."""
+    import os
+
+    command = [str(Path(sys.executable).with_name("cloudbroker")), "list", "--state", url]
+    env = {**os.environ, "COLUMNS": "120"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([command[0], "--help"], env=env, capture_output=True, check=True)
+    seconds = {}
+    for what, extra in (("list (table)", []), ("list --json", ["--json"])):
+        began = time.monotonic()
+        subprocess.run([*command, *extra], env=env, capture_output=True, check=True)
+        seconds[what] = time.monotonic() - began
+    return seconds
 
 
 def serve_probes(url: str) -> dict[str, Any]:

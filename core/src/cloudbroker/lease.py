@@ -143,12 +143,15 @@ class LeaseSet:
             self._leases[placement_id] = lease
         return lease
 
-    def give_back(self, placement_id: str) -> None:
-        """Let the placement's lease go (a lease lost to another holder stays theirs)."""
+    def give_back(self, *placement_ids: str) -> None:
+        """Let these placements' leases go, in one statement (a lease lost to another
+        holder stays theirs: the release names this holder)."""
         with self._lock:
-            lease = self._leases.pop(placement_id, None)
-            if lease is not None:
-                lease.release()
+            gone = [lease for p in placement_ids if (lease := self._leases.pop(p, None))]
+            held = [lease.placement_id for lease in gone if lease.token is not None]
+            for lease in gone:
+                lease.token = None  # taken by :meth:`take`: no heartbeat of its own to stop
+            self.store.release_leases(self.holder, held)
 
     def forget(self, placement_id: str) -> None:
         """Stop renewing the lease without releasing it: it expires within the TTL, and the
@@ -161,8 +164,7 @@ class LeaseSet:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        for placement_id in list(self._leases):
-            self.give_back(placement_id)
+        self.give_back(*self._leases)
         self.store.remove_watcher(self.holder)
 
     def _heartbeat(self) -> None:

@@ -140,7 +140,7 @@ class BrokerCore:
     def _bucket(self, placement: dict[str, Any], side: str, number: int | None = None) -> BucketRef:
         """The side's checkpoint folder of generation ``number`` (default: the current one)."""
         if number is None:
-            number = generation(self.store.events(placement["id"]))
+            number = generation(self.store.events(placement["id"], ("roles-swapped",)))
         return generation_bucket(placement["spec"]["sides"][side]["bucket"], number)
 
     def _keys(self, placement: dict[str, Any], side: str, key_parts: tuple) -> list[str]:

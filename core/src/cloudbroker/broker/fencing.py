@@ -10,6 +10,7 @@ from cloudbroker.broker.records import LIVE
 from cloudbroker.errors import CloudBrokerError, NotFoundError
 from cloudbroker.models import InstanceState
 from cloudbroker.state import InstanceRow
+from cloudbroker.state.connection import SUMMED
 
 
 class Fencing(Lifecycle):
@@ -19,7 +20,9 @@ class Fencing(Lifecycle):
         """Instances that were the primary, are on today's standby side, and have not been
         confirmed ended by their cloud (live, or asked to terminate and still terminating)."""
         primary, _ = self._roles(placement)
-        _, was_primary = _roles_in_time(self.store.events(placement["id"]))
+        # every check: the launches, swaps and instance states, not the replications
+        events = self.store.events(placement["id"], excluding=(SUMMED,))
+        _, was_primary = _roles_in_time(events)
         open_states = LIVE | {InstanceState.TERMINATING}
         return [
             r

@@ -202,7 +202,8 @@ class IdleGuarding(Budgeting, Noticing):
 
     def idle_stop_pending(self, placement_id: str) -> bool:
         """Whether the idle guard waits for the job's last checkpoint (no failover then)."""
-        return asked_for_checkpoint(self.store.events(placement_id)) is not None
+        events = self.store.events(placement_id, ASKED_KINDS)  # each check: not every copy
+        return asked_for_checkpoint(events) is not None
 
     def _ask_checkpoint(
         self, placement: dict[str, Any], rule: dict[str, Any], figures: dict, report: AgentReport
@@ -292,11 +293,17 @@ class IdleGuarding(Budgeting, Noticing):
         return f"{pid} {line}"
 
 
+#: What ends an idle guard's checkpoint request, and the request.
+ENDS_ASKING = ("idle-stopped", "roles-swapped", "down")
+ASKED_KINDS = (*ENDS_ASKING, "idle-checkpoint-requested")
+
+
 def asked_for_checkpoint(events: list[Any]) -> dict[str, Any] | None:
     """The idle guard's checkpoint request still unanswered (its event's detail), or None;
-    one made before a failover or a ``down`` (another primary's, another run's) is over."""
+    one made before a failover or a ``down`` (another primary's, another run's) is over.
+    ``events``: the placement's, or those of :data:`ASKED_KINDS` alone."""
     for event in reversed(events):
-        if event.kind in ("idle-stopped", "roles-swapped", "down"):
+        if event.kind in ENDS_ASKING:
             return None
         if event.kind == "idle-checkpoint-requested":
             return dict(event.detail)

@@ -216,9 +216,11 @@ class Watching(Fencing, IdleGuarding):
                 return Checked(again=True)
             now = self.clock()
             if now - watched.last_sync >= placement["spec"]["sync_every"]:
-                watched.replica = self._replicate(placement, primary, standby, watched.replica)
+                before = watched.replica
+                watched.replica = self._replicate(placement, primary, standby, before)
                 watched.last_sync = now
-                self._alert_replication(placement_id)
+                if watched.replica is before:  # the copy failed (a copy done ends any run)
+                    self._alert_replication(placement_id)
             self._check(placement, primary, health, watched.consecutive, failures, watched.replica)
             watched.stock = self._standby_stock(placement, standby, watched.stock)
         except (LeaseLost, StateError):
@@ -303,13 +305,11 @@ class Watching(Fencing, IdleGuarding):
 
     def _last_replica(self, placement_id: str) -> _Replica:
         """What the last recorded replication left on the standby (a watch restarted)."""
-        events = self.store.events(placement_id)
-        done = [e for e in events if e.kind == "replicated"]
-        if not done:
+        last = self.store.latest(placement_id, "replicated")  # not every copy: thousands
+        if last is None:
             return _Replica()
-        last = done[-1]
-        swapped_since = any(e.kind == "roles-swapped" and e.at > last.at for e in events)
-        if swapped_since:  # that replica is in the bucket of today's primary
+        swapped = self.store.latest(placement_id, "roles-swapped")
+        if swapped is not None and swapped.at > last.at:  # in the bucket of today's primary
             return _Replica()
         listed = "standby_newest" in last.detail
         return _Replica(last.at, last.detail.get("standby_newest"), listed)

@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from cloudbroker.broker.records import BrokerEvent
@@ -154,7 +154,7 @@ class WatchAll:
             if owned.lease.lost:
                 self._lost(leases, placement_id)
             elif owned.done or placement_id not in placements:
-                self._let_go(leases, placement_id, owned.done or "no longer up: not watched")
+                self._let_go(leases, [placement_id], owned.done or "no longer up: not watched")
         live = {w["holder"] for w in store.live_watchers()} | {self.holder}
         share = math.ceil(len(placements) / len(live))
         if self.max_placements is not None:
@@ -162,19 +162,18 @@ class WatchAll:
         surplus = len(self.owned) - share
         if surplus > 0:  # idle and up: never one mid-failover
             idle = [p for p, o in self.owned.items() if not o.running and placements[p] == "up"]
-            for placement_id in idle[:surplus]:
-                why = f"given back: {len(live)} watchers share the work"
-                self._let_go(leases, placement_id, why)
-                self.stats.given_back += 1
+            self._let_go(leases, idle[:surplus], f"given back: {len(live)} watchers share the work")
+            self.stats.given_back += len(idle[:surplus])
         for placement_id in self._free(placements, live) if len(self.owned) < share else []:
             if len(self.owned) >= share:
                 break
             lease = leases.take(placement_id)
             if lease is None:
                 continue
-            self.owned[placement_id] = _Owned(
+            owned = self.owned[placement_id] = _Owned(
                 self.broker.watched(placement_id), lease, time.monotonic()
             )
+            self._dispatch([owned])  # checked now, while this scan takes the others
             self.stats.taken += 1
             self.broker._emit(
                 placement_id, "lease", f"watching it (lease token {lease.token})", token=lease.token
@@ -194,9 +193,10 @@ class WatchAll:
         candidates.sort(key=lambda p: placements[p] != "failing-over")
         return candidates
 
-    def _dispatch(self) -> None:
+    def _dispatch(self, among: Iterable[_Owned] | None = None) -> None:
+        """Queue the checks that are due (of ``among`` if given, else of every placement)."""
         now = time.monotonic()
-        for owned in self.owned.values():
+        for owned in self.owned.values() if among is None else among:
             if not owned.running and not owned.done and not owned.lease.lost and owned.due <= now:
                 owned.running = True
                 self._queue.put(owned)
@@ -215,10 +215,11 @@ class WatchAll:
         del self.owned[placement_id]
         self.stats.lost += 1
 
-    def _let_go(self, leases: LeaseSet, placement_id: str, why: str) -> None:
-        leases.give_back(placement_id)
-        del self.owned[placement_id]
-        self.broker._emit(placement_id, "lease", f"let go: {why}")
+    def _let_go(self, leases: LeaseSet, placement_ids: list[str], why: str) -> None:
+        leases.give_back(*placement_ids)  # one statement for them all
+        for placement_id in placement_ids:
+            del self.owned[placement_id]
+            self.broker._emit(placement_id, "lease", f"let go: {why}")
 
     def _wind_down(self, leases: LeaseSet, threads: list[threading.Thread]) -> None:
         """Running checks end (a failover after its current step), within ``grace``; then

@@ -20,6 +20,7 @@ from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.metrics import calls
 from cloudbroker.state import Store
+from cloudbroker.state.backend import gc_paused
 from cloudbroker.state.fleet import Fleet, FleetReader
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,8 @@ def _families(
 ) -> list[Metric]:
     """Every family, in a fixed number of statements whatever the fleet's size."""
     fleet = reader.read(store)
-    _refresh(fleet, known, now)
+    with gc_paused():  # the figures of thousands of placements
+        _refresh(fleet, known, now)
     placements = fleet.placements
     by_status = Counter(p["status"] for p in placements)
     statuses = GaugeMetricFamily(

@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cloudbroker.state.backend import gc_paused
+
 if TYPE_CHECKING:
     from cloudbroker.state.store import Event, InstanceRow, Store
 
@@ -77,6 +79,10 @@ class FleetReader:
     def read(self, store: Store, statuses: Iterable[str] | None = None) -> Fleet:
         """The fleet now (only the placements in ``statuses`` if given), in five statements
         at most."""
+        with gc_paused():  # thousands of plans and events parsed
+            return self._read(store, statuses)
+
+    def _read(self, store: Store, statuses: Iterable[str] | None) -> Fleet:
         from cloudbroker.state.store import Event
 
         if time.monotonic() - self._full_at > FULL_EVERY:
@@ -154,10 +160,15 @@ def _fleet(
 def read_some(store: Store, placements: list[dict[str, Any]]) -> Fleet:
     """The records of these placements (a page of the dashboard's list), in three
     statements whatever their number of events."""
-    from cloudbroker.state.store import Event
-
     if not placements:
         return Fleet([])
+    with gc_paused():
+        return _read_some(store, placements)
+
+
+def _read_some(store: Store, placements: list[dict[str, Any]]) -> Fleet:
+    from cloudbroker.state.store import Event
+
     ids = tuple(p["id"] for p in placements)
     among = f"placement_id IN ({', '.join('?' * len(ids))})"
     totals = store._rows(f"SELECT * FROM copy_totals WHERE {among}", ids)

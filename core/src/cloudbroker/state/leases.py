@@ -5,11 +5,13 @@ Expiry is judged by the database's ``clock()`` (PostgreSQL's: one clock for ever
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cloudbroker.state.connection import Connection
 
+#: Placements per statement of a batch release (SQLite before 3.32 takes 999 arguments).
+BATCH = 500
 LEASE_COLUMNS = "placement_id, holder, token, expires_at, expires_at > clock() AS live"
 
 
@@ -63,11 +65,21 @@ class Leases(Connection):
 
     def release_lease(self, placement_id: str, holder: str) -> None:
         """Let the lease go now; the row (and its token) stays so tokens only ever grow."""
-        self._fences.pop(placement_id, None)
-        self._rows(
-            "UPDATE leases SET expires_at = 0 WHERE placement_id = ? AND holder = ?",
-            (placement_id, holder),
-        )
+        self.release_leases(holder, [placement_id])
+
+    def release_leases(self, holder: str, placement_ids: Iterable[str]) -> None:
+        """:meth:`release_lease` of each placement, in one statement per :data:`BATCH` (a
+        watcher stopping gives back thousands: not one round trip each)."""
+        ids = list(dict.fromkeys(placement_ids))
+        for placement_id in ids:
+            self._fences.pop(placement_id, None)
+        for start in range(0, len(ids), BATCH):
+            batch = tuple(ids[start : start + BATCH])
+            self._rows(
+                "UPDATE leases SET expires_at = 0 WHERE holder = ? AND placement_id IN "
+                f"({', '.join('?' * len(batch))})",
+                (holder, *batch),
+            )
 
     def lease(self, placement_id: str) -> dict[str, Any] | None:
         """The lease row (``live``: not expired by the database's clock), or None."""

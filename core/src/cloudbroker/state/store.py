@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cloudbroker.errors import Conflict, UsageError, quoted
-from cloudbroker.state.backend import Row
+from cloudbroker.state.backend import Row, gc_paused
 from cloudbroker.state.fleet import Fleet
 from cloudbroker.state.fleet import read as read_fleet
 from cloudbroker.state.leases import Leases
@@ -87,7 +87,9 @@ class Store(Leases):
         query += " ORDER BY created_at, id"
         if limit is not None:
             query, args = query + " LIMIT ? OFFSET ?", (*args, limit, offset)
-        return [self._placement_of(r) for r in self._rows(query, args)]
+        rows = self._rows(query, args)
+        with gc_paused():
+            return [self._placement_of(r) for r in rows]
 
     def placement_count(self) -> int:
         rows = self._rows("SELECT count(*) AS n FROM placements")
@@ -274,11 +276,39 @@ class Store(Leases):
         )
         return {r["id"]: r["status"] for r in rows}
 
-    def events(self, placement_id: str) -> list[Event]:
-        rows = self._rows(
-            "SELECT * FROM events WHERE placement_id = ? ORDER BY id", (placement_id,)
-        )
+    def events(
+        self,
+        placement_id: str,
+        kinds: Iterable[str] | None = None,
+        *,
+        excluding: Iterable[str] = (),
+    ) -> list[Event]:
+        """The placement's events, oldest first; only those of ``kinds`` if given, none of
+        ``excluding``. A watcher's check asks for the few kinds it reads: a placement's
+        replications (one every ``--sync-every``, thousands in a month) are not parsed."""
+        query = "SELECT * FROM events WHERE placement_id = ?"
+        args: tuple[str, ...] = (placement_id,)
+        if kinds is not None:
+            if not (wanted := tuple(kinds)):
+                return []
+            query, args = f"{query} AND kind IN ({', '.join('?' * len(wanted))})", (*args, *wanted)
+        if skipped := tuple(excluding):
+            query = f"{query} AND kind NOT IN ({', '.join('?' * len(skipped))})"
+            args = (*args, *skipped)
+        rows = self._rows(query + " ORDER BY id", args)
         return [Event(r["placement_id"], r["at"], r["kind"], json.loads(r["detail"])) for r in rows]
+
+    def latest(self, placement_id: str, kind: str) -> Event | None:
+        """The placement's newest event of ``kind``, or None (one row read, however many
+        events the placement has)."""
+        rows = self._rows(
+            "SELECT * FROM events WHERE placement_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+            (placement_id, kind),
+        )
+        return next(
+            (Event(r["placement_id"], r["at"], r["kind"], json.loads(r["detail"])) for r in rows),
+            None,
+        )
 
     # -- the primary's GPUs ---------------------------------------------------------------
 

@@ -115,9 +115,9 @@ def watchers_report(store: Any) -> dict[str, Any]:
             live[lease["holder"]]["leases"].append(mine)
         else:
             others.append({**mine, "holder": lease["holder"]})
-    unwatched = [
-        {"placement_id": p["id"], "status": p["status"]}
-        for p in store.placements(WATCHED)
-        if p["id"] not in held
+    unwatched = [  # ids and statuses alone: no plan parsed for each of a large fleet
+        {"placement_id": pid, "status": status}
+        for pid, status in store.placement_statuses(WATCHED).items()
+        if pid not in held
     ]
     return {"watchers": list(live.values()), "other_holders": others, "unwatched": unwatched}
