@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from support.cli import run_cli
@@ -57,11 +60,24 @@ def test_sandbox_up_up_and_watch_name_what_they_wait_for_on_a_terminal(clean_env
         pid = json.loads(placed.stdout)["id"]
         screen = on_terminal(f"{cli('up', pid, '--yes')}", box)
         assert "up: loading the cloud plugins" in screen and "up: launching on aliyun" in screen
-        # watch's lines piped to a file, its waits on stderr's terminal: the first check's
-        lines = tmp_path / "watch.log"
-        # long enough for its first check on this machine (40 s at its idle speed)
-        watch = f"PYTHONUNBUFFERED=1 timeout {within(40):.0f} {cli('watch', pid)} > {lines}; true"
-        screen = on_terminal(watch, box)
+        # watch's lines piped to a file, its waits on stderr's terminal: its first check's,
+        # watched until that check's line is written (then stopped)
+        lines, typescript = tmp_path / "watch.log", tmp_path / "watch.screen"
+        watch = f"stty cols 120 rows 50; PYTHONUNBUFFERED=1 exec {cli('watch', pid)} > {lines}"
+        watching = subprocess.Popen(
+            [SCRIPT, "-qfec", watch, str(typescript)], env=box, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + within(60)
+            while "primary aliyun i-" not in (lines.read_text() if lines.exists() else ""):
+                assert watching.poll() is None, typescript.read_text(errors="replace")
+                assert time.monotonic() < deadline, "no check line in time"
+                time.sleep(0.2)
+        finally:
+            os.killpg(watching.pid, signal.SIGTERM)
+            watching.wait(within(30))
+        screen = ANSI.sub("", typescript.read_text(errors="replace"))
         assert "asking aliyun for the state of i-" in screen, screen
         written = lines.read_text()
         assert "asking aliyun" not in written and "primary aliyun i-" in written, written

@@ -16,7 +16,7 @@ from cloudbroker.broker.records import ASKED, span
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _broker, _show, _state_to_read
 from cloudbroker.cli.output import console, err_console, print_json
-from cloudbroker.cli.progress import clock, when
+from cloudbroker.cli.progress import Lines, clock, when
 from cloudbroker.cli.table import Column, FitTable
 
 #: Events ``status`` lists (the latest); ``--json`` has every one.
@@ -50,8 +50,16 @@ def status(
     """Roles, every instance launched (its state on the cloud now), the spend so far against
     the budget, the last failover's RTO and RPO, and the latest events with their time."""
     store, writable = _state_to_read(state)
-    broker = _broker(store)
-    report = _asking_clouds(broker, placement_id, refresh=writable)  # a cloud's word is recorded
+    # what it waits for shows live on stderr's terminal, taken down before the answer prints
+    with Lines(err_console) as lines:
+        broker = _broker(store, lines.broker)
+        report = _asking_clouds(broker, lines, placement_id, refresh=writable)  # recorded
+        spent = broker.spend(placement_id)
+        placement = broker.store.require_placement(placement_id)
+        # the agent's marker is read from storage, and a failed read is recorded: not read-only
+        agent = broker.agent_report(placement, placement["primary_side"]) if writable else None
+        if writable:
+            broker.keep_gpu(placement, agent)  # what the metrics show too
     if not writable:
         err_console.print(
             f"note: {store.location} cannot be written: instance states as last recorded "
@@ -59,13 +67,7 @@ def status(
             markup=False,
             highlight=False,
         )
-    spent = broker.spend(placement_id)
     report["spend"] = spent.model_dump(mode="json")
-    placement = broker.store.require_placement(placement_id)
-    # the agent's marker is read from storage, and a failed read is recorded: not read-only
-    agent = broker.agent_report(placement, placement["primary_side"]) if writable else None
-    if writable:
-        broker.keep_gpu(placement, agent)  # what the metrics show too
     report["gpu"] = None if agent is None else agent.gpu
     kept = broker.store.gpu(placement_id) if placement["status"] == "up" else None
     report["gpu_now"] = gpu_now(kept, placement["primary_side"], broker.clock())
@@ -141,17 +143,18 @@ def _failover_line(last: dict[str, Any]) -> None:
     console.print(Padding(Text(figures), (0, 0, 0, 2)))
 
 
-def _asking_clouds(broker: Broker, placement_id: str, refresh: bool) -> dict[str, Any]:
+def _asking_clouds(
+    broker: Broker, lines: Lines, placement_id: str, refresh: bool
+) -> dict[str, Any]:
     """``broker.status``; on a terminal, a live line saying which clouds it is asking (all
     at once) while it waits for them."""
     if not refresh or not err_console.is_terminal:
         return broker.status(placement_id, refresh=refresh)
     rows = broker.store.instances(broker.store.require_placement(placement_id)["id"])
     clouds = sorted({r.provider for r in rows if r.instance_id and r.state in ASKED})
-    if not clouds:
-        return broker.status(placement_id)
-    with err_console.status(f"asking {', '.join(clouds)} for the instances' state..."):
-        return broker.status(placement_id)
+    if clouds:
+        lines.start(f"asking {', '.join(clouds)} for the instances' state")
+    return broker.status(placement_id)
 
 
 def _gpu_line(gpu: dict[str, Any], now: dict[str, Any] | None) -> str:
