@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support.machine import within
 
 from cloudbroker.context import HookContext
 from cloudbroker.models import Market
@@ -142,7 +143,7 @@ def test_one_run_without_gpuhunt_reports_every_figure(cloudbroker_env, tmp_path:
     script = BENCHMARKS / "quote_speed.py"
     argv = [sys.executable, str(script), "--runs", "1", "--skip-gpuhunt", "--json"]
     done = subprocess.run(
-        argv, capture_output=True, text=True, cwd=tmp_path, env=cloudbroker_env, timeout=120
+        argv, capture_output=True, text=True, cwd=tmp_path, env=cloudbroker_env, timeout=within(120)
     )
     assert done.returncode == 0, done.stderr  # without --check, failed targets exit 0
     report = json.loads(done.stdout)
