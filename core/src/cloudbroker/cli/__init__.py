@@ -109,7 +109,7 @@ def _full(argv: list[str] | None) -> None:
     import typer
     from typer.exceptions import TyperException
 
-    from cloudbroker.cli import commands, logs  # noqa: F401  (commands registers them)
+    from cloudbroker.cli import logs
     from cloudbroker.cli.output import console, output_width
     from cloudbroker.cli.root import command
     from cloudbroker.errors import CloudBrokerError
