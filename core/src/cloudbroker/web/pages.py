@@ -19,7 +19,7 @@ header a{color:#fff;margin-right:16px}
 main{padding:8px 16px;max-width:1200px}
 table{border-collapse:collapse;width:100%;margin:8px 0}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #ddd;vertical-align:top}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .muted{color:#666}.warn{color:#a40}
 .chart{width:100%;max-width:600px;height:auto;border:1px solid #eee}
 .bar{width:300px;max-width:100%;height:14px}
@@ -113,7 +113,7 @@ def index(views: list[dict[str, Any]], pages: int = 1, *, page: int = 1) -> str:
         )
     table = (
         '<div class="scroll"><table><tr><th>placement</th><th>status</th><th>primary</th>'
-        "<th>standby</th><th>GPUs</th><th>replication lag</th><th>spend</th>"
+        '<th>standby</th><th>GPUs</th><th>replication lag</th><th class="num">spend</th>'
         f"<th>last failover</th></tr>{''.join(rows)}</table></div>"
     )
     return layout("placements", table + _pager(page, pages))
@@ -252,7 +252,7 @@ def quote_page(form: dict[str, str], result: Any, error: str = "") -> str:
             )
         body += (
             '<div class="scroll"><table class="quotes"><tr><th>rank</th><th>cloud</th>'
-            "<th>type</th><th>where</th><th>market</th><th>total</th>"
+            '<th>type</th><th>where</th><th>market</th><th class="num">total</th>'
             f"<th>hidden costs</th></tr>{''.join(rows)}</table></div>"
         )
     return layout("quote explorer", body, refresh=False)
