@@ -196,21 +196,9 @@ def test_fast_quotes_are_the_plugins_answers_ranked(
         currency=currency,
         top=top,
     )
-    ask = fast_quote.Ask(
-        gpu=gpu,
-        count=request.job.count,
-        hours=request.job.hours,
-        market=request.job.markets[0],
-        providers=tuple(providers),
-        regions=tuple(regions),
-        min_gpu_memory_gb=request.job.min_gpu_memory_gb,
-        currency=currency,
-        top=top,
-        count_is_default=count is None,
-    )
     with environment(cache_env):
         try:
-            fast_result = fast_quote.run(ask)
+            fast_result = fast_quote.run(request.job)  # the same job, fed from the index
         except fast_quote.Fallback:
             return  # the full path answers: nothing to compare
         pm = plugins.load()

@@ -76,6 +76,8 @@ class Rule(NamedTuple):
     later_increments: tuple[tuple[int, int], ...]
     maximum_seconds: int | None
     unusable_end_seconds: int
+    description: str = ""  # the ranking core names the rule in cost lines a plain quote hides
+    source: None = None
 
 
 class Offer(NamedTuple):

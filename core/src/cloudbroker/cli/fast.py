@@ -89,11 +89,12 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
 
 
 def ask(values: dict[str, Any]) -> Any:
-    """The :class:`cloudbroker.fast_quote.Ask` of parsed values, checked as
+    """The :class:`cloudbroker.quote.Job` of parsed values, checked as
     :func:`cloudbroker.api.prepare_quote` checks them; Fallback when it is not plain."""
     from cloudbroker import limits
     from cloudbroker.currency import parse_currency
-    from cloudbroker.fast_quote import MARKETS, Ask, Fallback
+    from cloudbroker.fast_quote import MARKETS, Fallback
+    from cloudbroker.quote.job import Job
     from cloudbroker.regions import split
     from cloudbroker.vocabulary import MARKET_ALIASES, Ranking, market_named
 
@@ -104,11 +105,11 @@ def ask(values: dict[str, Any]) -> Any:
         raise Fallback("another market or ranking")
     count = values["count"]
     floor = values["min_gpu_memory"]
-    return Ask(
+    return Job(
         gpu=values["gpu"],
         count=1 if count is None else limits.GPUS.check(count, "--count"),
         hours=limits.HOURS.check(values["hours"], "--hours"),
-        market=market_named(market),
+        markets=(market_named(market),),
         providers=split(values["provider"] or ()),
         regions=split(values["region"] or ()),
         min_gpu_memory_gb=None
