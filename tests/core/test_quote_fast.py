@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import docs
-from support.cli import environment
+from support.cli import environment, run_cli
 from support.fast_cli import fast_cli, indexed, same_as_full
 
 from cloudbroker import api, catalog_index, fast_quote, plugins
@@ -205,6 +205,62 @@ def test_fast_quotes_are_the_plugins_answers_ranked(
         full_result = quote(pm, request.job, FxTable())
     quotes_equal(fast_result, full_result)
     assert not full_result.smallest_sold and not full_result.refused
+
+
+# -- one ranking -----------------------------------------------------------------------------
+
+
+def test_both_paths_rank_with_the_one_ranking(cache_env, monkeypatch):
+    """The fast path has no ranking of its own: a change to the core changes both answers."""
+    from cloudbroker.quote.engine import QuoteEngine
+    from cloudbroker.quote.ranking import Ranker
+
+    assert issubclass(QuoteEngine, Ranker) and issubclass(fast_quote.PlainRanker, Ranker)
+    request = api.prepare_quote("A100", count=8)
+
+    def firsts() -> tuple[str, str]:
+        with environment(cache_env):
+            plain = fast_quote.run(request.job).quotes[0]
+            full = quote(plugins.load(), request.job, FxTable()).quotes[0]
+        assert (plain.provider, plain.instance_type, plain.total.amount) == (
+            full.provider,
+            full.instance_type,
+            full.total.amount,
+        )
+        return plain.provider, plain.instance_type
+
+    cheapest = firsts()
+    top = Ranker._top
+    monkeypatch.setattr(Ranker, "_top", lambda self, *a: top(self, *a)[::-1])  # dearest first
+    assert firsts() != cheapest
+
+
+# -- a fast-path bug is logged, and the full path answers ----------------------------------
+
+
+def test_a_fast_path_bug_is_logged_and_the_full_path_answers(cache_env, monkeypatch, caplog):
+    argv = ["quote", "--gpu", "A100", "--count", "8"]
+
+    def broken(job):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(fast_quote, "run", broken)
+    with caplog.at_level("DEBUG", logger="cloudbroker.cli.fast"):
+        served, out = fast_cli(argv, cache_env)
+    assert not served and out == ""
+    warning, debug = caplog.records
+    assert warning.levelname == "WARNING" and "KeyError: 'a bug'" in warning.getMessage()
+    assert "the full path answers" in warning.getMessage()
+    assert debug.levelname == "DEBUG" and debug.exc_info[0] is KeyError
+    full = run_cli(*argv, env=cache_env)
+    assert full.returncode == 0 and "p4d.24xlarge" in full.stdout
+
+
+def test_declining_is_not_logged(cache_env, caplog):
+    with caplog.at_level("DEBUG", logger="cloudbroker.cli.fast"):
+        assert fast_cli(["quote", "--gpu", "Z9000"], cache_env) == (False, "")  # Fallback
+        assert fast_cli(["quote", "--gpu", "A100", "--count", "65"], cache_env) == (False, "")
+    assert caplog.records == []
 
 
 # -- a real process --------------------------------------------------------------------------

@@ -164,36 +164,59 @@ def providers() -> list[dict[str, Any]]:
 
 def serve(argv: list[str]) -> bool:
     """Print the answer to ``argv`` if it is a plain quote or ``providers`` the indexes
-    answer; False (nothing printed) if not."""
+    answer; False (nothing printed) if not.
+
+    Declining is :class:`~cloudbroker.fast_quote.Fallback` or a
+    :class:`~cloudbroker.errors.CloudBrokerError` (a value the full path refuses, a broken
+    config: it words them). Any other exception is a bug of the fast path: it is logged (a
+    warning naming it, the traceback at debug level), and the full path answers.
+    """
     try:
-        values = parse(argv)
-        if values is None and argv != ["providers"]:
-            return False
-        from cloudbroker.config import load_config, provider_settings
+        answer = _answer(argv)
+    except Exception as exc:
+        from cloudbroker.errors import CloudBrokerError
+        from cloudbroker.fast_quote import Fallback
 
-        settings = provider_settings(load_config(None))  # a broken one fails on the full path
-        if any("disk_gb" in each for each in settings.values()):
-            return False  # the launched system disk may differ from the priced one: a line
-        if values is None:
-            rows = providers()
-            from cloudbroker.cli.output import console, output_width
-            from cloudbroker.cli.providers_table import print_table
+        if not isinstance(exc, Fallback | CloudBrokerError):
+            import logging
 
-            console.width = output_width()
-            print_table(rows)
-            return True
-        from cloudbroker.fast_quote import run
-
-        result = run(ask(values))
-        keys = [k.strip() for k in values["columns"].split(",")] if values["columns"] else None
-        from cloudbroker.cli.quote_render import COLUMNS, _print_table
-
-        if keys and not set(keys) <= {c.key for c in COLUMNS if c.key != "availability"}:
-            return False  # the full path names the unknown column
-    except Exception:  # whatever it is, the full path answers (or words it)
+            log = logging.getLogger(__name__)
+            log.warning(
+                "the fast path failed (%s: %s); the full path answers", type(exc).__name__, exc
+            )
+            log.debug("the fast path's failure", exc_info=exc)
+        return False
+    if answer is None:
         return False
     from cloudbroker.cli.output import console, output_width
 
     console.width = output_width()
-    _print_table(result, wide=values["wide"], keys=keys, notes=values["notes"])  # type: ignore[arg-type]
+    answer()
     return True
+
+
+def _answer(argv: list[str]) -> Any:
+    """What prints the answer to ``argv`` (None: not a plain quote or ``providers``); an
+    exception when the fast path cannot answer it exactly."""
+    values = parse(argv)
+    if values is None and argv != ["providers"]:
+        return None
+    from cloudbroker.config import load_config, provider_settings
+
+    settings = provider_settings(load_config(None))  # a broken one fails on the full path
+    if any("disk_gb" in each for each in settings.values()):
+        return None  # the launched system disk may differ from the priced one: a line
+    if values is None:
+        from cloudbroker.cli.providers_table import print_table
+
+        rows = providers()
+        return lambda: print_table(rows)
+    from cloudbroker.fast_quote import run
+
+    result = run(ask(values))
+    keys = [k.strip() for k in values["columns"].split(",")] if values["columns"] else None
+    from cloudbroker.cli.quote_render import COLUMNS, _print_table
+
+    if keys and not set(keys) <= {c.key for c in COLUMNS if c.key != "availability"}:
+        return None  # the full path names the unknown column
+    return lambda: _print_table(result, wide=values["wide"], keys=keys, notes=values["notes"])  # type: ignore[arg-type]
