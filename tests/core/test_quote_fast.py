@@ -50,8 +50,21 @@ def test_fast_options_are_the_quote_commands_options():
         assert option in info.param_decls and info.default is fast.DEFAULTS[field] is False
 
 
-def test_the_index_reads_the_plugin_registrys_entry_points():
-    assert catalog_index.ENTRY_POINT_GROUP == plugins.ENTRY_POINT_GROUP
+def test_the_registry_and_the_index_find_plugins_with_the_one_discovery(monkeypatch, tmp_path):
+    from cloudbroker import plugin_switches
+
+    one = plugin_switches.Found("solo", "no_such_module_here:plugin", "cloudbroker-solo", "9.9")
+    monkeypatch.setattr(plugin_switches, "discover", lambda: (one,))
+    monkeypatch.setattr(catalog_index, "_DISCOVERED", {})  # nothing kept in this process
+    monkeypatch.setenv("CLOUDBROKER_CACHE", str(tmp_path))  # nor on disk
+    monkeypatch.delenv("CLOUDBROKER_PLUGINS", raising=False)
+    monkeypatch.delenv("CLOUDBROKER_DISABLE_PLUGINS", raising=False)
+    assert catalog_index.installed({}) == {"solo": ("cloudbroker-solo", "9.9")}
+    pm = plugins.PluginManager(env={})
+    pm.load_entrypoints()
+    record = pm.records["solo"]
+    assert list(pm.records) == ["solo"] and record.version == "9.9" and not record.loaded
+    assert "failed to import no_such_module_here:plugin" in (record.error or "")
 
 
 # -- byte-identical output ------------------------------------------------------------------
