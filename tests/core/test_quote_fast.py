@@ -7,6 +7,7 @@ whatever it cannot answer exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import shlex
 import subprocess
@@ -35,19 +36,26 @@ def cache_env(clean_env, tmp_path):
 # -- one definition of each option ----------------------------------------------------------
 
 
-def test_fast_options_are_the_quote_commands_options():
+def test_the_quote_command_the_fast_path_and_the_api_read_one_option_table():
     from cloudbroker.cli.quote import quote_command
+    from cloudbroker.cli.quote_options import QUOTE
 
     params = inspect.signature(quote_command).parameters
-    for option, (field, kind, repeatable) in fast.VALUES.items():
-        info = params[field].default
-        assert option in info.param_decls
-        assert (info.callback.__self__ if kind else info.callback) is kind, option
-        assert info.default == fast.DEFAULTS[field], option
-        assert params[field].annotation.startswith("list[") == repeatable, option
-    for option, field in fast.FLAGS.items():
-        info = params[field].default
-        assert option in info.param_decls and info.default is fast.DEFAULTS[field] is False
+    assert list(params) == list(QUOTE)  # every option of the command, in --help's order
+    for name, opt in QUOTE.items():
+        info = params[name].default
+        assert info.param_decls == (opt.flag,) and info.default == opt.default, name
+        assert params[name].annotation.startswith("list[") == opt.repeatable, name
+        if opt.kind is not None:
+            assert info.callback.__self__ is opt.kind, name
+    assert fast.VALUES["--count"] == ("count", QUOTE["count"].kind, False)
+    assert set(fast.DEFAULTS) == {n for n, o in QUOTE.items() if o.fast}
+    assert set(fast.FLAGS.values()) == {"wide", "notes"}
+    keywords = inspect.signature(api.prepare_quote).parameters
+    work = [n for n, o in QUOTE.items() if o.api == "work"]
+    assert {n for n, o in QUOTE.items() if o.api == "request"} <= set(keywords)
+    assert work == [f.name for f in dataclasses.fields(api.WorkArgs)]  # WorkArgs(*work)
+    assert set(work) <= set(inspect.signature(api.quote).parameters)
 
 
 def test_the_registry_and_the_index_find_plugins_with_the_one_discovery(monkeypatch, tmp_path):

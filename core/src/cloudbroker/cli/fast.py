@@ -10,49 +10,26 @@ returns True. Anything else returns False before printing a character, and the f
 (typer) answers: other options, ``--help``, a value it would refuse, an error, a provider
 without an index. So the fast path never words an error of its own.
 
-The options keep one definition: each entry here names the same option kind
-(:mod:`cloudbroker.cli.options`) and default as the typer command in
-:mod:`cloudbroker.cli.quote`, which a test checks parameter by parameter.
+The options are the ``fast`` ones of :data:`cloudbroker.cli.quote_options.QUOTE`, the
+one definition the typer command in :mod:`cloudbroker.cli.quote` is built from too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cloudbroker.cli import options
+from cloudbroker.cli.quote_options import QUOTE
 
 #: Options with a value: option -> (parameter, kind (None: plain text), repeatable).
-VALUES: dict[str, tuple[str, options.Kind | None, bool]] = {
-    "--gpu": ("gpu", options.TEXT, False),
-    "--count": ("count", options.GPUS, False),
-    "--hours": ("hours", options.HOURS, False),
-    "--market": ("market", options.TEXT, False),
-    "--provider": ("provider", options.TEXT, True),
-    "--region": ("region", options.TEXT, True),
-    "--min-gpu-memory": ("min_gpu_memory", options.GPU_MEMORY_GB, False),
-    "--currency": ("currency", options.TEXT, False),
-    "--top": ("top", options.OFFERS, False),
-    "--rank": ("rank", None, False),
-    "--columns": ("columns", None, False),
+VALUES = {
+    o.flag: (name, o.kind, o.repeatable)
+    for name, o in QUOTE.items()
+    if o.fast and o.default is not False
 }
 #: Flags: option -> parameter.
-FLAGS = {"--wide": "wide", "--notes": "notes"}
+FLAGS = {o.flag: name for name, o in QUOTE.items() if o.fast and o.default is False}
 #: The typer command's defaults of these parameters (parsed by their kinds, as typer does).
-DEFAULTS: dict[str, Any] = {
-    "gpu": None,
-    "count": None,
-    "hours": "1",
-    "market": "on-demand",
-    "provider": None,
-    "region": None,
-    "min_gpu_memory": None,
-    "currency": "USD",
-    "top": 10,
-    "rank": "complete",
-    "columns": None,
-    "wide": False,
-    "notes": False,
-}
+DEFAULTS = {name: o.default for name, o in QUOTE.items() if o.fast}
 
 
 def parse(argv: list[str]) -> dict[str, Any] | None:
