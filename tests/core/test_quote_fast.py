@@ -265,7 +265,9 @@ def test_a_fast_path_bug_is_logged_and_the_full_path_answers(cache_env, monkeypa
     def broken(job):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(fast_quote, "run", broken)
+    from cloudbroker.api import plain
+
+    monkeypatch.setattr(plain, "run", broken)
     with caplog.at_level("DEBUG", logger="cloudbroker.cli.fast"):
         served, out = fast_cli(argv, cache_env)
     assert not served and out == ""
@@ -282,6 +284,38 @@ def test_declining_is_not_logged(cache_env, caplog):
         assert fast_cli(["quote", "--gpu", "Z9000"], cache_env) == (False, "")  # Fallback
         assert fast_cli(["quote", "--gpu", "A100", "--count", "65"], cache_env) == (False, "")
     assert caplog.records == []
+
+
+# -- the quote's CLI sits on the API ----------------------------------------------------------
+
+ALLOWED = (
+    *("cloudbroker.api", "cloudbroker.errors", "cloudbroker.models", "cloudbroker.money"),
+    *("cloudbroker.quote.models", "cloudbroker.cli"),
+)
+
+
+@pytest.mark.parametrize("module", ["quote", "quote_render", "quote_options", "fast"])
+def test_the_quote_cli_imports_only_the_api_errors_and_models(module):
+    import ast
+    from pathlib import Path
+
+    import cloudbroker.cli
+
+    tree = ast.parse((Path(cloudbroker.cli.__file__).parent / f"{module}.py").read_text())
+    imported = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "cloudbroker":
+            imported += [f"cloudbroker.{a.name}" for a in node.names]  # from cloudbroker import x
+        elif isinstance(node, ast.ImportFrom):
+            imported.append(node.module or "")
+    ours = [n for n in imported if n.split(".")[0] == "cloudbroker"]
+    assert (
+        ours
+        and [n for n in ours if not any(n == a or n.startswith(a + ".") for a in ALLOWED)] == []
+    )
+    assert "cloudbroker.api" in ours or "cloudbroker.api.plain" in ours or module == "quote_options"
 
 
 # -- a real process --------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The fast path of ``cloudbroker quote``: a plain quote served without typer or pydantic.
 
-(And of ``cloudbroker providers``, from the same indexes: see :func:`providers`.)
+(And of ``cloudbroker providers``, from the same indexes: see
+:func:`cloudbroker.api.plain.provider_rows`.)
 
 :func:`serve` takes the process's command line. When it is a plain quote (the options in
 :data:`VALUES` and :data:`FLAGS` only, each given once in the ``--name value`` or
@@ -65,80 +66,6 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     return values
 
 
-def ask(values: dict[str, Any]) -> Any:
-    """The :class:`cloudbroker.quote.Job` of parsed values, checked as
-    :func:`cloudbroker.api.prepare_quote` checks them; Fallback when it is not plain."""
-    from cloudbroker import limits
-    from cloudbroker.currency import parse_currency
-    from cloudbroker.fast_quote import MARKETS, Fallback
-    from cloudbroker.quote.job import Job
-    from cloudbroker.regions import split
-    from cloudbroker.vocabulary import MARKET_ALIASES, Ranking, market_named
-
-    if not values["gpu"]:
-        raise Fallback("no --gpu")
-    market = MARKET_ALIASES.get(values["market"], values["market"])
-    if market not in {m.value for m in MARKETS} or values["rank"] not in {r.value for r in Ranking}:
-        raise Fallback("another market or ranking")
-    count = values["count"]
-    floor = values["min_gpu_memory"]
-    return Job(
-        gpu=values["gpu"],
-        count=1 if count is None else limits.GPUS.check(count, "--count"),
-        hours=limits.HOURS.check(values["hours"], "--hours"),
-        markets=(market_named(market),),
-        providers=split(values["provider"] or ()),
-        regions=split(values["region"] or ()),
-        min_gpu_memory_gb=None
-        if floor is None
-        else limits.GPU_MEMORY_GB.check(floor, "--min-gpu-memory"),
-        currency=parse_currency(values["currency"], "--currency"),
-        top=limits.OFFERS.check(values["top"], "--top"),
-        ranking=Ranking(values["rank"]),
-        count_is_default=count is None,
-    )
-
-
-def providers() -> list[dict[str, Any]]:
-    """The rows of ``cloudbroker providers`` from the indexes: every installed provider must
-    have a current one (it was loaded, so its status is ok). Fallback otherwise."""
-    import os
-
-    from cloudbroker import catalog_index
-    from cloudbroker.fast_quote import Fallback
-    from cloudbroker.provider_paths import credential_source
-
-    env = os.environ
-    installed = catalog_index.installed(env)
-    if not installed or env.get("CLOUDBROKER_PLUGINS") or env.get("CLOUDBROKER_DISABLE_PLUGINS"):
-        raise Fallback("switches: disabled providers are listed too")
-    rows = []
-    for name, (distribution, version) in sorted(installed.items()):
-        index = catalog_index.open_index(name, (distribution, version))
-        if index is None:
-            raise Fallback(f"{name}: no current index")
-        index.close()  # the header is all it reads
-        source = credential_source(env, *index.credentials)
-        storage = index.storage_credentials and credential_source(
-            env, index.storage_credentials, ()
-        )
-        rows.append(
-            {
-                "name": name,
-                "distribution": distribution,
-                "version": version,
-                "status": "ok",
-                "hooks": list(index.hooks),
-                "credentials": {"configured": source is not None, "source": source},
-                "storage_credentials": {"configured": storage is not None, "source": storage}
-                if index.storage_credentials
-                else None,
-                "catalog_as_of": index.as_of.isoformat(),
-            }
-        )
-    return rows
-
-
 def serve(argv: list[str]) -> bool:
     """Print the answer to ``argv`` if it is a plain quote or ``providers`` the indexes
     answer; False (nothing printed) if not.
@@ -151,8 +78,8 @@ def serve(argv: list[str]) -> bool:
     try:
         answer = _answer(argv)
     except Exception as exc:
+        from cloudbroker.api.plain import Fallback
         from cloudbroker.errors import CloudBrokerError
-        from cloudbroker.fast_quote import Fallback
 
         if not isinstance(exc, Fallback | CloudBrokerError):
             import logging
@@ -178,19 +105,16 @@ def _answer(argv: list[str]) -> Any:
     values = parse(argv)
     if values is None and argv != ["providers"]:
         return None
-    from cloudbroker.config import load_config, provider_settings
+    from cloudbroker.api import plain
 
-    settings = provider_settings(load_config(None))  # a broken one fails on the full path
-    if any("disk_gb" in each for each in settings.values()):
+    if plain.sets_disk():
         return None  # the launched system disk may differ from the priced one: a line
     if values is None:
         from cloudbroker.cli.providers_table import print_table
 
-        rows = providers()
+        rows = plain.provider_rows()
         return lambda: print_table(rows)
-    from cloudbroker.fast_quote import run
-
-    result = run(ask(values))
+    result = plain.run(plain.job(values, lambda name: QUOTE[name].flag))
     keys = [k.strip() for k in values["columns"].split(",")] if values["columns"] else None
     from cloudbroker.cli.quote_render import COLUMNS, _print_table
 

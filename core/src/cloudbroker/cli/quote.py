@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import Any
 
-from cloudbroker import api, catalog_index, plugins
+from cloudbroker import api
+from cloudbroker.api import quoting
 from cloudbroker.cli import app, economics, option_name
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.quote_options import QUOTE, passed
@@ -16,26 +17,18 @@ from cloudbroker.cli.quote_render import _smallest_note as _smallest_note
 from cloudbroker.cli.quote_render import age as age
 from cloudbroker.errors import UsageError
 from cloudbroker.money import FxRate
-from cloudbroker.quote import Job, Quote, quote, read_catalogs
-
-if TYPE_CHECKING:
-    from cloudbroker.availability import Live
+from cloudbroker.quote.models import Job, Quote
 
 
-def live_options(live: bool, max_age: float | None, available_only: bool) -> Live | None:
-    """How to read availability with --live; None offline (no SDK is imported then)."""
+def live_options(live: bool, max_age: float | None, available_only: bool) -> Any:
+    """How to read availability with --live (:func:`cloudbroker.api.quoting.live`); None
+    offline (no SDK is imported then)."""
     if not live:
         if max_age is not None or available_only:
             option = "--max-age" if max_age is not None else "--available-only"
             raise UsageError(f"{option} needs --live (availability is read live only)")
         return None
-    from cloudbroker.availability import DEFAULT_MAX_AGE, Cache, Live, default_dir
-
-    return Live(
-        max_age=DEFAULT_MAX_AGE if max_age is None else timedelta(seconds=max_age),
-        cache=Cache(default_dir()),
-        available_only=available_only,
-    )
+    return quoting.live(None if max_age is None else timedelta(seconds=max_age), available_only)
 
 
 def _finishing(job: Job, offer: Quote | None) -> Job:
@@ -122,11 +115,11 @@ def quote_command(
         or any(v is not None for v in (interruptions, restart_minutes, checkpoint_minutes)),
         commitments=notes or show_commitments or utilization is not None,
     )
-    pm = plugins.load()
-    catalogs = read_catalogs(pm, job)  # read once: the quote and its sections
-    catalog_index.save(pm, catalogs)  # the next plain quote reads these answers (cli.fast)
+    pm = api.load_plugins()
+    catalogs = quoting.read_catalogs(pm, job)  # read once: the quote and its sections
+    quoting.save_index(pm, catalogs)  # the next plain quote reads these answers (cli.fast)
     live_read = live_options(live, max_age, available_only)
-    result = quote(pm, job, table, live_read, catalogs, name=option_name)
+    result = quoting.run(pm, job, table, live_read, catalogs, name=option_name)
     if result.smallest_sold:  # what was quoted instead of 1 GPU: the "rent how?" sections too
         job = replace(job, configs=frozenset(result.smallest_sold.items()))
     if result.work is not None:  # the "rent how?" sections: the offer shown, for its hours
