@@ -48,7 +48,7 @@ def job(values: dict[str, Any], flag: Callable[[str], str]) -> Job:
     from cloudbroker.vocabulary import MARKET_ALIASES, Ranking, market_named
 
     if not values["gpu"]:
-        raise Fallback("no --gpu")
+        raise Fallback("no GPU asked for")
     market = MARKET_ALIASES.get(values["market"], values["market"])
     if market not in {m.value for m in MARKETS} or values["rank"] not in {r.value for r in Ranking}:
         raise Fallback("another market or ranking")
