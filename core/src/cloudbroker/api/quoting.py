@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -239,35 +239,11 @@ def quote(
     >>> best.rank, best.gpu.count, best.total.currency
     (1, 8, 'USD')
     """
-    request = prepare_quote(
-        gpu,
-        count=count,
-        hours=hours,
-        market=market,
-        provider=provider,
-        region=region,
-        min_gpu_memory=min_gpu_memory,
-        currency=currency,
-        fx=fx,
-        data_gb=data_gb,
-        data_from=data_from,
-        checkpoint_gb=checkpoint_gb,
-        snapshot_days=snapshot_days,
-        top=top,
-        rank=rank,
-        model=model,
-        mode=mode,
-        precision=precision,
-        batch=batch,
-        seq=seq,
-        zero=zero,
-        gpus=gpus,
-        recompute=recompute,
-        route=route,
-        work=WorkArgs(tokens, samples, epochs, work, deadline, step_time, on, mfu),
-        start=start,
-    )
-    return run_quote(plugins or api.load_plugins(), request.job, request.fx)
+    given = dict(locals())  # prepare_quote's keywords, and the work's fields
+    pm = given.pop("plugins")
+    work_args = WorkArgs(*(given.pop(f.name) for f in fields(WorkArgs)))
+    request = prepare_quote(**given, work=work_args)
+    return run_quote(pm or api.load_plugins(), request.job, request.fx)
 
 
 def run(
