@@ -167,5 +167,7 @@ def test_every_argument_is_in_the_reference_table(name):
 
 
 def test_the_api_docstrings_examples_run(clean_env):
-    failures, tried = doctest.testmod(api, optionflags=doctest.ELLIPSIS)
-    assert tried >= 3 and failures == 0
+    from cloudbroker.api import quoting
+
+    results = [doctest.testmod(m, optionflags=doctest.ELLIPSIS) for m in (api, quoting)]
+    assert sum(r.attempted for r in results) >= 3 and sum(r.failed for r in results) == 0

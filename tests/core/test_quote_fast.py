@@ -7,6 +7,7 @@ whatever it cannot answer exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import shlex
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import docs
-from support.cli import environment
+from support.cli import environment, run_cli
 from support.fast_cli import fast_cli, indexed, same_as_full
 
 from cloudbroker import api, catalog_index, fast_quote, plugins
@@ -35,23 +36,43 @@ def cache_env(clean_env, tmp_path):
 # -- one definition of each option ----------------------------------------------------------
 
 
-def test_fast_options_are_the_quote_commands_options():
+def test_the_quote_command_the_fast_path_and_the_api_read_one_option_table():
     from cloudbroker.cli.quote import quote_command
+    from cloudbroker.cli.quote_options import QUOTE
 
     params = inspect.signature(quote_command).parameters
-    for option, (field, kind, repeatable) in fast.VALUES.items():
-        info = params[field].default
-        assert option in info.param_decls
-        assert (info.callback.__self__ if kind else info.callback) is kind, option
-        assert info.default == fast.DEFAULTS[field], option
-        assert params[field].annotation.startswith("list[") == repeatable, option
-    for option, field in fast.FLAGS.items():
-        info = params[field].default
-        assert option in info.param_decls and info.default is fast.DEFAULTS[field] is False
+    assert list(params) == list(QUOTE)  # every option of the command, in --help's order
+    for name, opt in QUOTE.items():
+        info = params[name].default
+        assert info.param_decls == (opt.flag,) and info.default == opt.default, name
+        assert params[name].annotation.startswith("list[") == opt.repeatable, name
+        if opt.kind is not None:
+            assert info.callback.__self__ is opt.kind, name
+    assert fast.VALUES["--count"] == ("count", QUOTE["count"].kind, False)
+    assert set(fast.DEFAULTS) == {n for n, o in QUOTE.items() if o.fast}
+    assert set(fast.FLAGS.values()) == {"wide", "notes"}
+    keywords = inspect.signature(api.prepare_quote).parameters
+    work = [n for n, o in QUOTE.items() if o.api == "work"]
+    assert {n for n, o in QUOTE.items() if o.api == "request"} <= set(keywords)
+    assert work == [f.name for f in dataclasses.fields(api.WorkArgs)]  # WorkArgs(*work)
+    assert set(work) <= set(inspect.signature(api.quote).parameters)
 
 
-def test_the_index_reads_the_plugin_registrys_entry_points():
-    assert catalog_index.ENTRY_POINT_GROUP == plugins.ENTRY_POINT_GROUP
+def test_the_registry_and_the_index_find_plugins_with_the_one_discovery(monkeypatch, tmp_path):
+    from cloudbroker import plugin_switches
+
+    one = plugin_switches.Found("solo", "no_such_module_here:plugin", "cloudbroker-solo", "9.9")
+    monkeypatch.setattr(plugin_switches, "discover", lambda: (one,))
+    monkeypatch.setattr(catalog_index, "_DISCOVERED", {})  # nothing kept in this process
+    monkeypatch.setenv("CLOUDBROKER_CACHE", str(tmp_path))  # nor on disk
+    monkeypatch.delenv("CLOUDBROKER_PLUGINS", raising=False)
+    monkeypatch.delenv("CLOUDBROKER_DISABLE_PLUGINS", raising=False)
+    assert catalog_index.installed({}) == {"solo": ("cloudbroker-solo", "9.9")}
+    pm = plugins.PluginManager(env={})
+    pm.load_entrypoints()
+    record = pm.records["solo"]
+    assert list(pm.records) == ["solo"] and record.version == "9.9" and not record.loaded
+    assert "failed to import no_such_module_here:plugin" in (record.error or "")
 
 
 # -- byte-identical output ------------------------------------------------------------------
@@ -196,27 +217,105 @@ def test_fast_quotes_are_the_plugins_answers_ranked(
         currency=currency,
         top=top,
     )
-    ask = fast_quote.Ask(
-        gpu=gpu,
-        count=request.job.count,
-        hours=request.job.hours,
-        market=request.job.markets[0],
-        providers=tuple(providers),
-        regions=tuple(regions),
-        min_gpu_memory_gb=request.job.min_gpu_memory_gb,
-        currency=currency,
-        top=top,
-        count_is_default=count is None,
-    )
     with environment(cache_env):
         try:
-            fast_result = fast_quote.run(ask)
+            fast_result = fast_quote.run(request.job)  # the same job, fed from the index
         except fast_quote.Fallback:
             return  # the full path answers: nothing to compare
         pm = plugins.load()
         full_result = quote(pm, request.job, FxTable())
     quotes_equal(fast_result, full_result)
     assert not full_result.smallest_sold and not full_result.refused
+
+
+# -- one ranking -----------------------------------------------------------------------------
+
+
+def test_both_paths_rank_with_the_one_ranking(cache_env, monkeypatch):
+    """The fast path has no ranking of its own: a change to the core changes both answers."""
+    from cloudbroker.quote.engine import QuoteEngine
+    from cloudbroker.quote.ranking import Ranker
+
+    assert issubclass(QuoteEngine, Ranker) and issubclass(fast_quote.PlainRanker, Ranker)
+    request = api.prepare_quote("A100", count=8)
+
+    def firsts() -> tuple[str, str]:
+        with environment(cache_env):
+            plain = fast_quote.run(request.job).quotes[0]
+            full = quote(plugins.load(), request.job, FxTable()).quotes[0]
+        assert (plain.provider, plain.instance_type, plain.total.amount) == (
+            full.provider,
+            full.instance_type,
+            full.total.amount,
+        )
+        return plain.provider, plain.instance_type
+
+    cheapest = firsts()
+    top = Ranker._top
+    monkeypatch.setattr(Ranker, "_top", lambda self, *a: top(self, *a)[::-1])  # dearest first
+    assert firsts() != cheapest
+
+
+# -- a fast-path bug is logged, and the full path answers ----------------------------------
+
+
+def test_a_fast_path_bug_is_logged_and_the_full_path_answers(cache_env, monkeypatch, caplog):
+    argv = ["quote", "--gpu", "A100", "--count", "8"]
+
+    def broken(job):
+        raise KeyError("a bug")
+
+    from cloudbroker.api import plain
+
+    monkeypatch.setattr(plain, "run", broken)
+    with caplog.at_level("DEBUG", logger="cloudbroker.cli.fast"):
+        served, out = fast_cli(argv, cache_env)
+    assert not served and out == ""
+    warning, debug = caplog.records
+    assert warning.levelname == "WARNING" and "KeyError: 'a bug'" in warning.getMessage()
+    assert "the full path answers" in warning.getMessage()
+    assert debug.levelname == "DEBUG" and debug.exc_info[0] is KeyError
+    full = run_cli(*argv, env=cache_env)
+    assert full.returncode == 0 and "p4d.24xlarge" in full.stdout
+
+
+def test_declining_is_not_logged(cache_env, caplog):
+    with caplog.at_level("DEBUG", logger="cloudbroker.cli.fast"):
+        assert fast_cli(["quote", "--gpu", "Z9000"], cache_env) == (False, "")  # Fallback
+        assert fast_cli(["quote", "--gpu", "A100", "--count", "65"], cache_env) == (False, "")
+    assert caplog.records == []
+
+
+# -- the quote's CLI sits on the API ----------------------------------------------------------
+
+ALLOWED = (
+    *("cloudbroker.api", "cloudbroker.errors", "cloudbroker.models", "cloudbroker.money"),
+    *("cloudbroker.quote.models", "cloudbroker.cli"),
+)
+
+
+@pytest.mark.parametrize("module", ["quote", "quote_render", "quote_options", "fast"])
+def test_the_quote_cli_imports_only_the_api_errors_and_models(module):
+    import ast
+    from pathlib import Path
+
+    import cloudbroker.cli
+
+    tree = ast.parse((Path(cloudbroker.cli.__file__).parent / f"{module}.py").read_text())
+    imported = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "cloudbroker":
+            imported += [f"cloudbroker.{a.name}" for a in node.names]  # from cloudbroker import x
+        elif isinstance(node, ast.ImportFrom):
+            imported.append(node.module or "")
+    ours = [n for n in imported if n.split(".")[0] == "cloudbroker"]
+    assert (
+        ours
+        and [n for n in ours if not any(n == a or n.startswith(a + ".") for a in ALLOWED)] == []
+    )
+    assert "cloudbroker.api" in ours or "cloudbroker.api.plain" in ours or module == "quote_options"
 
 
 # -- a real process --------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from rich.console import Console
 from support.cli import run_cli
 
 from cloudbroker.cli import output
-from cloudbroker.cli import quote as quote_cli
 from cloudbroker.cli.table import Column, FitTable, amount, show
 from cloudbroker.errors import UsageError
 
@@ -224,7 +223,9 @@ def test_explain_wraps_to_the_width_but_keeps_a_url_whole(clean_env):
 
 
 def test_brackets_in_a_plugin_error_print_as_they_are(clean_env, monkeypatch):
-    real = quote_cli.quote
+    from cloudbroker.api import quoting
+
+    real = quoting.run
 
     def failing(*args, **kwargs):
         result = real(*args, **kwargs)
@@ -232,7 +233,7 @@ def test_brackets_in_a_plugin_error_print_as_they_are(clean_env, monkeypatch):
             update={"failures": {"aliyun": "terms.toml: [[regions]] 3 [bold]"}}
         )
 
-    monkeypatch.setattr(quote_cli, "quote", failing)
+    monkeypatch.setattr(quoting, "run", failing)
     done = quote(*A100, env=clean_env)
     assert "failed: aliyun: terms.toml: [[regions]] 3 [bold]" in done.stdout
 

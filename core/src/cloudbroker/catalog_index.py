@@ -49,8 +49,7 @@ if TYPE_CHECKING:
     from cloudbroker.models import BillingRule, ComputePrice, InstanceType
     from cloudbroker.plugins import PluginManager
 
-FORMAT = 2
-ENTRY_POINT_GROUP = "cloudbroker.providers"  # = plugins.ENTRY_POINT_GROUP (tested)
+FORMAT = 3
 #: Core modules whose code shapes the indexed answers (relative to the package).
 CORE_FILES = (
     "catalog.py",
@@ -76,6 +75,8 @@ class Rule(NamedTuple):
     later_increments: tuple[tuple[int, int], ...]
     maximum_seconds: int | None
     unusable_end_seconds: int
+    description: str = ""  # the ranking core names the rule in cost lines a plain quote hides
+    source: None = None
 
 
 class Offer(NamedTuple):
@@ -128,25 +129,21 @@ def _fresh(stamps: tuple[Stamp, ...]) -> bool:
 
 def installed(env: Mapping[str, str]) -> dict[str, tuple[str | None, str | None]]:
     """Enabled providers -> (distribution, version), as the plugin registry finds them."""
-    found: dict[str, tuple[str | None, str | None]] = {}
-    seen = set()
-    for name, distribution, version in _discovered()[0]:
-        if name in seen:
-            continue
-        seen.add(name)
-        if not plugin_switches.enabled(name, env):
-            continue
-        found[name] = (distribution, version)
-    return found
+    return {
+        found.name: (found.distribution, found.version)
+        for found in _discovered()[0]
+        if plugin_switches.enabled(found.name, env)
+    }
 
 
-Discovered = tuple[tuple[tuple[str, str | None, str | None], ...], str]
+Discovered = tuple[tuple[plugin_switches.Found, ...], str]
 #: This process's answers by key (importlib.metadata keeps its folder listings by mtime too).
 _DISCOVERED: dict[tuple[Any, ...], Discovered] = {}
 
 
 def _discovered() -> Discovered:
-    """Every provider entry point as (name, distribution, version), and the core's version.
+    """:func:`cloudbroker.plugin_switches.discover` (every provider entry point), and the
+    core's version, kept.
 
     Importing :mod:`importlib.metadata` and scanning every distribution costs a fifth of a
     fast quote, so the answer is kept in ``<cache>/index/plugins``, keyed on the stat of
@@ -162,21 +159,17 @@ def _discovered() -> Discovered:
         try:
             cached = marshal.loads(path.read_bytes())
             if cached[0] == key:
-                _DISCOVERED[key] = cached[1], cached[2]
+                found = tuple(plugin_switches.Found(*each) for each in cached[1])
+                _DISCOVERED[key] = found, cached[2]
                 return _DISCOVERED[key]
         except Exception:  # absent, corrupt or foreign: a miss
             pass
-    from importlib.metadata import entry_points
-
     from cloudbroker import __version__
 
-    points = tuple(
-        (ep.name, *((ep.dist.name, ep.dist.version) if ep.dist else (None, None)))
-        for ep in entry_points(group=ENTRY_POINT_GROUP)
-    )
+    points = plugin_switches.discover()
     if key is not None:
         if _settled(key):
-            write_atomic(path, marshal.dumps((key, points, __version__)))
+            write_atomic(path, marshal.dumps((key, tuple(map(tuple, points)), __version__)))
         _DISCOVERED[key] = points, __version__
     return points, __version__
 

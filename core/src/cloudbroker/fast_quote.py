@@ -1,11 +1,11 @@
 """A plain quote from the compiled catalog index, without pydantic or the plugins.
 
 A plain quote (one market other than spot, no data to move, no checkpoints, no live
-availability, no sizing) has no hidden-cost line: each offer is its compute price, billed
-under its market's rule. This module ranks such a quote from the index
-(:mod:`cloudbroker.catalog_index`) exactly as :class:`cloudbroker.quote.QuoteEngine` ranks it
-from the plugins' answers, into light objects with the attributes the renderer reads
-(tests compare the two on every documented example and on random queries).
+availability, no sizing) has no hidden-cost line. This module is the second loader of the one
+ranking (:class:`cloudbroker.quote.ranking.Ranker`): it feeds it the rows of the index
+(:mod:`cloudbroker.catalog_index`) instead of the plugins' validated answers, and takes its
+results as plain records with the attributes the renderer reads (:class:`Quote`,
+:class:`Result`) instead of the pydantic models.
 
 Anything else (an unknown region or GPU, no matching offer, a refused market, a provider
 without a current index) is :class:`Fallback`: the caller takes the full path, which gives
@@ -16,15 +16,16 @@ the answer or the error.
 # string. The records are NamedTuples, not dataclasses, as building a dataclass costs
 # about 0.4 ms (3 ms of a fast quote for these eight).
 import os
+from dataclasses import replace
 from datetime import date
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from cloudbroker import catalog_index, gpus
-from cloudbroker import regions as region_names
-from cloudbroker.costs import SECONDS_PER_HOUR, billed_seconds
 from cloudbroker.currency import DEFAULT_RATE_ROWS, RateTable
+from cloudbroker.quote.job import Job
+from cloudbroker.quote.ranking import Ranker, place
 from cloudbroker.vocabulary import Market, Ranking, line_sum
 
 #: The markets a plain quote can be: spot adds the spot-risk section (full path).
@@ -34,22 +35,6 @@ _NONE: MappingProxyType[str, Any] = MappingProxyType({})  # an empty mapping fie
 
 class Fallback(Exception):
     """The fast path cannot answer this exactly: take the full path."""
-
-
-class Ask(NamedTuple):
-    """A plain quote's job: the fields of :class:`cloudbroker.quote.Job` it can have."""
-
-    gpu: str
-    count: int  # type: ignore[assignment]  # (shadows tuple.count, unused on a record)
-    hours: Decimal
-    market: Market
-    providers: tuple[str, ...] = ()
-    regions: tuple[str, ...] = ()
-    min_gpu_memory_gb: Decimal | None = None
-    currency: str = "USD"
-    top: int = 10
-    ranking: Ranking = Ranking.COMPLETE
-    count_is_default: bool = False
 
 
 class Cash(NamedTuple):
@@ -108,6 +93,7 @@ class Quote(NamedTuple):
     complete: bool = True
     unknown: tuple[str, ...] = ()
     availability: None = None
+    total_low: None = None  # no bounded line without hidden costs
 
     def line(self, *kinds: str) -> Cash | None:
         return line_sum(self.lines, kinds)
@@ -137,18 +123,45 @@ class Result(NamedTuple):
 
 
 class _Type(NamedTuple):
-    """What :func:`cloudbroker.gpus.sibling_notes` reads of an instance type (duck-typed)."""
+    """An instance type as the ranking core reads it (one per index row: the row's join)."""
 
     provider: str
+    name: str
     region: str
+    zone: str | None
     gpu: Gpu
+    vcpus: int | None
+    memory_gib: Decimal | None
 
 
-def indexes(ask: Ask) -> list[catalog_index.Index]:
+class _Source(NamedTuple):
+    as_of: date
+    trust: str | None
+
+
+class _Price(NamedTuple):
+    """A price row as the ranking core reads it."""
+
+    instance_type: str
+    region: str
+    zone: str | None
+    market: Market
+    price: Cash | None
+    rule: catalog_index.Rule
+    flags: tuple[str, ...]
+    source: _Source
+
+
+class _Sheet(NamedTuple):
+    compute: list[_Price]
+    not_listed: tuple[()] = ()  # a "not sold here" region is not in the index: full path
+
+
+def indexes(job: Job) -> list[catalog_index.Index]:
     """The current index of each provider the quote asks, in the full path's order (open:
     the caller closes them)."""
     enabled = catalog_index.installed(os.environ)
-    names = list(dict.fromkeys(ask.providers)) if ask.providers else sorted(enabled)
+    names = list(dict.fromkeys(job.providers)) if job.providers else sorted(enabled)
     found: list[catalog_index.Index] = []
     for name in names:
         index = catalog_index.open_index(name, enabled[name]) if name in enabled else None
@@ -162,162 +175,97 @@ def indexes(ask: Ask) -> list[catalog_index.Index]:
     return found
 
 
-def run(ask: Ask) -> Result:
-    """Rank the plain quote ``ask`` from the providers' indexes."""
-    books = indexes(ask)
+def run(job: Job) -> Result:
+    """Rank the plain quote ``job`` from the providers' indexes."""
+    if job.markets[0] not in MARKETS or len(job.markets) != 1 or not job.gpu:
+        raise Fallback("not a plain quote")
+    books = indexes(job)
     try:
-        return _run(ask, books)
+        return _run(job, books)
     finally:
         for book in books:
             book.close()
 
 
-def _run(ask: Ask, books: list[catalog_index.Index]) -> Result:
+def _run(job: Job, books: list[catalog_index.Index]) -> Result:
     known = {model for book in books for model in book.types}
+    assert job.gpu is not None
     try:
-        models = gpus.match(ask.gpu, known, ask.providers)
+        models = gpus.match(job.gpu, known, job.providers)
     except Exception as exc:  # the full path words the error (and names failed providers)
         raise Fallback(str(exc)) from None
     regions = {r for book in books for r in book.regions}
-    if any(r not in regions for r in ask.regions):
+    if any(r not in regions for r in job.regions):
         raise Fallback("unknown region")  # a city, or a misspelt code: the full path
-    by_book = {book.provider: set(book.regions) for book in books}
-    said = region_names.resolve(ask.regions, by_book)[1] if ask.regions else ()
     sold = [
-        _Type(book.provider, region, Gpu(model, count, None))
+        _Type(book.provider, "", region, None, Gpu(model, count, None), None, None)
         for book in books
         for model in gpus.siblings(models)
         for region, count in book.types.get(model, ())
     ]
     siblings = gpus.sibling_notes(models, sold)  # type: ignore[arg-type]
-    return _Ranker(ask, books, models).rank(siblings)._replace(regions_matched=said)
+    rows = {book.provider: _rows(book, models) for book in books}
+    types = {p: [t for t, _ in offers] for p, offers in rows.items()}
+    sheets = {p: _Sheet([price for _, price in offers]) for p, offers in rows.items()}
+    job = replace(job, gpu_models=models)
+    try:
+        job, said = place(job, {book.provider: set(book.regions) for book in books}, sheets)
+    except Exception as exc:
+        raise Fallback(str(exc)) from None
+    engine = PlainRanker(job, sheets, types, RateTable([Rate(*row) for row in DEFAULT_RATE_ROWS]))
+    ranked = engine.rank()
+    if ranked.refused or not (ranked.quotes or ranked.unpriced):
+        raise Fallback("refused, or no offer")  # the closest offers, the smallest sold: full
+    return Result(
+        currency=job.currency,
+        ranking=job.ranking,
+        quotes=tuple(ranked.quotes),
+        unpriced=tuple(ranked.unpriced),
+        matched=ranked.matched,
+        fx=tuple(engine.fx.used(engine.currencies, job.currency)),
+        catalogs={book.provider: book.as_of for book in books},
+        siblings=siblings,
+        cheapest_by_market=tuple(ranked.by_market),
+        regions_matched=said,
+    )
 
 
-class _Ranker:
-    """:meth:`cloudbroker.quote.QuoteEngine.rank` for a job with no hidden cost."""
-
-    def __init__(self, ask: Ask, books: list[catalog_index.Index], models: frozenset[str]):
-        self.ask = ask
-        self.books = books
-        self.models = models
-        self.fx: RateTable[Rate] = RateTable([Rate(*row) for row in DEFAULT_RATE_ROWS])
-        self._rates: dict[str, Decimal] = {}
-        self._billed: dict[tuple[int, int], tuple[Decimal, Decimal, Decimal] | None] = {}
-
-    def _rate(self, currency: str) -> Decimal:
-        if currency not in self._rates:
-            self._rates[currency] = self.fx.rate(currency, self.ask.currency)
-        return self._rates[currency]
-
-    def _billing(self, book: int, rule: int) -> tuple[Decimal, Decimal, Decimal] | None:
-        key = (book, rule)
-        if key not in self._billed:
-            seconds = self.ask.hours * SECONDS_PER_HOUR
-            terms = self.books[book].rules[rule]
-            billed = billed_seconds(seconds, terms)  # type: ignore[arg-type]
-            unit = Decimal(terms.unit_seconds)
-            self._billed[key] = None if billed is None else (billed, billed / unit, seconds / unit)
-        return self._billed[key]
-
-    def _matches(self, o: catalog_index.Offer) -> bool:
-        ask = self.ask
-        if o.gpu_count != ask.count or o.market != ask.market:
-            return False
-        if ask.regions and o.region not in ask.regions:
-            return False
-        floor = ask.min_gpu_memory_gb
-        return floor is None or (o.gpu_memory_gb is not None and Decimal(o.gpu_memory_gb) >= floor)
-
-    def candidates(self) -> list[tuple[int, catalog_index.Offer]]:
-        return [
-            (i, o)
-            for i, book in enumerate(self.books)
-            for o in book.offers(self.models)
-            if self._matches(o)
-        ]
-
-    def rank(self, siblings: tuple[str, ...]) -> Result:
-        found = self.candidates()
-        if not found:
-            raise Fallback("no offer")  # the closest offers, the smallest sold: full path
-        priced: list[tuple[int, catalog_index.Offer]] = []
-        unpriced: list[tuple[int, catalog_index.Offer]] = []
-        for book, o in found:
-            if self._billing(book, o.rule) is None:
-                raise Fallback("refused")
-            (unpriced if o.amount is None else priced).append((book, o))
-        keyed = sorted((self._known(b, o), i) for i, (b, o) in enumerate(priced))
-        top: dict[tuple[Any, ...], tuple[int, catalog_index.Offer, list[str]]] = {}
-        for _, i in keyed:
-            book, o = priced[i]
-            key = (book, o.name, o.region, o.market, Decimal(o.amount or 0), o.currency, o.flags)
-            if key in top:
-                top[key][2].append(o.zone or "")
-            elif len(top) < self.ask.top:
-                top[key] = (book, o, [])
-        quotes = [
-            self.build(book, o, rank)._replace(other_zones=tuple(zones))
-            for rank, (book, o, zones) in enumerate(top.values(), start=1)
-        ]
-        spare = max(0, self.ask.top - len(quotes))
-        return Result(
-            currency=self.ask.currency,
-            ranking=self.ask.ranking,
-            quotes=tuple(quotes),
-            unpriced=tuple(self.build(b, o, None) for b, o in unpriced[:spare]),
-            matched=len(found),
-            fx=tuple(self.fx.used(set(self._rates), self.ask.currency)),
-            catalogs={book.provider: book.as_of for book in self.books},
-            siblings=siblings,
+def _rows(book: catalog_index.Index, models: frozenset[str]) -> list[tuple[_Type, _Price]]:
+    """(type, price) of each indexed row of ``models``, in price-sheet order."""
+    rows = []
+    for o in book.offers(models):
+        gpu = Gpu(o.gpu_model, o.gpu_count, _decimal(o.gpu_memory_gb))
+        t = _Type(book.provider, o.name, o.region, o.zone, gpu, o.vcpus, _decimal(o.memory_gib))
+        money = None if o.amount is None else Cash(Decimal(o.amount), o.currency)  # type: ignore[arg-type]
+        price = _Price(
+            o.name,
+            o.region,
+            o.zone,
+            Market(o.market),
+            money,
+            book.rules[o.rule],
+            o.flags,
+            _Source(date.fromisoformat(o.as_of), o.trust),
         )
+        rows.append((t, price))
+    return rows
 
-    def _known(self, book: int, o: catalog_index.Offer) -> tuple[bool, bool, Decimal]:
-        billing = self._billing(book, o.rule)
-        assert billing is not None and o.amount is not None and o.currency is not None
-        return (False, False, Decimal(o.amount) * billing[1] * self._rate(o.currency) + 0)
 
-    def build(self, book: int, o: catalog_index.Offer, rank: int | None) -> Quote:
-        ask = self.ask
-        billing = self._billing(book, o.rule)
-        assert billing is not None
-        billed = billing[0]
-        unit_seconds = self.books[book].rules[o.rule].unit_seconds
-        lines: list[Line] = []
-        hourly = total = per_gpu_hour = None
-        if o.amount is not None and o.currency is not None:
-            per_unit = Decimal(o.amount)
-            hourly = Cash(per_unit * (SECONDS_PER_HOUR / Decimal(unit_seconds)), o.currency)
-            seconds = ask.hours * SECONDS_PER_HOUR
-            compute = per_unit * seconds / unit_seconds  # from seconds, as the engine does
-            lines.append(self._line("compute", Cash(compute, o.currency)))
-            if billed != seconds:
-                uplift = per_unit * billed / unit_seconds - compute
-                lines.append(self._line("minimum-uplift", Cash(uplift, o.currency)))
-            total = Cash(sum((ln.converted.amount for ln in lines), Decimal(0)), ask.currency)
-            per_gpu_hour = Cash(total.amount / (ask.hours * o.gpu_count), ask.currency)
-        return Quote(
-            rank=rank,
-            provider=self.books[book].provider,
-            region=o.region,
-            zone=o.zone,
-            instance_type=o.name,
-            gpu=Gpu(o.gpu_model, o.gpu_count, _decimal(o.gpu_memory_gb)),
-            vcpus=o.vcpus,
-            memory_gib=_decimal(o.memory_gib),
-            market=Market(o.market),
-            hourly=hourly,
-            billed_hours=billed / SECONDS_PER_HOUR,
-            lines=tuple(lines),
-            total=total,
-            per_gpu_hour=per_gpu_hour,
-            flags=o.flags,
-            price_as_of=date.fromisoformat(o.as_of),
-            price_trust=o.trust,
-        )
+class PlainRanker(Ranker):
+    """The ranking core with plain results: :class:`Cash`, :class:`Line`, :class:`Quote`."""
 
-    def _line(self, kind: str, amount: Cash) -> Line:
-        converted = Cash(amount.amount * self._rate(amount.currency), self.ask.currency)
-        return Line(kind, amount, converted)
+    def _money(self, amount: Decimal, currency: str) -> Cash:
+        return Cash(amount, currency)
+
+    def _line(self, kind: str, label: str, amount: Any, *_: Any) -> Line:
+        """Without its label, rule and source: the table and footer do not show them."""
+        return Line(kind, amount, self._convert(amount))
+
+    def _quote(self, **fields: Any) -> Quote:
+        return Quote(**fields)
+
+    def _with(self, quote: Any, **update: Any) -> Any:
+        return quote._replace(**update)
 
 
 def _decimal(text: str | None) -> Decimal | None:

@@ -1,6 +1,7 @@
 """The fast path of ``cloudbroker quote``: a plain quote served without typer or pydantic.
 
-(And of ``cloudbroker providers``, from the same indexes: see :func:`providers`.)
+(And of ``cloudbroker providers``, from the same indexes: see
+:func:`cloudbroker.api.plain.provider_rows`.)
 
 :func:`serve` takes the process's command line. When it is a plain quote (the options in
 :data:`VALUES` and :data:`FLAGS` only, each given once in the ``--name value`` or
@@ -10,49 +11,26 @@ returns True. Anything else returns False before printing a character, and the f
 (typer) answers: other options, ``--help``, a value it would refuse, an error, a provider
 without an index. So the fast path never words an error of its own.
 
-The options keep one definition: each entry here names the same option kind
-(:mod:`cloudbroker.cli.options`) and default as the typer command in
-:mod:`cloudbroker.cli.quote`, which a test checks parameter by parameter.
+The options are the ``fast`` ones of :data:`cloudbroker.cli.quote_options.QUOTE`, the
+one definition the typer command in :mod:`cloudbroker.cli.quote` is built from too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cloudbroker.cli import options
+from cloudbroker.cli.quote_options import QUOTE
 
 #: Options with a value: option -> (parameter, kind (None: plain text), repeatable).
-VALUES: dict[str, tuple[str, options.Kind | None, bool]] = {
-    "--gpu": ("gpu", options.TEXT, False),
-    "--count": ("count", options.GPUS, False),
-    "--hours": ("hours", options.HOURS, False),
-    "--market": ("market", options.TEXT, False),
-    "--provider": ("provider", options.TEXT, True),
-    "--region": ("region", options.TEXT, True),
-    "--min-gpu-memory": ("min_gpu_memory", options.GPU_MEMORY_GB, False),
-    "--currency": ("currency", options.TEXT, False),
-    "--top": ("top", options.OFFERS, False),
-    "--rank": ("rank", None, False),
-    "--columns": ("columns", None, False),
+VALUES = {
+    o.flag: (name, o.kind, o.repeatable)
+    for name, o in QUOTE.items()
+    if o.fast and o.default is not False
 }
 #: Flags: option -> parameter.
-FLAGS = {"--wide": "wide", "--notes": "notes"}
+FLAGS = {o.flag: name for name, o in QUOTE.items() if o.fast and o.default is False}
 #: The typer command's defaults of these parameters (parsed by their kinds, as typer does).
-DEFAULTS: dict[str, Any] = {
-    "gpu": None,
-    "count": None,
-    "hours": "1",
-    "market": "on-demand",
-    "provider": None,
-    "region": None,
-    "min_gpu_memory": None,
-    "currency": "USD",
-    "top": 10,
-    "rank": "complete",
-    "columns": None,
-    "wide": False,
-    "notes": False,
-}
+DEFAULTS = {name: o.default for name, o in QUOTE.items() if o.fast}
 
 
 def parse(argv: list[str]) -> dict[str, Any] | None:
@@ -88,111 +66,58 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     return values
 
 
-def ask(values: dict[str, Any]) -> Any:
-    """The :class:`cloudbroker.fast_quote.Ask` of parsed values, checked as
-    :func:`cloudbroker.api.prepare_quote` checks them; Fallback when it is not plain."""
-    from cloudbroker import limits
-    from cloudbroker.currency import parse_currency
-    from cloudbroker.fast_quote import MARKETS, Ask, Fallback
-    from cloudbroker.regions import split
-    from cloudbroker.vocabulary import MARKET_ALIASES, Ranking, market_named
-
-    if not values["gpu"]:
-        raise Fallback("no --gpu")
-    market = MARKET_ALIASES.get(values["market"], values["market"])
-    if market not in {m.value for m in MARKETS} or values["rank"] not in {r.value for r in Ranking}:
-        raise Fallback("another market or ranking")
-    count = values["count"]
-    floor = values["min_gpu_memory"]
-    return Ask(
-        gpu=values["gpu"],
-        count=1 if count is None else limits.GPUS.check(count, "--count"),
-        hours=limits.HOURS.check(values["hours"], "--hours"),
-        market=market_named(market),
-        providers=split(values["provider"] or ()),
-        regions=split(values["region"] or ()),
-        min_gpu_memory_gb=None
-        if floor is None
-        else limits.GPU_MEMORY_GB.check(floor, "--min-gpu-memory"),
-        currency=parse_currency(values["currency"], "--currency"),
-        top=limits.OFFERS.check(values["top"], "--top"),
-        ranking=Ranking(values["rank"]),
-        count_is_default=count is None,
-    )
-
-
-def providers() -> list[dict[str, Any]]:
-    """The rows of ``cloudbroker providers`` from the indexes: every installed provider must
-    have a current one (it was loaded, so its status is ok). Fallback otherwise."""
-    import os
-
-    from cloudbroker import catalog_index
-    from cloudbroker.fast_quote import Fallback
-    from cloudbroker.provider_paths import credential_source
-
-    env = os.environ
-    installed = catalog_index.installed(env)
-    if not installed or env.get("CLOUDBROKER_PLUGINS") or env.get("CLOUDBROKER_DISABLE_PLUGINS"):
-        raise Fallback("switches: disabled providers are listed too")
-    rows = []
-    for name, (distribution, version) in sorted(installed.items()):
-        index = catalog_index.open_index(name, (distribution, version))
-        if index is None:
-            raise Fallback(f"{name}: no current index")
-        index.close()  # the header is all it reads
-        source = credential_source(env, *index.credentials)
-        storage = index.storage_credentials and credential_source(
-            env, index.storage_credentials, ()
-        )
-        rows.append(
-            {
-                "name": name,
-                "distribution": distribution,
-                "version": version,
-                "status": "ok",
-                "hooks": list(index.hooks),
-                "credentials": {"configured": source is not None, "source": source},
-                "storage_credentials": {"configured": storage is not None, "source": storage}
-                if index.storage_credentials
-                else None,
-                "catalog_as_of": index.as_of.isoformat(),
-            }
-        )
-    return rows
-
-
 def serve(argv: list[str]) -> bool:
     """Print the answer to ``argv`` if it is a plain quote or ``providers`` the indexes
-    answer; False (nothing printed) if not."""
+    answer; False (nothing printed) if not.
+
+    Declining is :class:`~cloudbroker.fast_quote.Fallback` or a
+    :class:`~cloudbroker.errors.CloudBrokerError` (a value the full path refuses, a broken
+    config: it words them). Any other exception is a bug of the fast path: it is logged (a
+    warning naming it, the traceback at debug level), and the full path answers.
+    """
     try:
-        values = parse(argv)
-        if values is None and argv != ["providers"]:
-            return False
-        from cloudbroker.config import load_config, provider_settings
+        answer = _answer(argv)
+    except Exception as exc:
+        from cloudbroker.api.plain import Fallback
+        from cloudbroker.errors import CloudBrokerError
 
-        settings = provider_settings(load_config(None))  # a broken one fails on the full path
-        if any("disk_gb" in each for each in settings.values()):
-            return False  # the launched system disk may differ from the priced one: a line
-        if values is None:
-            rows = providers()
-            from cloudbroker.cli.output import console, output_width
-            from cloudbroker.cli.providers_table import print_table
+        if not isinstance(exc, Fallback | CloudBrokerError):
+            import logging
 
-            console.width = output_width()
-            print_table(rows)
-            return True
-        from cloudbroker.fast_quote import run
-
-        result = run(ask(values))
-        keys = [k.strip() for k in values["columns"].split(",")] if values["columns"] else None
-        from cloudbroker.cli.quote_render import COLUMNS, _print_table
-
-        if keys and not set(keys) <= {c.key for c in COLUMNS if c.key != "availability"}:
-            return False  # the full path names the unknown column
-    except Exception:  # whatever it is, the full path answers (or words it)
+            log = logging.getLogger(__name__)
+            log.warning(
+                "the fast path failed (%s: %s); the full path answers", type(exc).__name__, exc
+            )
+            log.debug("the fast path's failure", exc_info=exc)
+        return False
+    if answer is None:
         return False
     from cloudbroker.cli.output import console, output_width
 
     console.width = output_width()
-    _print_table(result, wide=values["wide"], keys=keys, notes=values["notes"])  # type: ignore[arg-type]
+    answer()
     return True
+
+
+def _answer(argv: list[str]) -> Any:
+    """What prints the answer to ``argv`` (None: not a plain quote or ``providers``); an
+    exception when the fast path cannot answer it exactly."""
+    values = parse(argv)
+    if values is None and argv != ["providers"]:
+        return None
+    from cloudbroker.api import plain
+
+    if plain.sets_disk():
+        return None  # the launched system disk may differ from the priced one: a line
+    if values is None:
+        from cloudbroker.cli.providers_table import print_table
+
+        rows = plain.provider_rows()
+        return lambda: print_table(rows)
+    result = plain.run(plain.job(values, lambda name: QUOTE[name].flag))
+    keys = [k.strip() for k in values["columns"].split(",")] if values["columns"] else None
+    from cloudbroker.cli.quote_render import COLUMNS, _print_table
+
+    if keys and not set(keys) <= {c.key for c in COLUMNS if c.key != "availability"}:
+        return None  # the full path names the unknown column
+    return lambda: _print_table(result, wide=values["wide"], keys=keys, notes=values["notes"])  # type: ignore[arg-type]

@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING
 from rich.cells import cell_len
 from rich.text import Text
 
+from cloudbroker.api.plain import STALE_AFTER, Market, Ranking, cautions, describe_gpus
 from cloudbroker.cli.output import console, field
 from cloudbroker.cli.table import Column, FitTable, amount, show
-from cloudbroker.gpus import describe as describe_gpus
-from cloudbroker.vocabulary import STALE_AFTER, Market, Ranking, cautions
 
 if TYPE_CHECKING:  # the fast quote renders its own light objects with this module
     from cloudbroker.models import Source
     from cloudbroker.money import Money
-    from cloudbroker.quote import CostLine, LiveReport, Quote, QuoteResult
+    from cloudbroker.quote.models import CostLine, LiveReport, Quote, QuoteResult
 
 CAUTION = "*"  # the marker of a price whose source is old or second-hand, as in `gpus`
 
@@ -408,7 +407,7 @@ def _footer(result: QuoteResult) -> list[str | Text]:
     for provider, reason in sorted(result.failures.items()):
         notes.append(Text(f"failed: {provider}: {reason}", style="red"))
     if result.spot_notices or result.spot_polled:
-        from cloudbroker.agent import early_warning  # spot is never a fast (plain) quote
+        from cloudbroker.api.plain import early_warning  # spot: never a plain quote
 
         notes.append(early_warning(result.spot_notices, result.spot_polled))
     notes.append(_shown(result))

@@ -8,7 +8,7 @@ import inspect
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint
 from typing import Any
 
 import pluggy
@@ -20,7 +20,7 @@ from cloudbroker.errors import (
     UsageError,
 )
 
-ENTRY_POINT_GROUP = "cloudbroker.providers"
+ENTRY_POINT_GROUP = plugin_switches.ENTRY_POINT_GROUP
 DEFAULT_TIMEOUT = 30.0
 
 
@@ -110,28 +110,24 @@ class Registry:
         """Discover and register every provider plugin allowed by the env switches."""
         allowed = plugin_switches.names(self.env.get("CLOUDBROKER_PLUGINS"))
         found = set()
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name in found:  # the same distribution seen twice on sys.path
-                continue
-            found.add(ep.name)
-            dist = getattr(ep, "dist", None)
+        for plugin in plugin_switches.discover():
+            found.add(plugin.name)
             record = PluginRecord(
-                name=ep.name,
-                distribution=dist.name if dist else None,
-                version=dist.version if dist else None,
+                name=plugin.name, distribution=plugin.distribution, version=plugin.version
             )
-            self.records[ep.name] = record
-            if not plugin_switches.enabled(ep.name, self.env):
+            self.records[plugin.name] = record
+            if not plugin_switches.enabled(plugin.name, self.env):
                 record.disabled = True
                 continue
+            ep = EntryPoint(name=plugin.name, value=plugin.value, group=ENTRY_POINT_GROUP)
             try:
-                plugin = ep.load()
+                loaded = ep.load()
             # a broken plugin must not take the others down, nor end the process: SystemExit
             # or KeyboardInterrupt raised by its import is its failure too
             except BaseException as exc:
                 record.error = f"failed to import {ep.value}: {_describe(exc)}"
                 continue
-            self._register(plugin, record)
+            self._register(loaded, record)
         for name in sorted(allowed - found):
             self.records[name] = PluginRecord(
                 name=name,

@@ -1,5 +1,6 @@
-"""The cost lines of an offer: the compute price converted once, billed time cached per billing
-rule, and the hidden costs (egress, storage, snapshots) cached per region."""
+"""The hidden costs of an offer (system disk, egress, storage, snapshots), cached per region;
+the compute lines, conversions and billed time are the ranking core's
+(:mod:`cloudbroker.quote.ranking`)."""
 
 from __future__ import annotations
 
@@ -8,97 +9,26 @@ from decimal import Decimal
 from functools import cached_property
 
 from cloudbroker import bounds, transfer
-from cloudbroker.costs import (
-    SECONDS_PER_HOUR,
-    billed_seconds,
-    storage_cost,
-)
+from cloudbroker.costs import storage_cost
 from cloudbroker.launching import system_disk_gb
-from cloudbroker.models import (
-    ComputePrice,
-    InstanceType,
-    PriceSheet,
-    Rate,
-    RegionTerms,
-    Source,
-)
-from cloudbroker.money import FxTable, Money
+from cloudbroker.models import PriceSheet, Rate, RegionTerms, Source
+from cloudbroker.money import Money
 from cloudbroker.quote.models import CostLine, Job
-
-
-class _RegionCosts:
-    """The hidden-cost lines of one region for this job, converted once and cached."""
-
-    def __init__(self, lines: list[CostLine]) -> None:
-        self.lines = lines
-        self.unknown = tuple(
-            f"{ln.kind}: {ln.why_unknown}" for ln in lines if ln.converted is None and not ln.range
-        )
-        self.complete = not self.unknown  # a bounded line (a range) is not a lower bound
-        # the known lines plus each range's high end (the offer ranks by it), and the spread
-        self.total = sum((_known(line) for line in lines), Decimal(0))
-        self.spread = sum(
-            (ln.range[1].amount - ln.range[0].amount for ln in lines if ln.range), Decimal(0)
-        )
-
-
-def _known(line: CostLine) -> Decimal:
-    if line.converted is not None:
-        return line.converted.amount
-    return line.range[1].amount if line.range else Decimal(0)
+from cloudbroker.quote.ranking import RegionCosts
 
 
 class Costing:
-    """The cost lines of one offer for a job: conversion, billed time, hidden costs."""
+    """The hidden costs of an offer for a job, as pydantic cost lines (a mixin of
+    :class:`cloudbroker.quote.engine.QuoteEngine`: the ranking core, :class:`Ranker`, converts)."""
 
-    def __init__(
-        self,
-        job: Job,
-        sheets: dict[str, PriceSheet],
-        types: dict[str, list[InstanceType]],
-        fx: FxTable,
-    ) -> None:
-        self.job = job
-        self.sheets = sheets
-        self.fx = fx
-        self.type_lists = types
-        self._region_costs: dict[tuple[str, str], _RegionCosts] = {}
-        self._billed: dict[int, tuple[Decimal, Decimal, Decimal] | None] = {}
-        self._rates: dict[str, Decimal] = {}
-        self._currencies: set[str] = set()
+    job: Job
+    sheets: dict[str, PriceSheet]
+    _rate: Callable[[str], Decimal]
+    _convert: Callable[[Money | None], Money | None]
 
     @cached_property
-    def types(self) -> dict[tuple[str, str, str, str | None], InstanceType]:
-        """Every type by (provider, name, region, zone); built only when asked for, as a quote
-        indexes only the types that fit its job (``QuoteEngine._offer_types``)."""
-        return {
-            (t.provider, t.name, t.region, t.zone): t for ts in self.type_lists.values() for t in ts
-        }
-
-    # conversions and caches
-
-    def _rate(self, currency: str) -> Decimal:
-        rate = self._rates.get(currency)
-        if rate is None:
-            rate = self._rates[currency] = self.fx.rate(currency, self.job.currency)
-            self._currencies.add(currency)
-        return rate
-
-    def _convert(self, money: Money | None) -> Money | None:
-        if money is None:
-            return None
-        return Money.of(money.amount * self._rate(money.currency), self.job.currency)
-
-    def _billing(self, price: ComputePrice) -> tuple[Decimal, Decimal, Decimal] | None:
-        """(billed seconds, billed units, actual units) of the job under this rule; None when
-        the job is longer than the rule's longest rental."""
-        key = id(price.rule)
-        if key not in self._billed:
-            seconds = self.job.hours * SECONDS_PER_HOUR
-            billed = billed_seconds(seconds, price.rule)
-            unit = Decimal(price.rule.unit_seconds)
-            self._billed[key] = None if billed is None else (billed, billed / unit, seconds / unit)
-        return self._billed[key]
+    def _region_costs(self) -> dict[tuple[str, str], RegionCosts]:
+        return {}
 
     def _line(
         self,
@@ -140,11 +70,11 @@ class Costing:
             return line
         return line.model_copy(update={"range": (low, high), "bound": found.why})
 
-    def _hidden(self, provider: str, region: str) -> _RegionCosts:
+    def _hidden(self, provider: str, region: str) -> RegionCosts:
         key = (provider, region)
         cached = self._region_costs.get(key)
         if cached is None:
-            cached = self._region_costs[key] = _RegionCosts(self._hidden_lines(provider, region))
+            cached = self._region_costs[key] = RegionCosts(self._hidden_lines(provider, region))
         return cached
 
     def _hidden_lines(self, provider: str, region: str) -> list[CostLine]:
@@ -257,12 +187,3 @@ def _snapshots(terms: RegionTerms) -> Rate:
 
 def _note(note: str) -> str:
     return f"({note})" if note else ""
-
-
-def _unit(seconds: int) -> str:
-    return {3600: "hour", 86400: "day", 2592000: "30-day month"}.get(seconds, f"{seconds} s")
-
-
-def _hours(seconds: Decimal) -> str:
-    """For labels: at most 4 decimals ("0.0167"); the exact value is ``Quote.billed_hours``."""
-    return format((seconds / SECONDS_PER_HOUR).quantize(Decimal("0.0001")).normalize(), "f")
