@@ -159,7 +159,7 @@ def test_pages_show_the_store_as_status_json_does_and_a_failover_within_a_refres
     request_failover(browser, pid)
     WebDriverWait(browser, within(20)).until(lambda d: "failover requested" in d.page_source)
     deadline = time.monotonic() + within(30)
-    while world.broker.store.placement(pid)["primary_side"] == "a":
+    while world.broker.store.placement(pid).primary_side == "a":
         assert time.monotonic() < deadline, "the failover did not complete"
         time.sleep(0.1)
     done = time.monotonic()

@@ -46,10 +46,12 @@ from cloudbroker.launching import (
     user_data,
 )
 from cloudbroker.lease import LEASE_TTL
-from cloudbroker.models import BucketRef, Instance, InstanceState, Market
+from cloudbroker.models import BucketRef, Instance, InstanceState
 from cloudbroker.money import FxTable
+from cloudbroker.placements import PlannedOffer
 from cloudbroker.plugins import PluginManager
-from cloudbroker.state import InstanceRow, Store
+from cloudbroker.state import InstanceRow, PlacementRecord, Store
+from cloudbroker.state.store import Side
 
 
 def _since_boot() -> float:
@@ -119,13 +121,8 @@ class BrokerCore:
         shown live on a terminal until the next line, never recorded."""
         self._emit(placement_id, "waiting", what)
 
-    def _placement(self, placement_id: str) -> dict[str, Any]:
+    def _placement(self, placement_id: str) -> PlacementRecord:
         return self.store.require_placement(placement_id)
-
-    @staticmethod
-    def _roles(placement: dict[str, Any]) -> tuple[str, str]:
-        primary = placement["primary_side"]
-        return primary, "b" if primary == "a" else "a"
 
     def _live(self, placement_id: str, side: str) -> list[InstanceRow]:
         return [r for r in self.store.instances(placement_id) if r.side == side and r.state in LIVE]
@@ -137,21 +134,23 @@ class BrokerCore:
             for r in self.store.instances(placement_id)
         )
 
-    def _bucket(self, placement: dict[str, Any], side: str, number: int | None = None) -> BucketRef:
+    def _bucket(
+        self, placement: PlacementRecord, side: Side, number: int | None = None
+    ) -> BucketRef:
         """The side's checkpoint folder of generation ``number`` (default: the current one)."""
         if number is None:
-            number = generation(self.store.events(placement["id"], ("roles-swapped",)))
-        return generation_bucket(placement["spec"]["sides"][side]["bucket"], number)
+            number = generation(self.store.events(placement.id, ("roles-swapped",)))
+        return generation_bucket(placement.spec.sides[side].bucket, number)
 
-    def _keys(self, placement: dict[str, Any], side: str, key_parts: tuple) -> list[str]:
+    def _keys(self, placement: PlacementRecord, side: Side, key_parts: tuple) -> list[str]:
         """Each offer's key for this attempt: the key of its last attempt, unless that one
         ended without an instance (no stock, refused, never made); then a new one. Retries of
         one attempt (a lost response, a crash mid-call) reuse the key, so the cloud answers
         with the instance it may have made; a new attempt never replays an old failure."""
-        pid = placement["id"]
+        pid = placement.id
         rows = {r.idempotency_key: r for r in self.store.instances(pid)}
         keys = []
-        for index in range(len(placement["spec"]["sides"][side]["offers"])):
+        for index in range(len(placement.spec.sides[side].offers)):
             attempt, key = 0, idempotency_key(pid, *key_parts, index)
             while key in rows and rows[key].state in ATTEMPT_ENDED:
                 attempt += 1
@@ -161,8 +160,8 @@ class BrokerCore:
 
     def _launch(
         self,
-        placement: dict[str, Any],
-        side: str,
+        placement: PlacementRecord,
+        side: Side,
         key_parts: tuple,
         attempts: Attempts | None = None,
         number: int | None = None,
@@ -176,8 +175,8 @@ class BrokerCore:
 
     def _launch_running(
         self,
-        placement: dict[str, Any],
-        side: str,
+        placement: PlacementRecord,
+        side: Side,
         key_parts: tuple,
         row: InstanceRow | None,
         attempts: Attempts | None = None,
@@ -199,14 +198,14 @@ class BrokerCore:
                 if row.idempotency_key in keys:
                     skip.add(keys.index(row.idempotency_key))
                 tried.append((f"{row.instance_type} in {row.region} (failed: {exc})", True))
-                self._emit(placement["id"], "note", f"{exc}; terminating it, trying the next offer")
+                self._emit(placement.id, "note", f"{exc}; terminating it, trying the next offer")
                 self._terminate(row)
                 row = None
 
     def _launch_one(
         self,
-        placement: dict[str, Any],
-        side: str,
+        placement: PlacementRecord,
+        side: Side,
         key_parts: tuple,
         skip: set[int],
         tried: list[tuple[str, bool]],
@@ -221,9 +220,9 @@ class BrokerCore:
         may have made an instance stops (AMBIGUOUS: found by its key later); any other
         refusal is recorded with the cloud's words and the next offer is tried.
         """
-        pid, spec = placement["id"], placement["spec"]
-        provider = spec["sides"][side]["provider"]
-        offers = spec["sides"][side]["offers"]
+        pid, spec = placement.id, placement.spec
+        provider = spec.sides[side].provider
+        offers = spec.sides[side].offers
         keys = self._keys(placement, side, key_parts)
         rows = {r.idempotency_key: r for r in self.store.instances(pid)}
         started = [i for i, key in enumerate(keys) if key in rows and i not in skip]
@@ -243,31 +242,29 @@ class BrokerCore:
                 pid,
                 side,
                 remote,
-                spec.get("startup_script"),
+                spec.startup_script,
                 settings,
                 notice,
                 provider=provider,
-                region=offer["region"],
+                region=offer.region,
             )
             request = launch_request(
                 provider,
                 settings,
-                region=offer["region"],
-                zone=offer["zone"],
-                instance_type=offer["instance_type"],
-                market=Market(offer["market"]),
+                region=offer.region,
+                zone=offer.zone,
+                instance_type=offer.instance_type,
+                market=offer.market,
                 key=key,
                 placement_id=pid,
                 user_data=script,
                 name=f"cloudbroker-{pid}-{side}",
-                priced_disk_gb=offer.get("system_disk_gb"),
+                priced_disk_gb=offer.system_disk_gb,
             )
-            self.store.record_launch(
-                pid, side, provider, offer["region"], offer["instance_type"], key
-            )
+            self.store.record_launch(pid, side, provider, offer.region, offer.instance_type, key)
             detail: dict[str, Any] = {"offer": index}
             more = "trying the next offer" if index != order[-1] else "no offer left"
-            where = f"{offer['instance_type']} in {offer['zone'] or offer['region']}"
+            where = f"{offer.instance_type} in {offer.zone or offer.region}"
             try:
                 instance = self.pm.launch(provider, request)
             except CapacityError as exc:
@@ -313,7 +310,7 @@ class BrokerCore:
         self._emit(pid, "warning", said, launch_refused=provider)
         raise CloudBrokerError(said)
 
-    def _by_stock(self, pid: str, provider: str, offers: list[dict[str, Any]]) -> list[int]:
+    def _by_stock(self, pid: str, provider: str, offers: list[PlannedOffer]) -> list[int]:
         """The side's offers in launch order: the cloud is asked again right before launching,
         and offers in stock go first (cheapest first among equals), sold-out ones last; the
         planned order when the cloud cannot say."""

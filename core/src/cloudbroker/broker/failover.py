@@ -20,6 +20,8 @@ from cloudbroker.broker.records import (
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost
 from cloudbroker.lease import Lease
+from cloudbroker.state import PlacementRecord
+from cloudbroker.state.store import Side, side_key
 
 
 class Failover(BrokerCore):
@@ -54,7 +56,7 @@ class Failover(BrokerCore):
         """Run (or resume) the state machine to the end, holding ``lease``."""
         placement = self._placement(placement_id)
         self.store.start_failover(placement_id, reason)
-        primary, standby = self._roles(placement)
+        primary, standby = placement.roles
         steps: dict[str, Callable[[dict[str, Any]], str]] = {
             "fence": lambda fo: self._fence(placement, primary),
             "final-sync": lambda fo: self._final_sync(placement, primary, standby, fo),
@@ -71,41 +73,43 @@ class Failover(BrokerCore):
             doing = f"{label}: {FAILOVER_DOING[step]}"
             with self._step(placement_id, "failover", step, doing, label) as done:
                 done.text = steps[step](failover)
-        status = self._placement(placement_id)["status"]
+        status = self._placement(placement_id).status
         if status != "up":
             raise Conflict(f"{placement_id} is {status}: the failover was abandoned")
         swapped = last_failover(self.store.events(placement_id))
         assert swapped is not None  # up after a failover step: the swap was recorded
         return swapped
 
-    def _fence(self, placement: dict[str, Any], primary: str) -> str:
+    def _fence(self, placement: PlacementRecord, primary: Side) -> str:
         """Stop treating the primary as the source of truth: no more replication from it."""
-        ids = [r.instance_id for r in self._live(placement["id"], primary)]
+        ids = [r.instance_id for r in self._live(placement.id, primary)]
         self.store.advance_failover(
-            placement["id"], "final-sync", "primary-fenced", {"fenced": ids}, from_step="fence"
+            placement.id, "final-sync", "primary-fenced", {"fenced": ids}, from_step="fence"
         )
-        provider = placement["spec"]["sides"][primary]["provider"]
+        provider = placement.spec.sides[primary].provider
         return f"{provider} {', '.join(filter(None, ids)) or 'primary'} fenced"
 
-    def _final_sync(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
+    def _final_sync(
+        self, placement: PlacementRecord, primary: Side, standby: Side, fo: dict[str, Any]
+    ) -> str:
         """Copy what the primary bucket has, within ``final_sync_timeout``; then go on with
         the newest replica either way, and record the RPO that leaves (on a reclaim notice:
         at the job's stop, its exit on the notice or the reclaim)."""
-        notice = notice_of(self.store.events(placement["id"]), fo["reason"])
+        notice = notice_of(self.store.events(placement.id), fo["reason"])
         at = fo["detected_at"] if notice is None else notice_stop(notice)
         detail = self._last_sync(placement, primary, standby, at)
         event = "final-sync-skipped" if "error" in detail else "final-sync-done"
-        self.store.advance_failover(
-            placement["id"], "launch", event, detail, from_step="final-sync"
-        )
+        self.store.advance_failover(placement.id, "launch", event, detail, from_step="final-sync")
         rpo = detail["rpo_seconds"]
         rpo_text = "unknown" if rpo is None else span(max(rpo, 0))
         if "error" in detail:
             return f"final sync skipped ({detail['error']}); newest replica kept, RPO {rpo_text}"
-        to = placement["spec"]["sides"][standby]["provider"]
+        to = placement.spec.sides[standby].provider
         return f"final sync to {to} done, RPO {rpo_text}"
 
-    def _last_sync(self, placement, source: str, target: str, at: float) -> dict[str, Any]:
+    def _last_sync(
+        self, placement: PlacementRecord, source: Side, target: Side, at: float
+    ) -> dict[str, Any]:
         """Copy side ``source``'s bucket into ``target``'s within ``final_sync_timeout`` (a
         failover's final sync, the budget guard's last one). Its record: ``error`` when not
         all was copied, ``bytes`` copied when counted, ``seconds``, and ``rpo_seconds``: the
@@ -128,12 +132,12 @@ class Failover(BrokerCore):
         detail["rpo_seconds"] = None if newest is None else round(at - newest, 3)
         return detail
 
-    def _launch_standby(self, placement, standby: str, fo: dict[str, Any]) -> str:
-        pid = placement["id"]
+    def _launch_standby(self, placement: PlacementRecord, standby: Side, fo: dict[str, Any]) -> str:
+        pid = placement.id
         running = [r for r in self._live(pid, standby) if r.instance_id]
         now = generation(self.store.events(pid))
         promoted = ""
-        if running and placement["spec"]["standby_mode"] == "hot":
+        if running and placement.spec.standby_mode == "hot":
             row, did, number = running[0], "hot standby", now  # it writes where it was told
         else:
             number = now + 1  # the fence: the old primary's later checkpoints stay behind
@@ -149,7 +153,7 @@ class Failover(BrokerCore):
         )
         return f"{did} {described(row)}{promoted}"
 
-    def _promote(self, placement, side: str, old: int, new: int) -> str:
+    def _promote(self, placement: PlacementRecord, side: Side, old: int, new: int) -> str:
         """Copy the side's newest replica (generation ``old``) into generation ``new``, in
         its own bucket, for the primary about to be launched there to resume from. A copy
         that fails is said (the new primary then starts from what reached ``new``)."""
@@ -160,23 +164,23 @@ class Failover(BrokerCore):
         try:
             self.replicator.replicate(src, dst, deadline_seconds=self.final_sync_timeout)
         except CloudBrokerError as exc:
-            self.store.event(
-                placement["id"], "promote-failed", {"generation": new, "error": str(exc)}
-            )
+            self.store.event(placement.id, "promote-failed", {"generation": new, "error": str(exc)})
             return f"; checkpoints not copied to generation {new} ({where}): {exc}"
         return f"; it resumes from generation {new} ({where})"
 
-    def _wait_standby(self, placement, fo: dict[str, Any]) -> str:
+    def _wait_standby(self, placement: PlacementRecord, fo: dict[str, Any]) -> str:
         row = next(
-            r
-            for r in self.store.instances(placement["id"])
-            if r.idempotency_key == fo["standby_key"]
+            r for r in self.store.instances(placement.id) if r.idempotency_key == fo["standby_key"]
         )
         row = self._launch_running(
-            placement, row.side, ("failover", fo["attempt"]), row, number=fo.get("generation")
+            placement,
+            side_key(row.side),
+            ("failover", fo["attempt"]),
+            row,
+            number=fo.get("generation"),
         )
         self.store.advance_failover(
-            placement["id"],
+            placement.id,
             "terminate-primary",
             "standby-running",
             {"running_at": self.clock()},
@@ -184,37 +188,39 @@ class Failover(BrokerCore):
         )
         return f"{row.provider} {row.instance_id} running"
 
-    def _terminate_primary(self, placement, primary: str) -> str:
-        live = [r for r in self._live(placement["id"], primary) if r.instance_id]
+    def _terminate_primary(self, placement: PlacementRecord, primary: Side) -> str:
+        live = [r for r in self._live(placement.id, primary) if r.instance_id]
         left = [r.instance_id or "" for r in live if self._terminate(r)]
         self.store.advance_failover(
-            placement["id"],
+            placement.id,
             "swap",
             "primary-terminated",
             {"not_terminated": left},
             from_step="terminate-primary",
         )
-        provider = placement["spec"]["sides"][primary]["provider"]
+        provider = placement.spec.sides[primary].provider
         done = [r.instance_id or "" for r in live if r.instance_id not in left]
         said = f"terminated {provider} {', '.join(done)}" if done else f"no {provider} instance"
         return said + (f"; not terminated yet: {', '.join(left)} (see status)" if left else "")
 
-    def _swap(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
-        spec = placement["spec"]
+    def _swap(
+        self, placement: PlacementRecord, primary: Side, standby: Side, fo: dict[str, Any]
+    ) -> str:
+        spec = placement.spec
         rto, rpo = fo["running_at"] - fo["detected_at"], fo.get("rpo_seconds")
         swapped = {
             "rto_seconds": round(rto, 3),
             "rpo_seconds": rpo,
-            "from": spec["sides"][primary]["provider"],
-            "to": spec["sides"][standby]["provider"],
+            "from": spec.sides[primary].provider,
+            "to": spec.sides[standby].provider,
             "reason": fo["reason"],
-            "generation": fo.get("generation", generation(self.store.events(placement["id"]))),
+            "generation": fo.get("generation", generation(self.store.events(placement.id))),
         }
-        notice = notice_of(self.store.events(placement["id"]), fo["reason"])
+        notice = notice_of(self.store.events(placement.id), fo["reason"])
         if notice is not None:
             swapped.update(_notice_figures(notice, fo))
             rto = swapped["rto_seconds"]
-        self.store.swap_primary(placement["id"], swapped)
+        self.store.swap_primary(placement.id, swapped)
         rpo_text = "unknown" if rpo is None else span(max(rpo, 0))
         said = f"roles swapped: {swapped['to']} is primary, RTO {span(rto)}, RPO {rpo_text}"
         if notice is not None and swapped["standby_before_reclaim_seconds"] > 0:

@@ -3,37 +3,35 @@ confirms them ended (they bill, and their job may still write checkpoints)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from cloudbroker.broker.lifecycle import Lifecycle, _roles_in_time
 from cloudbroker.broker.records import LIVE
 from cloudbroker.errors import CloudBrokerError, NotFoundError
 from cloudbroker.models import InstanceState
-from cloudbroker.state import InstanceRow
+from cloudbroker.state import InstanceRow, PlacementRecord
 from cloudbroker.state.connection import SUMMED
 
 
 class Fencing(Lifecycle):
     """Ends the instances a failover replaced but could not terminate."""
 
-    def former_primaries(self, placement: dict[str, Any]) -> list[InstanceRow]:
+    def former_primaries(self, placement: PlacementRecord) -> list[InstanceRow]:
         """Instances that were the primary, are on today's standby side, and have not been
         confirmed ended by their cloud (live, or asked to terminate and still terminating)."""
-        primary, _ = self._roles(placement)
+        primary, _ = placement.roles
         # every check: the launches, swaps and instance states, not the replications
-        events = self.store.events(placement["id"], excluding=(SUMMED,))
+        events = self.store.events(placement.id, excluding=(SUMMED,))
         _, was_primary = _roles_in_time(events)
         open_states = LIVE | {InstanceState.TERMINATING}
         return [
             r
-            for r in self.store.instances(placement["id"])
+            for r in self.store.instances(placement.id)
             if r.instance_id
             and r.side != primary
             and r.idempotency_key in was_primary
             and r.state in open_states
         ]
 
-    def retire_former_primaries(self, placement: dict[str, Any]) -> list[str]:
+    def retire_former_primaries(self, placement: PlacementRecord) -> list[str]:
         """Terminate each former primary (again), or ask whether its termination is done;
         a line for each that is still not confirmed ended (empty: none left)."""
         left = []

@@ -55,7 +55,7 @@ class Collecting(BrokerCore):
         not terminated, or a cloud that cannot be asked, refuses with one line naming it and
         keeps every record. A placement never launched needs no cloud's word.
         """
-        if self._placement(placement_id)["status"] != "down":
+        if self._placement(placement_id).status != "down":
             raise Conflict(f"{placement_id} is not down: run `down` first, then forget it")
         running: list[str] = []
         rows = self.store.instances(placement_id)

@@ -34,6 +34,7 @@ from cloudbroker.broker.budget import Budgeting
 from cloudbroker.broker.notice import READ_SECONDS, AgentReport, Noticing
 from cloudbroker.broker.records import span
 from cloudbroker.errors import CloudBrokerError, UsageError, quoted
+from cloudbroker.state import PlacementRecord
 
 #: The share of the period after which the watcher warns, once per idle run.
 WARN_AT = 0.8
@@ -127,12 +128,12 @@ def gpu_now(kept: dict[str, Any] | None, primary: str, now: float) -> dict[str, 
 class IdleGuarding(Budgeting, Noticing):
     """The watcher's idle guard (see the module's docstring)."""
 
-    def keep_gpu(self, placement: dict[str, Any], report: AgentReport | None) -> None:
+    def keep_gpu(self, placement: PlacementRecord, report: AgentReport | None) -> None:
         """Keep the primary's newest GPU sample (or why there is none) in the store, where
         the metrics and ``status`` read it; written only when it changed."""
         if report is None:
             return
-        pid, side = placement["id"], placement["primary_side"]
+        pid, side = placement.id, placement.primary_side
         gpu = report.gpu
         rows = [s for s in gpu.get("samples") or [] if isinstance(s, list) and len(s) >= 6]
         data: dict[str, Any]
@@ -152,11 +153,11 @@ class IdleGuarding(Budgeting, Noticing):
         if kept is None or kept["at"] != at or kept.get("side") != side:
             self.store.record_gpu(pid, at, data)
 
-    def enforce_idle(self, placement: dict[str, Any], report: AgentReport | None) -> str | None:
+    def enforce_idle(self, placement: PlacementRecord, report: AgentReport | None) -> str | None:
         """Warn, or sync a last checkpoint and stop, per the placement's idle rule; a line
         saying what happened, None when nothing did."""
-        rule, pid = placement["spec"].get("idle_stop"), placement["id"]
-        if not rule or placement["status"] != "up":
+        rule, pid = placement.spec.idle_stop, placement.id
+        if not rule or placement.status != "up":
             return None
         events = self.store.events(pid)
         if asked := asked_for_checkpoint(events):
@@ -206,12 +207,12 @@ class IdleGuarding(Budgeting, Noticing):
         return asked_for_checkpoint(events) is not None
 
     def _ask_checkpoint(
-        self, placement: dict[str, Any], rule: dict[str, Any], figures: dict, report: AgentReport
+        self, placement: PlacementRecord, rule: dict[str, Any], figures: dict, report: AgentReport
     ) -> str:
         """Write the checkpoint request for the primary's agent; stop at once without one
         (the replicator cannot write, or storage refused it)."""
-        pid = placement["id"]
-        primary, _ = self._roles(placement)
+        pid = placement.id
+        primary, _ = placement.roles
         asked_at = self.clock()
         request = {"requested_at": asked_at, "wait_seconds": CHECKPOINT_WAIT, "why": "idle-stop"}
         put = getattr(self.replicator, "put", None)
@@ -243,7 +244,7 @@ class IdleGuarding(Budgeting, Noticing):
 
     def _stop_when_answered(
         self,
-        placement: dict[str, Any],
+        placement: PlacementRecord,
         rule: dict[str, Any],
         asked: dict[str, Any],
         report: AgentReport | None,
@@ -260,7 +261,7 @@ class IdleGuarding(Budgeting, Noticing):
 
     def _idle_stop(
         self,
-        placement: dict[str, Any],
+        placement: PlacementRecord,
         rule: dict[str, Any],
         figures: dict,
         answer: dict[str, Any] | None,
@@ -268,15 +269,15 @@ class IdleGuarding(Budgeting, Noticing):
     ) -> str:
         """A last checkpoint sync (primary bucket to standby, bounded), the event naming the
         checkpoint kept, ``down``."""
-        pid = placement["id"]
-        primary, standby = self._roles(placement)
+        pid = placement.id
+        primary, standby = placement.roles
         why = f"GPUs {rule_text(rule)} ({figures['util']:g} % now)"
         kept = _kept(answer, unanswered)
         self._emit(pid, "note", f"{why}: syncing the last checkpoint ({kept['said']}), stopping")
         synced = self._last_sync(placement, primary, standby, self.clock())
         said = kept.pop("said")
         self.store.event(pid, "idle-stopped", {**figures, **kept, **synced})
-        to = placement["spec"]["sides"][standby]["provider"]
+        to = placement.spec.sides[standby].provider
         if "error" in synced:
             said = f"last sync of {said} to {to} failed ({synced['error']})"
         else:

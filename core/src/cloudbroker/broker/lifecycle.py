@@ -56,11 +56,11 @@ class Lifecycle(BrokerCore):
         placement = self._placement(placement_id)
         self.store.begin_up(placement_id)
         self._resolve(placement_id)
-        primary, standby = self._roles(placement)
-        sides = [primary] + ([standby] if placement["spec"]["standby_mode"] == "hot" else [])
+        primary, standby = placement.roles
+        sides = [primary] + ([standby] if placement.spec.standby_mode == "hot" else [])
         rows = []
         for side in sides:
-            provider = placement["spec"]["sides"][side]["provider"]
+            provider = placement.spec.sides[side].provider
             live = [r for r in self._live(placement_id, side) if r.instance_id]
             parts, attempts = ("up", side, self._ended(placement_id, side)), Attempts()
             if live:
@@ -113,7 +113,7 @@ class Lifecycle(BrokerCore):
 
     def status(self, placement_id: str, *, refresh: bool = True) -> dict[str, Any]:
         placement = self._placement(placement_id)
-        primary, standby = self._roles(placement)
+        primary, standby = placement.roles
         open_rows = {}
         if refresh:
             open_rows = {u.row.idempotency_key: u.reason for u in self._resolve(placement_id)}
@@ -145,15 +145,15 @@ class Lifecycle(BrokerCore):
             elif row.side != primary and key in was_primary:  # not terminated yet: still billing
                 entry["role"] = "former primary"
             instances.append(entry)
-        spec = placement["spec"]
+        spec = placement.spec
         return {
             "id": placement_id,
-            "status": placement["status"],
-            "primary": spec["sides"][primary]["provider"],
-            "standby": spec["sides"][standby]["provider"],
+            "status": placement.status,
+            "primary": spec.sides[primary].provider,
+            "standby": spec.sides[standby].provider,
             "buckets": {  # the folders of the generation written now
-                "primary": bucket_text(self._bucket(placement, primary).model_dump()),
-                "standby": bucket_text(self._bucket(placement, standby).model_dump()),
+                "primary": bucket_text(self._bucket(placement, primary)),
+                "standby": bucket_text(self._bucket(placement, standby)),
             },
             "instances": instances,
             "failover": self.store.failover(placement_id),

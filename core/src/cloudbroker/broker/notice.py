@@ -23,6 +23,8 @@ from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.records import NOTICE_REASON, bucket_text, span
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.lease import Lease
+from cloudbroker.state import PlacementRecord
+from cloudbroker.state.store import Side
 
 #: Bound of one marker read (a listing and a small object).
 READ_SECONDS = 10.0
@@ -43,7 +45,7 @@ class AgentReport:
 class Noticing(Failover):
     """Reads the notice agent's marker and fails over on a reclaim notice."""
 
-    def agent_report(self, placement: dict[str, Any], primary: str) -> AgentReport | None:
+    def agent_report(self, placement: PlacementRecord, primary: Side) -> AgentReport | None:
         """The primary agent's marker, if it can matter here and is the current primary's.
 
         None when the placement cannot use one (a primary cloud without a notice and no idle
@@ -51,17 +53,15 @@ class Noticing(Failover):
         the replicator cannot read objects (polling only), nothing was written yet, or it is
         an earlier primary's. A read that fails is a note; the check goes on polling.
         """
-        spec, pid = placement["spec"], placement["id"]
-        side = spec["sides"][primary]
+        spec, pid = placement.spec, placement.id
+        side = spec.sides[primary]
         read = getattr(self.replicator, "read", None)
         if read is None:
             return None
-        if not spec.get("idle_stop") and not self._has_notice(side["provider"]):
+        if not spec.idle_stop and not self._has_notice(side.provider):
             return None
         bucket = self._bucket(placement, primary)
-        self._waiting(
-            pid, f"reading the notice agent's marker in {bucket_text(bucket.model_dump())}"
-        )
+        self._waiting(pid, f"reading the notice agent's marker in {bucket_text(bucket)}")
         try:
             data = read(bucket, MARKER, deadline_seconds=READ_SECONDS)
         except CloudBrokerError as exc:
@@ -94,7 +94,7 @@ class Noticing(Failover):
             known[provider] = provider in self.pm.spot_notice(providers=[provider]).results
         return known[provider]
 
-    def _primary_launched_at(self, pid: str, primary: str) -> float | None:
+    def _primary_launched_at(self, pid: str, primary: Side) -> float | None:
         """When the live primary instance's launch was requested (the store's clock)."""
         keys = {r.idempotency_key for r in self._live(pid, primary) if r.instance_id}
         asked = [
@@ -105,10 +105,10 @@ class Noticing(Failover):
         return max(asked) if asked else None
 
     def fail_over_on_notice(
-        self, placement: dict[str, Any], report: AgentReport, lease: Lease
+        self, placement: PlacementRecord, report: AgentReport, lease: Lease
     ) -> dict[str, Any]:
         """Record the notice (once) and fail over now, while the primary still runs."""
-        pid = placement["id"]
+        pid = placement.id
         notice = dict(report.notice or {})
         detail = {"cloud": report.cloud, **notice}
         seen = any(

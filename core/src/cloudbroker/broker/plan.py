@@ -7,9 +7,7 @@ import math
 import uuid
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker import limits
 from cloudbroker.broker.budget import budget_money
@@ -28,9 +26,17 @@ from cloudbroker.errors import (
     quoted,
 )
 from cloudbroker.geography import Nearness, nearness
-from cloudbroker.models import BillingRule, BucketRef, EgressTerms, Market, PriceSheet
+from cloudbroker.models import BillingRule, BucketRef, Market, PriceSheet
 from cloudbroker.money import Money
-from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
+from cloudbroker.placements import (
+    CostItem,
+    PlacementCost,
+    PlacementSpec,
+    PlannedJob,
+    PlannedOffer,
+    PlannedPair,
+    PlannedSide,
+)
 from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, disk_settings, match_gpus
 
 if TYPE_CHECKING:
@@ -169,60 +175,6 @@ def _standby_order(
     return near[quotes[0].region], quotes
 
 
-class PlannedJob(BaseModel):
-    gpu: str
-    count: int
-    hours: str  # a Decimal, as text
-    market: Market
-    checkpoint_gb: str  # a Decimal, as text
-
-
-class PlannedSide(BaseModel):
-    """One side of a placement: its cloud, its offers in launch order, its bucket."""
-
-    provider: str
-    offers: list[PlannedOffer]
-    bucket: BucketRef  # with the region of the side's first offer
-    # the internet egress terms where the bucket is: what replicating out of it costs
-    egress: EgressTerms | None = Field(default=None, exclude_if=lambda v: v is None)
-
-
-class PlannedPair(BaseModel):
-    """Where the two sides are, and how near (``cloudbroker.geography``): what ``place``
-    and ``up`` say about the pair."""
-
-    primary: str  # "aws us-east-1"
-    standby: str
-    relation: str  # "same place (virginia)", "location unknown (...)"
-    chosen: Literal["nearest first", "by cost alone"]
-
-    def text(self) -> str:
-        how = "" if self.chosen == "nearest first" else ", chosen by cost alone"
-        return f"pair: {self.primary} -> standby {self.standby}: {self.relation}{how}"
-
-
-class PlacementSpec(BaseModel):
-    """A placement's plan: what :meth:`Planning.plan` returns (dumped as JSON-ready data),
-    what the state store keeps and what ``place --json`` prints. Side ``a`` is the primary
-    until a failover swaps the roles."""
-
-    job: PlannedJob
-    standby_mode: Literal["cold", "hot"]
-    sync_every: float
-    startup_script: str | None
-    sides: dict[Literal["a", "b"], PlannedSide]
-    cost: PlacementCost
-    # where the two sides are and how near; None in plans made before it was kept
-    pair: PlannedPair | None = Field(default=None, exclude_if=lambda v: v is None)
-    # planned with live availability: how old each cloud's figures are, what stays unknown
-    live: LiveReport | None = Field(default=None, exclude_if=lambda v: v is None)
-    # the budget guard (see cloudbroker.broker.budget): a Money, and hours as Decimal text
-    budget: Money | None = Field(default=None, exclude_if=lambda v: v is None)
-    max_hours: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    # the idle guard (see cloudbroker.broker.idle): below_percent and seconds
-    idle_stop: dict[str, float] | None = Field(default=None, exclude_if=lambda v: v is None)
-
-
 class Planning(BrokerCore):
     """Plans placements from the catalogs (no cloud is asked to launch anything)."""
 
@@ -282,6 +234,12 @@ class Planning(BrokerCore):
     def plan(
         self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
     ) -> dict[str, Any]:
+        """:meth:`plan_spec` as JSON-ready data: what the store keeps, ``place --json`` prints."""
+        return self.plan_spec(request, name, live).model_dump(mode="json")
+
+    def plan_spec(
+        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
+    ) -> PlacementSpec:
         """The cheapest primary and standby on two different clouds, with the full cost.
 
         ``name`` spells a request's field in an error (the CLI passes its options'). With
@@ -405,7 +363,7 @@ class Planning(BrokerCore):
             max_hours=None if request.max_hours is None else str(request.max_hours),
             idle_stop=None if request.idle_stop is None else idle_rule(request.idle_stop),
         )
-        return spec.model_dump(mode="json")
+        return spec
 
     def _check_reach(self, role: str, cloud: str, bucket: BucketRef) -> None:
         """Refuse a side whose instances could not reach its bucket: the job would run and
@@ -483,7 +441,7 @@ class Planning(BrokerCore):
             complete=len(known) == len(lines) and primary.complete,
         )
 
-    def _check_buckets(self, request: PlaceRequest, spec: dict[str, Any], name: Spelling) -> None:
+    def _check_buckets(self, request: PlaceRequest, spec: PlacementSpec, name: Spelling) -> None:
         """Each side's bucket exists, answers in the region of its offer and takes a write,
         or the plan is refused naming it: a bucket that does not would make every
         replication fail, and a failover's RPO unknown. A cloud without credentials here
@@ -491,12 +449,11 @@ class Planning(BrokerCore):
         check = getattr(self.replicator, "check", None)
         if check is None:
             return
-        for key in ("a", "b"):
-            bucket = BucketRef(**spec["sides"][key]["bucket"])
+        for bucket in (spec.sides["a"].bucket, spec.sides["b"].bucket):
             flag = name(
                 "bucket" if bucket.provider == request.bucket.provider else "standby_bucket"
             )
-            where = f"{flag} {bucket_text(spec['sides'][key]['bucket'])}"
+            where = f"{flag} {bucket_text(bucket)}"
             infos = self.pm.provider_info(providers=[bucket.provider], timeout=10)
             info = infos.results.get(bucket.provider)
             if info is None or not info.credentials.configured:
@@ -518,8 +475,8 @@ class Planning(BrokerCore):
         self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
     ) -> tuple[str, dict[str, Any]]:
         """Plan, then record the plan as a new placement (the store is touched only then)."""
-        spec = self.plan(request, name, live)
+        spec = self.plan_spec(request, name, live)
         self._check_buckets(request, spec, name)
-        placement_id = f"pl-{uuid.uuid4().hex[:10]}"
-        self.store.add_placement(placement_id, spec)
-        return placement_id, spec
+        placement_id, plan = f"pl-{uuid.uuid4().hex[:10]}", spec.model_dump(mode="json")
+        self.store.add_placement(placement_id, plan)
+        return placement_id, plan

@@ -20,6 +20,8 @@ from cloudbroker.broker.records import (
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost, StateError
 from cloudbroker.lease import Lease
+from cloudbroker.state import PlacementRecord
+from cloudbroker.state.store import Side
 
 STOPPED = ("stopping", "down")  # `down` was requested: nothing more to watch
 
@@ -108,7 +110,7 @@ class Watching(Fencing, IdleGuarding):
             while not until():
                 self.store.check()
                 placement = self._placement(placement_id)
-                status = placement["status"]
+                status = placement.status
                 if status in STOPPED:
                     return _stopped(placement_id, status)
                 if not lease.held and not lease.acquire():
@@ -150,7 +152,7 @@ class Watching(Fencing, IdleGuarding):
         *,
         interval: float,
         failures: int,
-        placement: dict[str, Any] | None = None,
+        placement: PlacementRecord | None = None,
     ) -> Checked:
         """One interval's work for one placement whose ``lease`` is held: settle launches,
         resume or start a failover, else check the primary, replicate when due, look at
@@ -164,9 +166,9 @@ class Watching(Fencing, IdleGuarding):
         try:
             if budget := self.enforce_budget(placement, interval):
                 placement = self._placement(placement_id)
-                if placement["status"] == "down":
+                if placement.status == "down":
                     return Checked(stopped=budget)
-                if placement["status"] == "stopping":  # a cloud left an instance: retry
+                if placement.status == "stopping":  # a cloud left an instance: retry
                     return Checked()
         except (LeaseLost, StateError):
             raise
@@ -175,7 +177,7 @@ class Watching(Fencing, IdleGuarding):
                 placement_id, "note", f"{exc}; trying again in {interval:g} s", error=str(exc)
             )
             return Checked()
-        status = placement["status"]
+        status = placement.status
         if status in STOPPED:
             return Checked(stopped=_stopped(placement_id, status))
         try:
@@ -191,7 +193,7 @@ class Watching(Fencing, IdleGuarding):
                 return Checked()
             for line in self.retire_former_primaries(placement):  # billing: until confirmed
                 self._emit(placement_id, "warning", line)
-            primary, standby = self._roles(placement)
+            primary, standby = placement.roles
             report = self.agent_report(placement, primary)
             if report is not None and report.notice:
                 self.fail_over_on_notice(placement, report, lease)
@@ -199,7 +201,7 @@ class Watching(Fencing, IdleGuarding):
                 return Checked(again=True)
             self.keep_gpu(placement, report)
             if idle := self.enforce_idle(placement, report):
-                status = self._placement(placement_id)["status"]
+                status = self._placement(placement_id).status
                 if status in STOPPED:
                     return Checked(stopped=idle if status == "down" else None)
             if self.idle_stop_pending(placement_id):
@@ -215,7 +217,7 @@ class Watching(Fencing, IdleGuarding):
                 watched.consecutive, watched.replica = 0, _Replica()
                 return Checked(again=True)
             now = self.clock()
-            if now - watched.last_sync >= placement["spec"]["sync_every"]:
+            if now - watched.last_sync >= placement.spec.sync_every:
                 before = watched.replica
                 watched.replica = self._replicate(placement, primary, standby, before)
                 watched.last_sync = now
@@ -234,7 +236,7 @@ class Watching(Fencing, IdleGuarding):
             self._emit(placement_id, "note", message, error=str(exc))
         return Checked()
 
-    def _health(self, placement_id: str, primary: str) -> _Health:
+    def _health(self, placement_id: str, primary: Side) -> _Health:
         """The primary's state, and why it is not healthy (``reclaim: ...`` when spot ends)."""
         live = self._live(placement_id, primary)
         rows = [r for r in live if r.instance_id]
@@ -261,8 +263,8 @@ class Watching(Fencing, IdleGuarding):
 
     def _check(
         self,
-        placement: dict[str, Any],
-        primary: str,
+        placement: PlacementRecord,
+        primary: Side,
         health: _Health,
         failures: int,
         allowed: int,
@@ -270,7 +272,7 @@ class Watching(Fencing, IdleGuarding):
     ) -> None:
         """One ``check`` event: the primary's state, the last replication, the lag."""
         now = self.clock()
-        provider = placement["spec"]["sides"][primary]["provider"]
+        provider = placement.spec.sides[primary].provider
         who = f"primary {provider} {health.instance_id or ''}".rstrip()
         lag = None if replica.newest is None else max(now - replica.newest, 0.0)
         if health.reason:
@@ -288,10 +290,10 @@ class Watching(Fencing, IdleGuarding):
                 behind = "lag unknown"
             message = f"{who} {health.state}, {copied}, {behind}"
         self._emit(
-            placement["id"],
+            placement.id,
             "check",
             message,
-            status=placement["status"],
+            status=placement.status,
             primary=provider,
             instance_id=health.instance_id,
             state=health.state,
@@ -314,18 +316,20 @@ class Watching(Fencing, IdleGuarding):
         listed = "standby_newest" in last.detail
         return _Replica(last.at, last.detail.get("standby_newest"), listed)
 
-    def _replicate(self, placement, primary: str, standby: str, replica: _Replica) -> _Replica:
+    def _replicate(
+        self, placement: PlacementRecord, primary: Side, standby: Side, replica: _Replica
+    ) -> _Replica:
         """Copy the primary bucket into the standby's, then read the standby's newest object."""
         src, dst = self._bucket(placement, primary), self._bucket(placement, standby)
-        route = f"{bucket_text(src.model_dump())} -> {bucket_text(dst.model_dump())}"
+        route = f"{bucket_text(src)} -> {bucket_text(dst)}"
         started = time.monotonic()
-        self._waiting(placement["id"], f"replicating {route}")
+        self._waiting(placement.id, f"replicating {route}")
         try:
             copied = self.replicator.replicate(src, dst)
         except CloudBrokerError as exc:
-            self.store.event(placement["id"], "replication-failed", {"error": str(exc)})
+            self.store.event(placement.id, "replication-failed", {"error": str(exc)})
             self._emit(
-                placement["id"],
+                placement.id,
                 "replication-failed",
                 f"replication {route} failed: {exc}",
                 error=str(exc),
@@ -337,8 +341,8 @@ class Watching(Fencing, IdleGuarding):
             detail["bytes"] = copied
         with suppress(CloudBrokerError):  # for the lag: the standby's newest checkpoint
             detail["standby_newest"] = self.replicator.newest(dst)
-        self.store.event(placement["id"], "replicated", detail)
-        self._emit(placement["id"], "replicated", f"replicated {route} ({span(seconds)})", **detail)
+        self.store.event(placement.id, "replicated", detail)
+        self._emit(placement.id, "replicated", f"replicated {route} ({span(seconds)})", **detail)
         if "standby_newest" not in detail:
             return _Replica(self.clock(), replica.newest, replica.listed)
         return _Replica(self.clock(), detail["standby_newest"], True)
@@ -359,7 +363,7 @@ class Watching(Fencing, IdleGuarding):
             **failing,
         )
 
-    def _standby_stock(self, placement: dict[str, Any], standby: str, last: _Stock) -> _Stock:
+    def _standby_stock(self, placement: PlacementRecord, standby: Side, last: _Stock) -> _Stock:
         """Every ``standby_check_every`` seconds, ask whether the standby's planned offer can
         still be launched; warn once when it cannot (sold out, no longer offered), and once
         when it can again: the standby must have capacity when the primary fails."""
@@ -368,14 +372,14 @@ class Watching(Fencing, IdleGuarding):
         now = self.clock()
         if last.at is not None and now - last.at < self.standby_check_every:
             return last
-        side = placement["spec"]["sides"][standby]
-        figures = availability.offer_figures(self.pm, side["provider"], side["offers"])
+        side = placement.spec.sides[standby]
+        figures = availability.offer_figures(self.pm, side.provider, side.offers)
         if isinstance(figures, str):
             return _Stock(now, last.warned)  # unknown: nothing new to say
-        warning = availability.standby_warning(side["provider"], side["offers"], figures)
+        warning = availability.standby_warning(side.provider, side.offers, figures)
         if warning and warning != last.warned:
-            self.store.event(placement["id"], "standby-capacity", {"warning": warning})
-            self._emit(placement["id"], "warning", warning, standby=side["provider"])
+            self.store.event(placement.id, "standby-capacity", {"warning": warning})
+            self._emit(placement.id, "warning", warning, standby=side.provider)
         elif last.warned and not warning:
-            self._emit(placement["id"], "note", f"standby {side['provider']}: in stock again")
+            self._emit(placement.id, "note", f"standby {side.provider}: in stock again")
         return _Stock(now, warning)
