@@ -362,7 +362,7 @@ def test_watch_stops_a_placement_at_its_budget_and_says_why(tmp_path):
 def unpriced(broker, cloud: str, index: int) -> None:
     """The planner's ``cloud`` offers with offer ``index`` unpriced (a plugin's price sheet
     that names a row without a price, yet ranks it)."""
-    candidates = broker._candidates
+    candidates = broker.planner._candidates
 
     def with_unpriced(*args, **kwargs):
         found, report = candidates(*args, **kwargs)
@@ -370,7 +370,7 @@ def unpriced(broker, cloud: str, index: int) -> None:
         quotes[index] = quotes[index].model_copy(update={"hourly": None})
         return {**found, cloud: quotes}, report
 
-    broker._candidates = with_unpriced
+    broker.planner._candidates = with_unpriced
 
 
 def test_a_budget_on_an_unpriced_offer_is_refused_in_one_line(tmp_path):

@@ -10,7 +10,7 @@ instance counts until it ends (its disks are billed; the guard would rather stop
 cannot be priced is named in :attr:`Spend.unknown` and makes the total a lower bound, never a
 silent 0.
 
-The watcher calls :meth:`Budgeting.enforce_budget` at each check: a ``budget-warning`` event
+The watcher calls :meth:`BudgetGuard.enforce_budget` at each check: a ``budget-warning`` event
 once at :data:`WARN_AT` of the budget or of the hours, and at 100 %, a last checkpoint sync
 (bounded, as a failover's) and ``down``, after a ``budget-exhausted`` event saying why.
 
@@ -23,13 +23,14 @@ goes on judging by the monotonic clock.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from cloudbroker import limits
+from cloudbroker.broker.core import Context
 from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.lifecycle import Lifecycle
 from cloudbroker.broker.records import LIVE, UNRESOLVED, span
@@ -409,20 +410,21 @@ class _Judged:
     offset: float = 0.0  # seconds added to the wall clock: minus the steps refused so far
 
 
-@dataclass
-class _Clocks:
-    by_placement: dict[str, _Judged] = field(default_factory=dict)
-
-
-class Budgeting(Lifecycle, Failover):
+class BudgetGuard:
     """The watcher's budget guard: warn at :data:`WARN_AT`, stop a placement at its limit."""
+
+    def __init__(self, ctx: Context, lifecycle: Lifecycle, failovers: Failover) -> None:
+        self.ctx = ctx
+        self.lifecycle = lifecycle
+        self.failovers = failovers
+        self._clocks: dict[str, _Judged] = {}  # the last look at the clocks, by placement
 
     def judged_now(self, placement_id: str, interval: float | None) -> float:
         """The time spend is judged at: the clock, less every step of it larger than
         ``interval`` between two calls (measured against the monotonic clock), each recorded
         as a ``clock-step`` event. ``interval`` None: the clock as it is (one look)."""
-        wall, mono = self.clock(), self.monotonic()
-        clocks = self.__dict__.setdefault("_guard_clocks", _Clocks()).by_placement
+        wall, mono = self.ctx.clock(), self.ctx.monotonic()
+        clocks = self._clocks
         last = clocks.get(placement_id)
         offset = last.offset if last else 0.0
         if last is not None and interval is not None:
@@ -431,8 +433,8 @@ class Budgeting(Lifecycle, Failover):
                 offset -= step
                 way = "forward" if step > 0 else "back"
                 detail = {"step_seconds": round(step, 3), "interval": interval}
-                self.store.event(placement_id, "clock-step", detail)
-                self._emit(
+                self.ctx.store.event(placement_id, "clock-step", detail)
+                self.ctx.emit(
                     placement_id,
                     "warning",
                     f"this host's clock stepped {way} {span(abs(step))} between two checks "
@@ -445,8 +447,8 @@ class Budgeting(Lifecycle, Failover):
 
     def spend(self, placement_id: str) -> Spend:
         """The placement's spend so far, at the broker's clock."""
-        placement = self._placement(placement_id)
-        return spend(_records(self.store, placement), placement, self.fx, self.clock())
+        placement = self.ctx.placement(placement_id)
+        return spend(_records(self.ctx.store, placement), placement, self.ctx.fx, self.ctx.clock())
 
     def enforce_budget(
         self, placement: PlacementRecord, interval: float | None = None
@@ -464,13 +466,13 @@ class Budgeting(Lifecycle, Failover):
             return None
         if placement.status in ("planned", "down"):
             return None
-        records = _records(self.store, placement)  # each check of a budgeted placement
+        records = _records(self.ctx.store, placement)  # each check of a budgeted placement
         events = records.events(pid)
         if placement.status == "stopping":
             if not any(e.kind == "budget-exhausted" for e in events):
                 return None  # the user's `down`: theirs to finish
             return self._stop(pid, "budget exhausted earlier")
-        spent = spend(records, placement, self.fx, self.judged_now(pid, interval))
+        spent = spend(records, placement, self.ctx.fx, self.judged_now(pid, interval))
         used = spent.fraction
         if used is None or used < WARN_AT:
             return None
@@ -479,8 +481,8 @@ class Budgeting(Lifecycle, Failover):
         if any(e.kind == "budget-warning" for e in events):
             return None
         said = f"{spent.text()}; the placement stops at 100 %"
-        self.store.event(pid, "budget-warning", _detail(spent))
-        self._emit(pid, "warning", said, **_detail(spent))
+        self.ctx.store.event(pid, "budget-warning", _detail(spent))
+        self.ctx.emit(pid, "warning", said, **_detail(spent))
         return f"{pid}: {said}"
 
     def _exhausted(self, placement: PlacementRecord, spent: Spend) -> str:
@@ -488,9 +490,9 @@ class Budgeting(Lifecycle, Failover):
         pid = placement.id
         primary, standby = placement.roles
         said = f"{spent.text()}: syncing a last checkpoint, then stopping"
-        self._emit(pid, "note", said, **_detail(spent))
-        synced = self._last_sync(placement, primary, standby, self.clock())
-        self.store.event(pid, "budget-exhausted", {**_detail(spent), **synced})
+        self.ctx.emit(pid, "note", said, **_detail(spent))
+        synced = self.failovers.last_sync(placement, primary, standby, self.ctx.clock())
+        self.ctx.store.event(pid, "budget-exhausted", {**_detail(spent), **synced})
         to = placement.spec.sides[standby].provider
         rpo = synced["rpo_seconds"]
         behind = "unknown" if rpo is None else span(max(rpo, 0))
@@ -507,16 +509,16 @@ class Budgeting(Lifecycle, Failover):
 
     def _stop(self, pid: str, why: str) -> str:
         """``down``: every instance terminated, or the line names those left."""
-        left = self.down(pid)
+        left = self.lifecycle.down(pid)
         if not left:
             said = f"stopped at its budget: {why}; every instance terminated, down"
-            self._emit(pid, "note", said)
+            self.ctx.emit(pid, "note", said)
             return f"{pid} {said}"
         names = ", ".join(
             f"{r.provider} {r.instance_id or r.idempotency_key} ({w})" for r, w in left
         )
         said = f"stopping at its budget: {why}; not terminated yet: {names} (tried again)"
-        self._emit(pid, "warning", said)
+        self.ctx.emit(pid, "warning", said)
         return f"{pid} {said}"
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cloudbroker.agent import MARKER
+from cloudbroker.broker.core import Context, Launcher
 from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.records import NOTICE_REASON, bucket_text, span
 from cloudbroker.errors import CloudBrokerError
@@ -42,8 +43,14 @@ class AgentReport:
     checkpoint_request: dict[str, Any] | None = None  # its answer to the idle guard's request
 
 
-class Noticing(Failover):
+class NoticeHandler:
     """Reads the notice agent's marker and fails over on a reclaim notice."""
+
+    def __init__(self, ctx: Context, launcher: Launcher, failovers: Failover) -> None:
+        self.ctx = ctx
+        self.launcher = launcher
+        self.failovers = failovers
+        self._notices: dict[str, bool] = {}  # provider -> declares a notice (static data)
 
     def agent_report(self, placement: PlacementRecord, primary: Side) -> AgentReport | None:
         """The primary agent's marker, if it can matter here and is the current primary's.
@@ -55,17 +62,17 @@ class Noticing(Failover):
         """
         spec, pid = placement.spec, placement.id
         side = spec.sides[primary]
-        read = getattr(self.replicator, "read", None)
+        read = getattr(self.ctx.replicator, "read", None)
         if read is None:
             return None
         if not spec.idle_stop and not self._has_notice(side.provider):
             return None
-        bucket = self._bucket(placement, primary)
-        self._waiting(pid, f"reading the notice agent's marker in {bucket_text(bucket)}")
+        bucket = self.launcher.bucket(placement, primary)
+        self.ctx.waiting(pid, f"reading the notice agent's marker in {bucket_text(bucket)}")
         try:
             data = read(bucket, MARKER, deadline_seconds=READ_SECONDS)
         except CloudBrokerError as exc:
-            self._emit(pid, "note", f"notice agent's marker not read: {exc}", error=str(exc))
+            self.ctx.emit(pid, "note", f"notice agent's marker not read: {exc}", error=str(exc))
             return None
         if not data:
             return None
@@ -80,7 +87,7 @@ class Noticing(Failover):
                 raw.get("checkpoint_request"),
             )
         except (ValueError, TypeError, KeyError):
-            self._emit(pid, "note", "notice agent's marker is not readable JSON: ignored")
+            self.ctx.emit(pid, "note", "notice agent's marker is not readable JSON: ignored")
             return None
         launched = self._primary_launched_at(pid, primary)
         if launched is None or report.started_at < launched:
@@ -89,17 +96,17 @@ class Noticing(Failover):
 
     def _has_notice(self, provider: str) -> bool:
         """Whether the provider declares a notice (asked once per broker: static data)."""
-        known: dict[str, bool] = self.__dict__.setdefault("_notices", {})
+        known = self._notices
         if provider not in known:
-            known[provider] = provider in self.pm.spot_notice(providers=[provider]).results
+            known[provider] = provider in self.ctx.pm.spot_notice(providers=[provider]).results
         return known[provider]
 
     def _primary_launched_at(self, pid: str, primary: Side) -> float | None:
         """When the live primary instance's launch was requested (the store's clock)."""
-        keys = {r.idempotency_key for r in self._live(pid, primary) if r.instance_id}
+        keys = {r.idempotency_key for r in self.launcher.live(pid, primary) if r.instance_id}
         asked = [
             e.at
-            for e in self.store.events(pid)
+            for e in self.ctx.store.events(pid)
             if e.kind == "launch-requested" and e.detail.get("key") in keys
         ]
         return max(asked) if asked else None
@@ -113,21 +120,23 @@ class Noticing(Failover):
         detail = {"cloud": report.cloud, **notice}
         seen = any(
             e.kind == "reclaim-notice" and e.detail.get("noticed_at") == notice.get("noticed_at")
-            for e in self.store.events(pid)
+            for e in self.ctx.store.events(pid)
         )
         lead = float(notice.get("lead_seconds") or 0.0)
         if not seen:
-            self.store.event(pid, "reclaim-notice", detail)
+            self.ctx.store.event(pid, "reclaim-notice", detail)
             if notice.get("errors"):
                 errors = list(notice["errors"])
-                self.store.event(pid, "notice-agent-error", {"errors": errors})
-                self._emit(pid, "warning", f"notice agent: {'; '.join(errors)}", errors=errors)
+                self.ctx.store.event(pid, "notice-agent-error", {"errors": errors})
+                self.ctx.emit(pid, "warning", f"notice agent: {'; '.join(errors)}", errors=errors)
         checkpoint = notice.get("checkpoint") or "no checkpoint"
-        self._emit(
+        self.ctx.emit(
             pid,
             "note",
             f"reclaim notice from {report.cloud}: the primary goes in {span(max(lead, 0))} "
             f"(newest checkpoint {checkpoint}); failing over now",
             **detail,
         )
-        return self._failover(pid, f"{NOTICE_REASON} ({report.cloud}, {lead:.0f} s ahead)", lease)
+        return self.failovers.run(
+            pid, f"{NOTICE_REASON} ({report.cloud}, {lead:.0f} s ahead)", lease
+        )

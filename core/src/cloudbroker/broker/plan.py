@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from cloudbroker import limits
 from cloudbroker.broker.budget import budget_money
-from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.core import Context
 from cloudbroker.broker.idle import idle_rule
 from cloudbroker.broker.records import bucket_text
 from cloudbroker.costs import egress_cost
@@ -175,8 +175,11 @@ def _standby_order(
     return near[quotes[0].region], quotes
 
 
-class Planning(BrokerCore):
+class Planner:
     """Plans placements from the catalogs (no cloud is asked to launch anything)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
     def _engine(self, request: PlaceRequest, provider: str, sheets, types) -> QuoteEngine:
         known = {t.gpu.model for ts in types.values() for t in ts}
@@ -191,9 +194,9 @@ class Planning(BrokerCore):
             checkpoint_gb=request.checkpoint_gb,
             top=POOL,
             gpu_models=match_gpus(request.gpu, known),
-            disk_gb=disk_settings(self.pm),
+            disk_gb=disk_settings(self.ctx.pm),
         )
-        return QuoteEngine(job, sheets, types, self.fx)
+        return QuoteEngine(job, sheets, types, self.ctx.fx)
 
     def _candidates(
         self, request: PlaceRequest, clouds: list[str], sheets, types, live: Live | None
@@ -212,7 +215,7 @@ class Planning(BrokerCore):
             if cloud in clouds
             for t, p in engine.candidates()
         ]
-        board = live.board(self.pm, asked)
+        board = live.board(self.ctx.pm, asked)
         candidates = {}
         for cloud, engine in engines.items():
             quotes = engine.rank(board if cloud in clouds else None).quotes
@@ -258,14 +261,14 @@ class Planning(BrokerCore):
             request.standby_bucket.provider,
         ):
             if cloud is not None:  # an empty name is an unknown cloud, not "any"
-                self.pm.require(cloud)
+                self.ctx.pm.require(cloud)
         if request.primary and request.primary == request.standby:
             raise UsageError(f"{name('primary')} and {name('standby')} must be different clouds")
         if request.budget is not None:
             self._check_budget(request, name)
-        providers = self.pm.providers()
+        providers = self.ctx.pm.providers()
         # Planned from the catalogs, as quotes are (run `catalog refresh` for live prices).
-        types, sheets, failures = self.pm.catalogs(providers, offline=True)
+        types, sheets, failures = self.ctx.pm.catalogs(providers, offline=True)
         regions = {t.region for ts in types.values() for t in ts}
         for region in request.regions:
             if region not in regions:
@@ -322,10 +325,10 @@ class Planning(BrokerCore):
         candidates = {a: candidates[a][:KEPT], b: standby[:KEPT]}
         if a in blocked:
             said = f"primary {a}: {blocked[a]}: up cannot launch it"
-            self._emit("", "warning", said)
+            self.ctx.emit("", "warning", said)
         if b in blocked:
             said = f"{b}: {blocked[b]}: {a} is the primary; a failover to {b} would find no quota"
-            self._emit("", "warning", said)
+            self.ctx.emit("", "warning", said)
         for role, cloud in (("primary", a), ("standby", b)):
             self._check_reach(role, cloud, buckets[cloud])
 
@@ -371,13 +374,13 @@ class Planning(BrokerCore):
         Without the cloud's credentials or settings the remote cannot be described yet: ``up``
         asks for it again before launching, and fails there with what is missing."""
         where = f"{bucket.provider}:{bucket.bucket}/{bucket.path}".rstrip("/")
-        if not self.pm.implements(cloud, "sync_storage"):
+        if not self.ctx.pm.implements(cloud, "sync_storage"):
             raise UsageError(
                 f"the {role} {cloud} could not reach its bucket {where}: {cloud} does not "
                 "implement sync_storage"
             )
         try:
-            remote = self.pm.sync_storage(cloud, bucket)
+            remote = self.ctx.pm.sync_storage(cloud, bucket)
         except (AuthError, ConfigError):
             return  # planning needs no credentials nor settings: `up` asks again, and says
             # what is missing
@@ -392,7 +395,7 @@ class Planning(BrokerCore):
         """A budget in another currency than the plan's needs a dated rate between the two."""
         assert request.budget is not None
         try:
-            self.fx.rate(request.currency, request.budget.currency)
+            self.ctx.fx.rate(request.currency, request.budget.currency)
         except UsageError:
             raise UsageError(
                 f"{name('budget')} in {request.budget.currency}: no exchange rate between "
@@ -431,7 +434,7 @@ class Planning(BrokerCore):
             CostItem(
                 label=f"replication: {moves} checkpoint(s) of {request.checkpoint_gb} "
                 f"GB to {standby.provider} at {primary.provider}'s internet rates",
-                amount=None if egress is None else self.fx.convert(egress, cur),
+                amount=None if egress is None else self.ctx.fx.convert(egress, cur),
             )
         )
         known = [ln.amount for ln in lines if ln.amount is not None]
@@ -446,7 +449,7 @@ class Planning(BrokerCore):
         or the plan is refused naming it: a bucket that does not would make every
         replication fail, and a failover's RPO unknown. A cloud without credentials here
         cannot be asked: a note says so (its first replication will)."""
-        check = getattr(self.replicator, "check", None)
+        check = getattr(self.ctx.replicator, "check", None)
         if check is None:
             return
         for bucket in (spec.sides["a"].bucket, spec.sides["b"].bucket):
@@ -454,10 +457,10 @@ class Planning(BrokerCore):
                 "bucket" if bucket.provider == request.bucket.provider else "standby_bucket"
             )
             where = f"{flag} {bucket_text(bucket)}"
-            infos = self.pm.provider_info(providers=[bucket.provider], timeout=10)
+            infos = self.ctx.pm.provider_info(providers=[bucket.provider], timeout=10)
             info = infos.results.get(bucket.provider)
             if info is None or not info.credentials.configured:
-                self._emit(
+                self.ctx.emit(
                     "", "note", f"{where} not checked: no {bucket.provider} credentials here"
                 )
                 continue
@@ -478,5 +481,5 @@ class Planning(BrokerCore):
         spec = self.plan_spec(request, name, live)
         self._check_buckets(request, spec, name)
         placement_id, plan = f"pl-{uuid.uuid4().hex[:10]}", spec.model_dump(mode="json")
-        self.store.add_placement(placement_id, plan)
+        self.ctx.store.add_placement(placement_id, plan)
         return placement_id, plan
