@@ -334,7 +334,7 @@ def test_the_second_of_two_ups_at_once_does_not_claim_down_was_requested(tmp_pat
     rows = broker.up(pid)
     assert [r.instance_id for r in rows] == [r.instance_id for r in others[0]]
     assert len(clouds["ali"].live()) == 1  # one instance: the same launch key
-    assert broker.store.require_placement(pid)["status"] == "up"
+    assert broker.store.require_placement(pid).status == "up"
     assert [e.kind for e in broker.store.events(pid)].count("up") == 1
 
 

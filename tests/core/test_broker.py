@@ -433,7 +433,7 @@ def test_watch_stops_at_down_and_never_launches_after_it(tmp_path):
     assert said and "down" in said and len(cycles) == 3  # it stopped at once
     assert clouds["ali"].launch_calls == 1 and clouds["ten"].launch_calls == 0
     assert all(cloud.live() == [] for cloud in clouds.values())
-    assert broker.store.placement(pid)["status"] == "down"
+    assert broker.store.placement(pid).status == "down"
 
 
 def test_down_abandons_a_failover_in_progress_and_nothing_launches_after(tmp_path):
@@ -499,7 +499,7 @@ def test_a_lost_launch_answer_is_found_by_its_key_shown_and_terminated(tmp_path)
     [shown_row] = broker.status(pid)["instances"]
     assert shown_row["instance_id"] == iid and shown_row["state"] == "running"
     assert broker.down(pid) == [] and clouds["ali"].live() == []
-    assert broker.store.placement(pid)["status"] == "down"
+    assert broker.store.placement(pid).status == "down"
 
 
 @pytest.mark.parametrize(
@@ -527,7 +527,7 @@ def test_a_failed_launch_leaves_no_row_that_down_cannot_clear(tmp_path, error, s
     assert broker.down(pid) == []
     assert clock() - start <= broker.launch_settle + 2  # waited, within a bound
     assert broker.store.instances(pid)[0].state in ("not-launched", "launch-failed")
-    assert broker.store.placement(pid)["status"] == "down"
+    assert broker.store.placement(pid).status == "down"
     clouds["ali"].launch_error = None
     broker.up(pid)  # and the placement can come up afterwards
     assert len(clouds["ali"].live()) == 1

@@ -71,7 +71,7 @@ def test_a_terminate_answered_not_found_is_retried_until_the_cloud_terminates(tm
     assert broker.down(pid) == []
     assert clouds["ali"].live() == []  # really terminated on the cloud, not just recorded
     assert clouds["ali"].instances[row.instance_id]["state"] == "terminated"
-    assert broker.store.placement(pid)["status"] == "down"
+    assert broker.store.placement(pid).status == "down"
 
 
 def test_a_not_found_instance_is_recorded_terminated_only_once_unlisted_past_the_grace(tmp_path):

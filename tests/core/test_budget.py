@@ -12,7 +12,7 @@ from cloudbroker.broker.budget import budget_money
 from cloudbroker.errors import UsageError
 from cloudbroker.models import parse_bucket
 from cloudbroker.money import Money
-from cloudbroker.state import Event, InstanceRow, open_store
+from cloudbroker.state import Event, InstanceRow, PlacementRecord, Plan, open_store
 
 GB = 2**30
 HOUR = Decimal(3600)
@@ -83,9 +83,9 @@ class Records:
             self.event(end, "terminated", key=key, state="terminated", instance_id=iid)
 
 
-def planned(tmp_path, **extra) -> dict:
+def planned(tmp_path, **extra) -> PlacementRecord:
     broker, *_ = world(tmp_path)
-    return {"id": "pl-1", "spec": broker.plan(request(**extra))}
+    return PlacementRecord("pl-1", 0.0, "a", "up", Plan(broker.plan(request(**extra))))
 
 
 def failed_over() -> Records:
@@ -129,9 +129,9 @@ def test_a_budget_in_another_currency_is_compared_at_the_dated_rate(tmp_path):
 
 def test_what_cannot_be_priced_makes_the_total_a_lower_bound_never_a_silent_zero(tmp_path):
     placement = planned(tmp_path, budget=Money.of(100, "USD"))
-    for offer in placement["spec"]["sides"]["a"]["offers"]:
+    for offer in placement.plan["sides"]["a"]["offers"]:
         del offer["billing"]  # planned before plans kept the billing rule
-    del placement["spec"]["sides"]["b"]["egress"]
+    del placement.plan["sides"]["b"]["egress"]
     records = failed_over()
     records.event(2796.0, "replicated", seconds=1.0)  # a copy that recorded no byte count
     records.event(2797.0, "replication-failed", error="503")
@@ -150,7 +150,7 @@ def test_what_cannot_be_priced_makes_the_total_a_lower_bound_never_a_silent_zero
 
 def test_an_unknown_offer_price_is_named(tmp_path):
     placement = planned(tmp_path)
-    placement["spec"]["sides"]["a"]["offers"][0]["hourly"] = None
+    placement.plan["sides"]["a"]["offers"][0]["hourly"] = None
     spent = spend(failed_over(), placement, now=2730.0)
     assert spent.lower_bound and "ali ali-1: hourly price not published" in spent.unknown
     assert spent.budget is None and spent.fraction is None
@@ -258,7 +258,7 @@ def test_the_guard_warns_once_at_80_percent_then_syncs_and_stops_at_the_budget(t
     assert replicator.deadlines[-1] == broker.final_sync_timeout
     assert "step-9.pt" in replicator.buckets[("ten", "ckpt-b")]
     assert clouds["ali"].live() == [] and clouds["ten"].live() == []
-    assert placement()["status"] == "down"
+    assert placement().status == "down"
     order = kinds(broker, pid)
     tail = order[order.index("budget-warning") :]
     assert tail == ["budget-warning", "budget-exhausted", "down-requested", "terminated", "down"]
@@ -290,7 +290,7 @@ def test_a_failed_last_sync_still_stops_and_says_what_was_not_copied(tmp_path):
     line = broker.enforce_budget(broker.store.require_placement(pid))
     assert line is not None and "last sync to ten failed" in line and "RPO" in line
     assert "checkpoints since the last replication may not be on ten (RPO unknown)" in line
-    assert clouds["ali"].live() == [] and broker.store.require_placement(pid)["status"] == "down"
+    assert clouds["ali"].live() == [] and broker.store.require_placement(pid).status == "down"
 
 
 def test_instances_a_cloud_could_not_terminate_are_named_and_tried_again(tmp_path):
@@ -301,11 +301,11 @@ def test_instances_a_cloud_could_not_terminate_are_named_and_tried_again(tmp_pat
     clouds["ali"].down = True
     line = broker.enforce_budget(broker.store.require_placement(pid))
     assert line is not None and "not terminated yet: ali ali-" in line
-    assert broker.store.require_placement(pid)["status"] == "stopping"
+    assert broker.store.require_placement(pid).status == "stopping"
     clouds["ali"].down = False
     line = broker.enforce_budget(broker.store.require_placement(pid))
     assert line is not None and "stopped at its budget" in line
-    assert clouds["ali"].live() == [] and broker.store.require_placement(pid)["status"] == "down"
+    assert clouds["ali"].live() == [] and broker.store.require_placement(pid).status == "down"
 
 
 def test_no_limit_or_a_placement_not_running_is_left_alone(tmp_path):
@@ -354,7 +354,7 @@ def test_watch_stops_a_placement_at_its_budget_and_says_why(tmp_path):
     said = broker.watch(pid, interval=1800, until=lambda: len(checks) > 200)
     assert said is not None and "stopped at its budget" in said
     assert clouds["ali"].live() == [] and clouds["ten"].live() == []
-    assert broker.store.require_placement(pid)["status"] == "down"
+    assert broker.store.require_placement(pid).status == "down"
     order = kinds(broker, pid)
     assert order.index("budget-warning") < order.index("budget-exhausted") < order.index("down")
 
@@ -362,7 +362,7 @@ def test_watch_stops_a_placement_at_its_budget_and_says_why(tmp_path):
 def unpriced(broker, cloud: str, index: int) -> None:
     """The planner's ``cloud`` offers with offer ``index`` unpriced (a plugin's price sheet
     that names a row without a price, yet ranks it)."""
-    candidates = broker._candidates
+    candidates = broker.planner._candidates
 
     def with_unpriced(*args, **kwargs):
         found, report = candidates(*args, **kwargs)
@@ -370,7 +370,7 @@ def unpriced(broker, cloud: str, index: int) -> None:
         quotes[index] = quotes[index].model_copy(update={"hourly": None})
         return {**found, cloud: quotes}, report
 
-    broker._candidates = with_unpriced
+    broker.planner._candidates = with_unpriced
 
 
 def test_a_budget_on_an_unpriced_offer_is_refused_in_one_line(tmp_path):

@@ -80,10 +80,10 @@ def test_actions_need_the_token_and_the_typed_placement_id(world):
     assert post(action, {"confirm": pid}) == 403
     assert post(action, {"token": "wrong", "confirm": pid}) == 403
     assert post(action, {"token": TOKEN, "confirm": "yes"}) == 400
-    assert world.broker.store.placement(pid)["primary_side"] == "a"  # nothing happened
+    assert world.broker.store.placement(pid).primary_side == "a"  # nothing happened
     assert post(action, {"token": TOKEN, "confirm": pid}) == 303
     deadline = time.monotonic() + 20
-    while world.broker.store.placement(pid)["primary_side"] == "a":
+    while world.broker.store.placement(pid).primary_side == "a":
         assert time.monotonic() < deadline, "the failover did not complete"
         time.sleep(0.1)
     _, html = get(f"{world.server.url}placements/{pid}")
@@ -163,7 +163,7 @@ def test_the_token_comes_from_its_file_or_the_environment_never_argv(tmp_path, m
 
 
 def test_a_plan_this_version_cannot_price_still_shows(world):
-    spec = dict(world.broker.store.placement(world.placements[0])["spec"])
+    spec = dict(world.broker.store.placement(world.placements[0]).plan)
     del spec["cost"]
     world.broker.store.add_placement("pl-other", spec)
     status, html = get(world.server.url)

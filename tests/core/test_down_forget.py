@@ -47,7 +47,7 @@ def test_an_instance_the_cloud_still_runs_is_named_and_nothing_is_forgotten(worl
     clouds["ali"].instances[iid]["state"] = "running"  # the cloud says otherwise
     with pytest.raises(CloudBrokerError, match=rf"not forgotten: ali {iid} \(running\)"):
         broker.forget(pid)
-    assert broker.store.placement(pid)["status"] == "down"
+    assert broker.store.placement(pid).status == "down"
     assert broker.store.instances(pid) and broker.store.events(pid)
 
 
@@ -66,7 +66,7 @@ def test_only_a_placement_that_is_down_is_forgotten(world):
     broker.up(pid)
     with pytest.raises(Conflict, match="is not down"):
         broker.forget(pid)
-    assert broker.store.placement(pid)["status"] == "up"
+    assert broker.store.placement(pid).status == "up"
 
 
 def test_a_placement_never_launched_is_forgotten_without_asking_a_cloud(world):

@@ -98,7 +98,7 @@ def test_a_reader_read_again_reads_what_is_new_and_drops_what_was_forgotten(brok
     broker.down(ids[2])
     broker.store.forget(ids[2])
     again = reader.read(broker.store)
-    assert [p["id"] for p in again.placements] == ids[:2]
+    assert [p.id for p in again.placements] == ids[:2]
     assert again.events(ids[0])[-1].kind == "note"
     assert [e.kind for e in again.events(ids[1])] == [
         e.kind for e in broker.store.fleet().events(ids[1])

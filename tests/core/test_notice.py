@@ -315,7 +315,7 @@ def test_without_a_marker_the_watcher_polls_as_before(tmp_path):
     broker, _clouds, replicator, pid = world(tmp_path)
     check(broker, pid)
     assert replicator.reads == 1 and "failure-detected" not in kinds(broker, pid)
-    assert broker.store.require_placement(pid)["primary_side"] == "a"
+    assert broker.store.require_placement(pid).primary_side == "a"
 
 
 def test_a_notice_starts_the_failover_at_once_while_the_primary_still_runs(tmp_path):
@@ -326,7 +326,7 @@ def test_a_notice_starts_the_failover_at_once_while_the_primary_still_runs(tmp_p
     assert clouds["ali"].instances[primary]["state"] == "running"  # the API shows nothing yet
     assert check(broker, pid).again
     placement = broker.store.require_placement(pid)
-    assert placement["primary_side"] == "b" and placement["status"] == "up"
+    assert placement.primary_side == "b" and placement.status == "up"
     assert len(clouds["ten"].live()) == 1 and clouds["ali"].live() == []
     said = kinds(broker, pid)
     assert said.index("reclaim-notice") < said.index("failure-detected")
@@ -349,7 +349,7 @@ def test_a_notice_without_a_checkpoint_still_fails_over_and_says_none(tmp_path):
     check(broker, pid)
     last = broker.status(pid, refresh=False)["last_failover"]
     assert last["checkpoint"] is None and last["rpo_seconds"] is None  # nothing on the standby
-    assert broker.store.require_placement(pid)["primary_side"] == "b"
+    assert broker.store.require_placement(pid).primary_side == "b"
 
 
 def test_storage_the_agent_could_not_reach_is_reported_in_the_events(tmp_path):
@@ -359,7 +359,7 @@ def test_storage_the_agent_could_not_reach_is_reported_in_the_events(tmp_path):
     check(broker, pid)
     [event] = [e for e in broker.store.events(pid) if e.kind == "notice-agent-error"]
     assert event.detail == {"errors": [error]}
-    assert broker.store.require_placement(pid)["primary_side"] == "b"  # failed over anyway
+    assert broker.store.require_placement(pid).primary_side == "b"  # failed over anyway
 
 
 def test_a_notice_on_a_placement_being_taken_down_launches_nothing(tmp_path):
@@ -446,7 +446,7 @@ def test_the_api_takes_the_idle_rule_and_the_plan_keeps_it(tmp_path):
     )  # fmt: skip
     assert request.idle_stop == "10%:30m"
     broker, _, _, pid = world(tmp_path, idle_stop="10%:30m")
-    spec = broker.store.require_placement(pid)["spec"]
+    spec = broker.store.require_placement(pid).plan
     assert spec["idle_stop"] == {"below_percent": 10.0, "seconds": 1800.0}
 
 
@@ -458,19 +458,19 @@ def test_gpus_idle_below_the_rule_are_warned_then_checkpointed_and_stopped(tmp_p
     assert kinds(broker, pid).count("idle-warning") == 1
     check(broker, pid)
     assert kinds(broker, pid).count("idle-warning") == 1  # once per idle run
-    assert broker.store.require_placement(pid)["status"] == "up"
+    assert broker.store.require_placement(pid).status == "up"
     broker.sleep(6 * 60)  # six minutes on: the same idle run, 31 min long now
     replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 31 * 60))
     assert not check(broker, pid).stopped  # the job is asked for a last checkpoint first
     [request] = replicator.requests.values()
     assert request["wait_seconds"] == 120 and "idle-checkpoint-requested" in kinds(broker, pid)
     check(broker, pid)  # no answer yet: it waits
-    assert broker.store.require_placement(pid)["status"] == "up"
+    assert broker.store.require_placement(pid).status == "up"
     replicator.answer("ali", "ckpt-a", "step-150.json")  # the job checkpointed on the signal
     checked = check(broker, pid)
     assert checked.stopped and "stopped idle" in checked.stopped
     assert "checkpoint step-150.json, taken on the request" in checked.stopped
-    assert broker.store.require_placement(pid)["status"] == "down"
+    assert broker.store.require_placement(pid).status == "down"
     assert clouds["ali"].live() == [] and clouds["ten"].launch_calls == 0
     [stopped] = [e for e in broker.store.events(pid) if e.kind == "idle-stopped"]
     assert stopped.detail["util"] == 5 and "rpo_seconds" in stopped.detail  # the last sync
@@ -520,7 +520,7 @@ def test_busy_gpus_are_left_alone(tmp_path):
     replicator.gpu("ali", "ckpt-a", samples(broker.clock, 80, 40 * 60))
     check(broker, pid)
     assert not {"idle-warning", "idle-stopped"} & set(kinds(broker, pid))
-    assert broker.store.require_placement(pid)["status"] == "up"
+    assert broker.store.require_placement(pid).status == "up"
 
 
 def test_without_nvidia_smi_the_gpus_are_reported_unknown_never_idle(tmp_path):
@@ -532,7 +532,7 @@ def test_without_nvidia_smi_the_gpus_are_reported_unknown_never_idle(tmp_path):
         broker.sleep(600)
     [event] = [e for e in broker.store.events(pid) if e.kind == "gpu-unavailable"]
     assert event.detail["error"] == "nvidia-smi not found on PATH"
-    assert broker.store.require_placement(pid)["status"] == "up"
+    assert broker.store.require_placement(pid).status == "up"
 
 
 def test_samples_the_agent_stopped_writing_are_not_idle(tmp_path):
@@ -540,7 +540,7 @@ def test_samples_the_agent_stopped_writing_are_not_idle(tmp_path):
     replicator.gpu("ali", "ckpt-a", samples(broker.clock, 5, 40 * 60))
     broker.sleep(3600)  # an hour without a new sample
     check(broker, pid)
-    assert broker.store.require_placement(pid)["status"] == "up"
+    assert broker.store.require_placement(pid).status == "up"
 
 
 def test_gpus_idle_past_the_period_at_the_first_look_are_warned_before_they_are_stopped(tmp_path):
@@ -551,7 +551,7 @@ def test_gpus_idle_past_the_period_at_the_first_look_are_warned_before_they_are_
     check(broker, pid)
     replicator.answer("ali", "ckpt-a", None)  # a job without checkpoints
     assert check(broker, pid).stopped
-    assert broker.store.require_placement(pid)["status"] == "down"
+    assert broker.store.require_placement(pid).status == "down"
 
 
 def test_samples_are_stale_after_the_agents_measured_period_not_a_fixed_bound(tmp_path):
@@ -608,7 +608,7 @@ def test_a_checkpoint_request_ends_with_a_failover_on_a_notice_meanwhile(tmp_pat
     assert broker.idle_stop_pending(pid)
     replicator.notice("ali", "ckpt-a")  # the spot capacity is taken back while it waits
     check(broker, pid)
-    assert broker.store.require_placement(pid)["primary_side"] == "b"
+    assert broker.store.require_placement(pid).primary_side == "b"
     assert not broker.idle_stop_pending(pid)  # the request was the old primary's
-    assert broker.store.require_placement(pid)["status"] == "up"
+    assert broker.store.require_placement(pid).status == "up"
     assert len(clouds["ten"].live()) == 1

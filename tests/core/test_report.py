@@ -20,7 +20,7 @@ from cloudbroker.models import Bill
 from cloudbroker.money import Money
 from cloudbroker.plugins import PluginManager
 from cloudbroker.report import ask_bills, parse_since, report
-from cloudbroker.state import Event, InstanceRow, open_store
+from cloudbroker.state import Event, InstanceRow, PlacementRecord, Plan, open_store
 
 GB = 2**30
 READ_AT = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
@@ -109,7 +109,7 @@ class Records:
 def test_a_window_counts_run_time_inside_it_and_the_uplift_where_a_run_began(tmp_path):
     pm, clouds = fake_world(ali="20", ten="30")
     broker = Broker(pm, open_store(tmp_path / "s.db"), FakeReplicator(clouds))
-    records = Records({"id": "pl-1", "spec": broker.plan(request())})
+    records = Records(PlacementRecord("pl-1", 0.0, "a", "up", Plan(broker.plan(request()))))
     records.ran("ka", "a", "ali", "ali-1", 0, start=1000.0, end=2800.0)  # 20 USD/h
     records.log.append(Event("pl-1", 1500.0, "replicated", {"bytes": 10 * GB}))  # before
     records.log.append(Event("pl-1", 2100.0, "replicated", {"bytes": 5 * GB}))  # inside
@@ -186,7 +186,7 @@ def test_bad_options_are_one_line(env, tmp_path):
 
 def test_a_plan_this_version_cannot_price_is_named_not_a_crash(tmp_path):
     broker, _, moved, _ = two_placements(tmp_path / "s.db")
-    spec = dict(broker.store.placement(moved)["spec"])
+    spec = dict(broker.store.placement(moved).plan)
     del spec["cost"]  # as an older or newer version might have written it
     broker.store.add_placement("pl-other", spec)
     spent = report(broker.store, since=None, now=time.time())

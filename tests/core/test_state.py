@@ -24,8 +24,14 @@ from cloudbroker.errors import UsageError
 from cloudbroker.state import MIGRATIONS, Conflict, LeaseLost, StateError, Store, open_store
 
 SPEC = {
-    "job": {"gpu": "A100", "count": 8},
-    "sides": {"a": {"provider": "ali"}, "b": {"provider": "ten"}},
+    "job": {"gpu": "A100", "count": 8, "hours": "10", "market": "on-demand", "checkpoint_gb": "0"},
+    "standby_mode": "cold",
+    "sync_every": 300.0,
+    "startup_script": None,
+    "sides": {
+        "a": {"provider": "ali", "offers": [], "bucket": {"provider": "ali", "bucket": "ckpt-a"}},
+        "b": {"provider": "ten", "offers": [], "bucket": {"provider": "ten", "bucket": "ckpt-b"}},
+    },
 }
 
 
@@ -264,9 +270,9 @@ def test_placements_filtered_by_status(store_location):
     store = saved(store_location)
     store.add_placement("pl-2", SPEC)
     up(store, "pl-2")
-    assert [p["id"] for p in store.placements()] == ["pl-1", "pl-2"]
-    assert [p["id"] for p in store.placements(["up", "failing-over"])] == ["pl-2"]
-    assert store.placements(iter(["planned"]))[0]["spec"] == SPEC
+    assert [p.id for p in store.placements()] == ["pl-1", "pl-2"]
+    assert [p.id for p in store.placements(["up", "failing-over"])] == ["pl-2"]
+    assert store.placements(iter(["planned"]))[0].plan == SPEC
     assert store.placements([]) == []
 
 
@@ -315,7 +321,7 @@ def test_one_store_is_shared_by_threads(store_location):
         for i in range(10):
             store.event(pid, "checked", {"i": i})
             assert store.renew_leases(f"w{n}", {pid: 1}, 10) == set()
-            assert store.placement(pid)["status"] == "planned"
+            assert store.placement(pid).status == "planned"
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(work, range(8)))
@@ -330,7 +336,7 @@ def test_reopen_is_a_new_connection_to_the_same_state(store_location):
     other.add_placement("pl-2", SPEC)
     assert store.placement_ids() == ["pl-1", "pl-2"]
     other.close()
-    assert store.placement("pl-2")["status"] == "planned"
+    assert store.placement("pl-2").status == "planned"
 
 
 def test_a_store_opened_again_is_not_migrated_again(store_location):
@@ -369,7 +375,7 @@ def test_a_placements_whole_life_reads_the_same_on_both_databases(store_location
     assert store.failover("pl-1")["rpo"] == 5
     store.swap_primary("pl-1", {"rto": 30})
     placement = store.placement("pl-1")
-    assert (placement["status"], placement["primary_side"]) == ("up", "b")
+    assert (placement.status, placement.primary_side) == ("up", "b")
     rows = store.instances("pl-1")
     assert [(r.side, r.instance_id, r.state) for r in rows] == [
         ("a", "i-a", "running"),

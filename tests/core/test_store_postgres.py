@@ -16,8 +16,14 @@ from cloudbroker.errors import StateError, UsageError
 from cloudbroker.state import MIGRATIONS, open_store
 
 SPEC = {
-    "job": {"gpu": "A100", "count": 8},
-    "sides": {"a": {"provider": "ali"}, "b": {"provider": "ten"}},
+    "job": {"gpu": "A100", "count": 8, "hours": "10", "market": "on-demand", "checkpoint_gb": "0"},
+    "standby_mode": "cold",
+    "sync_every": 300.0,
+    "startup_script": None,
+    "sides": {
+        "a": {"provider": "ali", "offers": [], "bucket": {"provider": "ali", "bucket": "ckpt-a"}},
+        "b": {"provider": "ten", "offers": [], "bucket": {"provider": "ten", "bucket": "ckpt-b"}},
+    },
 }
 
 

@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 
 from cloudbroker.models import Availability, AvailabilityStatus, Market, Quota
 
 if TYPE_CHECKING:
+    from cloudbroker.placements import PlannedOffer
     from cloudbroker.plugins import PluginManager
 
 HOOK = "availability"
@@ -328,14 +329,14 @@ class Live:
 # -- placements: launch what is in stock first, warn when the standby's is not --------------
 
 
-def where(offer: dict[str, Any]) -> str:
-    return f"{offer['instance_type']} in {offer.get('zone') or offer['region']}"
+def where(offer: PlannedOffer) -> str:
+    return f"{offer.instance_type} in {offer.zone or offer.region}"
 
 
 def offer_figures(
     pm: PluginManager,
     provider: str,
-    offers: list[dict[str, Any]],
+    offers: list[PlannedOffer],
     quota_unknown: Callable[[str], None] | None = None,
 ) -> list[Availability | None] | str:
     """A fresh figure for each of one cloud's planned offers (``region``, ``zone``,
@@ -343,16 +344,13 @@ def offer_figures(
     ``quota_unknown`` hears why the cloud's quota API did not answer, when it did not."""
     if not pm.implements(provider, HOOK):
         return "does not report availability"
-    wanted = asks((provider, o["region"], o["instance_type"], Market(o["market"])) for o in offers)
+    wanted = asks((provider, o.region, o.instance_type, o.market) for o in offers)
     board = read(pm, wanted, max_age=timedelta(0))
     if quota_unknown is not None and provider in board.quota_failures:
         quota_unknown(board.quota_failures[provider])
     if provider in board.failures:
         return board.failures[provider]
-    return [
-        board.figure(provider, o["region"], o.get("zone"), o["instance_type"], Market(o["market"]))
-        for o in offers
-    ]
+    return [board.figure(provider, o.region, o.zone, o.instance_type, o.market) for o in offers]
 
 
 def preferred(figures: list[Availability | None]) -> list[int]:
@@ -362,7 +360,7 @@ def preferred(figures: list[Availability | None]) -> list[int]:
 
 
 def standby_warning(
-    provider: str, offers: list[dict[str, Any]], figures: list[Availability | None]
+    provider: str, offers: list[PlannedOffer], figures: list[Availability | None]
 ) -> str | None:
     """What to tell the user when the standby's planned offer cannot be launched now: a
     failover would then try the next one, or find no capacity at all."""

@@ -8,10 +8,11 @@ went wrong and, where possible, what to do. Secrets never go into a message.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:
-    from cloudbroker.storage import DeletePlan, SyncResult
+#: What an error carries for its caller to show (a sync's result, a mirror's deletions):
+#: typed by the raiser, so this ground floor imports nothing of the rest.
+Carried = TypeVar("Carried")
 
 QUOTED_CHARS = 60
 
@@ -105,19 +106,20 @@ class DeadlineExceeded(ProviderUnavailable):
     """An rclone run did not finish within its time bound and was killed."""
 
 
-class VerificationError(CloudBrokerError):
+class VerificationError(CloudBrokerError, Generic[Carried]):
     """A sync's destination does not hold what its source does, or rclone logged an error;
-    ``result`` lists the differences and errors."""
+    ``result`` (a :class:`cloudbroker.storage.SyncResult`) lists the differences and errors."""
 
-    def __init__(self, message: str, result: SyncResult) -> None:
+    def __init__(self, message: str, result: Carried) -> None:
         super().__init__(message)
         self.result = result
 
 
-class DeleteRefused(UsageError):
-    """A mirror was stopped before it deleted anything; ``plan`` says what it would delete."""
+class DeleteRefused(UsageError, Generic[Carried]):
+    """A mirror was stopped before it deleted anything; ``plan`` (a
+    :class:`cloudbroker.storage.DeletePlan`) says what it would delete."""
 
-    def __init__(self, message: str, plan: DeletePlan) -> None:
+    def __init__(self, message: str, plan: Carried) -> None:
         super().__init__(message)
         self.plan = plan
 

@@ -36,7 +36,7 @@ interruption rates) where :mod:`cloudbroker.provider_data` says the core reads t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 import pluggy
 
@@ -62,7 +62,10 @@ PROJECT = "cloudbroker"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-FAN_OUT_HOOKS = (
+# Each hook's kind, once: the type the manager's calls are checked against, and the tuples
+# the registry and the manager test names against (the contract of each: its docstring).
+#: Asked of every provider at once (each answer or failure kept apart).
+FanOutHook = Literal[
     "provider_info",
     "list_instance_types",
     "price",
@@ -71,8 +74,12 @@ FAN_OUT_HOOKS = (
     "billed",
     "quotas",
     "spot_notice",
-)
-ROUTED_HOOKS = ("launch", "terminate", "instance_status", "sync_storage")
+]
+#: Asked of one provider, named by the caller: never broadcast.
+RoutedHook = Literal["launch", "terminate", "instance_status", "sync_storage"]
+FAN_OUT_HOOKS: tuple[FanOutHook, ...] = get_args(FanOutHook)
+ROUTED_HOOKS: tuple[RoutedHook, ...] = get_args(RoutedHook)
+HOOKS: tuple[str, ...] = FAN_OUT_HOOKS + ROUTED_HOOKS
 
 
 @hookspec

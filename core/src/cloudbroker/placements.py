@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cloudbroker.models import Availability, BillingRule, Market
+from cloudbroker.models import Availability, BillingRule, BucketRef, EgressTerms, Market
 from cloudbroker.money import Money
+from cloudbroker.quote.models import LiveReport
 
 
 class _Report(BaseModel):
@@ -48,6 +49,61 @@ class PlacementCost(_Report):
     lines: tuple[CostItem, ...]
     total: Money  # the sum of the known lines
     complete: bool  # False: a line is unknown, so ``total`` is a lower bound
+
+
+class PlannedJob(BaseModel):
+    gpu: str
+    count: int
+    hours: str  # a Decimal, as text
+    market: Market
+    checkpoint_gb: str  # a Decimal, as text
+
+
+class PlannedSide(BaseModel):
+    """One side of a placement: its cloud, its offers in launch order, its bucket."""
+
+    provider: str
+    offers: list[PlannedOffer]
+    bucket: BucketRef  # with the region of the side's first offer
+    # the internet egress terms where the bucket is: what replicating out of it costs
+    egress: EgressTerms | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class PlannedPair(BaseModel):
+    """Where the two sides are, and how near (``cloudbroker.geography``): what ``place``
+    and ``up`` say about the pair."""
+
+    primary: str  # "aws us-east-1"
+    standby: str
+    relation: str  # "same place (virginia)", "location unknown (...)"
+    chosen: Literal["nearest first", "by cost alone"]
+
+    def text(self) -> str:
+        how = "" if self.chosen == "nearest first" else ", chosen by cost alone"
+        return f"pair: {self.primary} -> standby {self.standby}: {self.relation}{how}"
+
+
+class PlacementSpec(BaseModel):
+    """A placement's plan: what :meth:`cloudbroker.broker.Broker.plan_spec` returns (and
+    ``plan`` dumps as JSON-ready data), what the state store keeps and what ``place --json``
+    prints. Side ``a`` is the primary until a failover swaps the roles."""
+
+    job: PlannedJob
+    standby_mode: Literal["cold", "hot"]
+    sync_every: float
+    startup_script: str | None
+    sides: dict[Literal["a", "b"], PlannedSide]
+    # None only in a plan another version wrote without it: its spend cannot be priced
+    cost: PlacementCost | None = None
+    # where the two sides are and how near; None in plans made before it was kept
+    pair: PlannedPair | None = Field(default=None, exclude_if=lambda v: v is None)
+    # planned with live availability: how old each cloud's figures are, what stays unknown
+    live: LiveReport | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the budget guard (see cloudbroker.broker.budget): a Money, and hours as Decimal text
+    budget: Money | None = Field(default=None, exclude_if=lambda v: v is None)
+    max_hours: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the idle guard (see cloudbroker.broker.idle): below_percent and seconds
+    idle_stop: dict[str, float] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Placement(_Report):

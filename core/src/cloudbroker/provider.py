@@ -19,11 +19,26 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from datetime import date
+from typing import ClassVar, Protocol
 
 from cloudbroker.catalog import Catalog, load_catalog, packaged
 from cloudbroker.context import HookContext
 from cloudbroker.hookspecs import hookimpl
-from cloudbroker.models import CredentialStatus, InstanceType, PriceSheet, ProviderInfo
+from cloudbroker.models import (
+    Availability,
+    Bill,
+    BucketRef,
+    CredentialStatus,
+    Instance,
+    InstanceRef,
+    InstanceType,
+    LaunchRequest,
+    Market,
+    PriceSheet,
+    ProviderInfo,
+    Quota,
+    StorageRemote,
+)
 from cloudbroker.provider_paths import api_endpoint, credential_source, user_catalog_dir
 
 __all__ = [
@@ -140,3 +155,112 @@ class CatalogProvider:
 
     def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet | None:
         return None
+
+
+# -- a provider made of its package's modules ----------------------------------------------
+# What each module of a provider package offers (its functions, by name): the four built-in
+# providers have one module per concept, and a plugin built on :class:`ModularProvider`
+# names them instead of writing a delegating hook for each.
+
+
+class OffersModule(Protocol):
+    def instance_types(self, ctx: HookContext, regions: list[str] | None) -> list[InstanceType]: ...
+    def price_sheet(
+        self, ctx: HookContext, regions: list[str] | None, catalog: Catalog
+    ) -> PriceSheet: ...
+    def availability(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Availability]: ...
+
+
+class InstancesModule(Protocol):
+    def tagged(
+        self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
+    ) -> list[Instance]: ...
+    def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance: ...
+    def terminate(self, ctx: HookContext, instance: InstanceRef) -> Instance: ...
+    def status(self, ctx: HookContext, instance: InstanceRef) -> Instance: ...
+
+
+class QuotasModule(Protocol):
+    def quotas(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Quota]: ...
+
+
+class BillingModule(Protocol):
+    def billed(
+        self, ctx: HookContext, instances: list[InstanceRef], start: float, end: float
+    ) -> list[Bill]: ...
+
+
+class StorageModule(Protocol):
+    def remote(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote: ...
+
+
+@dataclass(frozen=True)
+class Modules:
+    """A provider package's modules the hooks delegate to (each imports its SDK lazily)."""
+
+    offers: OffersModule
+    instances: InstancesModule
+    quotas: QuotasModule
+    billing: BillingModule
+    storage: StorageModule
+
+
+class ModularProvider(CatalogProvider):
+    """A catalog provider whose live hooks are its :class:`Modules`' functions: live types
+    and prices, instances, availability, quotas, bills and storage. A plugin states only
+    what differs (its description, its modules, a hook of its own such as ``spot_notice``).
+    """
+
+    modules: ClassVar[Modules]  # set by each subclass: its package's modules
+
+    def live_instance_types(
+        self, ctx: HookContext, regions: list[str] | None
+    ) -> list[InstanceType]:
+        return self.modules.offers.instance_types(ctx, regions)
+
+    def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
+        return self.modules.offers.price_sheet(ctx, regions, self.catalog)
+
+    @hookimpl
+    def list_instances(
+        self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
+    ) -> list[Instance]:
+        return self.modules.instances.tagged(ctx, regions, tags)
+
+    @hookimpl
+    def availability(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Availability]:
+        return self.modules.offers.availability(ctx, regions, instance_types, market)
+
+    @hookimpl
+    def quotas(
+        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
+    ) -> list[Quota]:
+        return self.modules.quotas.quotas(ctx, regions, instance_types, market)
+
+    @hookimpl
+    def billed(
+        self, ctx: HookContext, instances: list[InstanceRef], start: float, end: float
+    ) -> list[Bill]:
+        return self.modules.billing.billed(ctx, instances, start, end)
+
+    @hookimpl
+    def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:
+        return self.modules.instances.launch(ctx, request)
+
+    @hookimpl
+    def terminate(self, ctx: HookContext, instance: InstanceRef) -> Instance:
+        return self.modules.instances.terminate(ctx, instance)
+
+    @hookimpl
+    def instance_status(self, ctx: HookContext, instance: InstanceRef) -> Instance:
+        return self.modules.instances.status(ctx, instance)
+
+    @hookimpl
+    def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
+        return self.modules.storage.remote(ctx, bucket)

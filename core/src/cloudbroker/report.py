@@ -192,11 +192,10 @@ def report(
             lines = charges(store, placement, fx, now, start)
         except UNPRICEABLE as exc:
             said = f"the plan cannot be priced by this version ({type(exc).__name__})"
-            placements.append(PlacementReport(placement["id"], "?", "USD", unknown=(said,)))
+            placements.append(PlacementReport(placement.id, "?", "USD", unknown=(said,)))
             continue
-        gpu = placement["spec"]["job"]["gpu"]
-        sides = placement["spec"]["sides"]
-        mine = PlacementReport(placement["id"], gpu, lines.currency, unknown=lines.unknown)
+        gpu, sides = placement.spec.job.gpu, placement.spec.sides
+        mine = PlacementReport(placement.id, gpu, lines.currency, unknown=lines.unknown)
         for run in lines.runs:
             if mine.first_run is None or run.start < mine.first_run:
                 mine.first_run = run.start
@@ -208,13 +207,13 @@ def report(
                         instance_id=run.row.instance_id,
                     )
                 )
-            mine.items.append(Item(placement["id"], run.row.provider, gpu, "compute", run.compute))
+            mine.items.append(Item(placement.id, run.row.provider, gpu, "compute", run.compute))
             if run.uplift.amount:
                 mine.items.append(
-                    Item(placement["id"], run.row.provider, gpu, "minimum uplift", run.uplift)
+                    Item(placement.id, run.row.provider, gpu, "minimum uplift", run.uplift)
                 )
         for side, cost in lines.egress.items():
-            mine.items.append(Item(placement["id"], sides[side]["provider"], gpu, "egress", cost))
+            mine.items.append(Item(placement.id, sides[side].provider, gpu, "egress", cost))
         runs = _sum((run.billed for run in lines.runs), lines.currency)
         mine.exact = runs + _sum(lines.egress.values(), lines.currency)  # as spend() adds
         if mine.items or mine.unknown:

@@ -111,8 +111,11 @@ def not_terminated(placement_id: str, left: list[tuple[InstanceRow, str]]) -> No
     )
 
 
-class Broker:
+class BrokerClient:
     """Placements kept in one state store: plan them, bring them up, watch, fail over, stop.
+
+    The typed client of the placement engine (:class:`cloudbroker.broker.Broker`), public as
+    ``cloudbroker.Broker``: it opens the store on first use and returns models.
 
     ``state`` is the state file, or a ``postgresql://`` URL (default: ``CLOUDBROKER_STATE``,
     else a file in the user's data directory); only :meth:`place` creates a file.
@@ -180,7 +183,7 @@ class Broker:
             self._opened.close()
         self._engine = self._opened = None
 
-    def __enter__(self) -> Broker:
+    def __enter__(self) -> BrokerClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -362,3 +365,7 @@ class Broker:
         if left:
             raise not_terminated(placement_id, left)
         return self.status(placement_id, refresh=False)
+
+
+#: The public name of :class:`BrokerClient` (``cloudbroker.Broker``, ``docs/api.md``).
+Broker = BrokerClient

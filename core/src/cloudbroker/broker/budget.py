@@ -10,7 +10,7 @@ instance counts until it ends (its disks are billed; the guard would rather stop
 cannot be priced is named in :attr:`Spend.unknown` and makes the total a lower bound, never a
 silent 0.
 
-The watcher calls :meth:`Budgeting.enforce_budget` at each check: a ``budget-warning`` event
+The watcher calls :meth:`BudgetGuard.enforce_budget` at each check: a ``budget-warning`` event
 once at :data:`WARN_AT` of the budget or of the hours, and at 100 %, a last checkpoint sync
 (bounded, as a failover's) and ``down``, after a ``budget-exhausted`` event saying why.
 
@@ -23,22 +23,24 @@ goes on judging by the monotonic clock.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from cloudbroker import limits
+from cloudbroker.broker.core import Context
 from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.lifecycle import Lifecycle
 from cloudbroker.broker.records import LIVE, UNRESOLVED, span
 from cloudbroker.costs import SECONDS_PER_HOUR, billed_seconds, egress_cost
 from cloudbroker.errors import UsageError, quoted
-from cloudbroker.models import BillingRule, EgressTerms
 from cloudbroker.money import ALIASES, CURRENCIES, DecimalStr, FxTable, Money, parse_currency
-from cloudbroker.state import Event, InstanceRow, Store
+from cloudbroker.placements import PlacementSpec, PlannedOffer
+from cloudbroker.state import Event, InstanceRow, PlacementRecord, Store
 from cloudbroker.state.fleet import Fleet
+from cloudbroker.state.store import Side, side_key
 
 #: The share of the budget (or of the hours) at which the watcher warns, once.
 WARN_AT = Decimal("0.8")
@@ -187,20 +189,15 @@ def _union_hours(runs: list[_Run]) -> Decimal:
     return _seconds(total) / SECONDS_PER_HOUR
 
 
-def _offer_of(spec: dict[str, Any], run: _Run) -> tuple[dict[str, Any] | None, str]:
+def _offer_of(spec: PlacementSpec, run: _Run) -> tuple[PlannedOffer | None, str]:
     """The plan's offer the run was launched from, or None and why it is not known."""
-    offers = spec["sides"][run.row.side]["offers"]
+    offers = spec.sides[side_key(run.row.side)].offers
     if run.offer is not None and run.offer < len(offers):
         return offers[run.offer], ""
     same = [
-        o
-        for o in offers
-        if (o["region"], o["instance_type"]) == (run.row.region, run.row.instance_type)
+        o for o in offers if (o.region, o.instance_type) == (run.row.region, run.row.instance_type)
     ]
-    rates = {
-        None if o["hourly"] is None else (o["hourly"]["amount"], o["hourly"]["currency"])
-        for o in same
-    }
+    rates = {None if o.hourly is None else (o.hourly.amount, o.hourly.currency) for o in same}
     if len(rates) == 1:
         return same[0], ""
     if not same:
@@ -209,23 +206,23 @@ def _offer_of(spec: dict[str, Any], run: _Run) -> tuple[dict[str, Any] | None, s
 
 
 def _compute(
-    spec: dict[str, Any], run: _Run, fx: FxTable, currency: str
+    spec: PlacementSpec, run: _Run, fx: FxTable, currency: str
 ) -> tuple[Money, Money, str]:
     """What one run cost at its offer's rate, billed as the quote bills it; the same rate for
     its run time alone (the difference is the billing minimum's and increment's uplift);
     why not exactly."""
     who = f"{run.row.provider} {run.row.instance_id or 'launch not confirmed'}"
     offer, why = _offer_of(spec, run)
-    if offer is None or offer["hourly"] is None:
+    if offer is None or offer.hourly is None:
         zero = Money.of(0, currency)
         return zero, zero, f"{who}: {why or 'hourly price not published'}"
-    hourly = Money.model_validate(offer["hourly"])
+    hourly = offer.hourly
     seconds = ran = _seconds(run.end - run.start)
     note = ""
-    if offer.get("billing") is None:
+    if offer.billing is None:
         note = f"{who}: billing minimum and increment not in the plan (run time priced)"
     else:
-        billed = billed_seconds(seconds, BillingRule.model_validate(offer["billing"]))
+        billed = billed_seconds(seconds, offer.billing)
         if billed is None:
             note = f"{who}: longer than its offer's longest rental (run time priced)"
         else:
@@ -238,7 +235,7 @@ def _compute(
 
 
 def _egress(
-    spec: dict[str, Any],
+    spec: PlacementSpec,
     events: list[Event],
     fx: FxTable,
     currency: str,
@@ -248,7 +245,9 @@ def _egress(
     internet egress terms where they left: the cost by side (``a``, ``b``) it left from."""
     from cloudbroker.storage import BYTES_PER_GB
 
-    primary, moved, unknown = "a", {"a": 0, "b": 0}, []
+    primary: Side = "a"
+    moved: dict[Side, int] = {"a": 0, "b": 0}
+    unknown = []
     uncounted = failed = 0
     for event in events:
         if event.kind == "roles-swapped":
@@ -272,13 +271,9 @@ def _egress(
     for side, count in moved.items():
         if not count:
             continue
-        terms, provider = spec["sides"][side].get("egress"), spec["sides"][side]["provider"]
+        terms, provider = spec.sides[side].egress, spec.sides[side].provider
         gb = Decimal(count) / BYTES_PER_GB
-        cost = (
-            None
-            if terms is None
-            else egress_cost(EgressTerms.model_validate(terms), gb, "internet")
-        )
+        cost = None if terms is None else egress_cost(terms, gb, "internet")
         if cost is None:
             unknown.append(
                 f"egress of {count:,} bytes out of {provider} (no internet rate in the plan)"
@@ -320,7 +315,7 @@ class Charges:
 
 def charges(
     store: _Records,
-    placement: dict[str, Any],
+    placement: PlacementRecord,
     fx: FxTable | None = None,
     now: float | None = None,
     since: float | None = None,
@@ -332,10 +327,12 @@ def charges(
 
     fx = fx or FxTable()
     now = time.time() if now is None else now
-    spec = placement["spec"]
-    currency = spec["cost"]["total"]["currency"]
-    events = store.events(placement["id"])
-    runs = _runs(events, store.instances(placement["id"]), now)
+    spec = placement.spec
+    if spec.cost is None:  # a plan of another version: the report says it cannot be priced
+        raise KeyError("cost")
+    currency = spec.cost.total.currency
+    events = store.events(placement.id)
+    runs = _runs(events, store.instances(placement.id), now)
     if since is not None:
         runs = [r for r in runs if r.end > since or r.start >= since]
     charged, unknown = [], []
@@ -358,12 +355,12 @@ def charges(
 
 
 def spend(
-    store: _Records, placement: dict[str, Any], fx: FxTable | None = None, now: float | None = None
+    store: _Records, placement: PlacementRecord, fx: FxTable | None = None, now: float | None = None
 ) -> Spend:
     """The placement's spend so far (see the module's docstring), at ``now`` (epoch seconds,
-    default the time now). ``placement`` is the store's record (``id``, ``spec``)."""
+    default the time now). ``placement`` is the store's record."""
     fx = fx or FxTable()
-    spec = placement["spec"]
+    spec = placement.spec
     lines = charges(store, placement, fx, now)
     currency, unknown = lines.currency, list(lines.unknown)
     compute = Money.of(0, currency)
@@ -374,8 +371,8 @@ def spend(
         egress = egress + cost
     total = compute + egress
     hours = lines.hours
-    budget = None if spec.get("budget") is None else Money.model_validate(spec["budget"])
-    max_hours = None if spec.get("max_hours") is None else Decimal(spec["max_hours"])
+    budget = spec.budget
+    max_hours = None if spec.max_hours is None else Decimal(spec.max_hours)
     budget_used = None
     if budget is not None:
         try:
@@ -396,7 +393,7 @@ def spend(
     )
 
 
-def _records(store: Store, placement: dict[str, Any]) -> Fleet:
+def _records(store: Store, placement: PlacementRecord) -> Fleet:
     """The placement's records with its counted copies summed (:func:`read_some`): the
     same spend as from every event, in three statements, none of its copies parsed."""
     from cloudbroker.state.fleet import read_some
@@ -413,20 +410,21 @@ class _Judged:
     offset: float = 0.0  # seconds added to the wall clock: minus the steps refused so far
 
 
-@dataclass
-class _Clocks:
-    by_placement: dict[str, _Judged] = field(default_factory=dict)
-
-
-class Budgeting(Lifecycle, Failover):
+class BudgetGuard:
     """The watcher's budget guard: warn at :data:`WARN_AT`, stop a placement at its limit."""
+
+    def __init__(self, ctx: Context, lifecycle: Lifecycle, failovers: Failover) -> None:
+        self.ctx = ctx
+        self.lifecycle = lifecycle
+        self.failovers = failovers
+        self._clocks: dict[str, _Judged] = {}  # the last look at the clocks, by placement
 
     def judged_now(self, placement_id: str, interval: float | None) -> float:
         """The time spend is judged at: the clock, less every step of it larger than
         ``interval`` between two calls (measured against the monotonic clock), each recorded
         as a ``clock-step`` event. ``interval`` None: the clock as it is (one look)."""
-        wall, mono = self.clock(), self.monotonic()
-        clocks = self.__dict__.setdefault("_guard_clocks", _Clocks()).by_placement
+        wall, mono = self.ctx.clock(), self.ctx.monotonic()
+        clocks = self._clocks
         last = clocks.get(placement_id)
         offset = last.offset if last else 0.0
         if last is not None and interval is not None:
@@ -435,8 +433,8 @@ class Budgeting(Lifecycle, Failover):
                 offset -= step
                 way = "forward" if step > 0 else "back"
                 detail = {"step_seconds": round(step, 3), "interval": interval}
-                self.store.event(placement_id, "clock-step", detail)
-                self._emit(
+                self.ctx.store.event(placement_id, "clock-step", detail)
+                self.ctx.emit(
                     placement_id,
                     "warning",
                     f"this host's clock stepped {way} {span(abs(step))} between two checks "
@@ -449,11 +447,11 @@ class Budgeting(Lifecycle, Failover):
 
     def spend(self, placement_id: str) -> Spend:
         """The placement's spend so far, at the broker's clock."""
-        placement = self._placement(placement_id)
-        return spend(_records(self.store, placement), placement, self.fx, self.clock())
+        placement = self.ctx.placement(placement_id)
+        return spend(_records(self.ctx.store, placement), placement, self.ctx.fx, self.ctx.clock())
 
     def enforce_budget(
-        self, placement: dict[str, Any], interval: float | None = None
+        self, placement: PlacementRecord, interval: float | None = None
     ) -> str | None:
         """Warn once at :data:`WARN_AT` of the budget or the hours; at 100 %, sync a last
         checkpoint and terminate the placement as ``down`` does. A line saying what
@@ -463,18 +461,18 @@ class Budgeting(Lifecycle, Failover):
         answer) gets ``down`` again at each call, until none is left. ``interval``: the
         watcher's check interval, the largest clock step accepted (see :meth:`judged_now`).
         """
-        spec, pid = placement["spec"], placement["id"]
-        if spec.get("budget") is None and spec.get("max_hours") is None:
+        spec, pid = placement.spec, placement.id
+        if spec.budget is None and spec.max_hours is None:
             return None
-        if placement["status"] in ("planned", "down"):
+        if placement.status in ("planned", "down"):
             return None
-        records = _records(self.store, placement)  # each check of a budgeted placement
+        records = _records(self.ctx.store, placement)  # each check of a budgeted placement
         events = records.events(pid)
-        if placement["status"] == "stopping":
+        if placement.status == "stopping":
             if not any(e.kind == "budget-exhausted" for e in events):
                 return None  # the user's `down`: theirs to finish
             return self._stop(pid, "budget exhausted earlier")
-        spent = spend(records, placement, self.fx, self.judged_now(pid, interval))
+        spent = spend(records, placement, self.ctx.fx, self.judged_now(pid, interval))
         used = spent.fraction
         if used is None or used < WARN_AT:
             return None
@@ -483,19 +481,19 @@ class Budgeting(Lifecycle, Failover):
         if any(e.kind == "budget-warning" for e in events):
             return None
         said = f"{spent.text()}; the placement stops at 100 %"
-        self.store.event(pid, "budget-warning", _detail(spent))
-        self._emit(pid, "warning", said, **_detail(spent))
+        self.ctx.store.event(pid, "budget-warning", _detail(spent))
+        self.ctx.emit(pid, "warning", said, **_detail(spent))
         return f"{pid}: {said}"
 
-    def _exhausted(self, placement: dict[str, Any], spent: Spend) -> str:
+    def _exhausted(self, placement: PlacementRecord, spent: Spend) -> str:
         """A last checkpoint sync (primary bucket to standby, bounded), the event, ``down``."""
-        pid = placement["id"]
-        primary, standby = self._roles(placement)
+        pid = placement.id
+        primary, standby = placement.roles
         said = f"{spent.text()}: syncing a last checkpoint, then stopping"
-        self._emit(pid, "note", said, **_detail(spent))
-        synced = self._last_sync(placement, primary, standby, self.clock())
-        self.store.event(pid, "budget-exhausted", {**_detail(spent), **synced})
-        to = placement["spec"]["sides"][standby]["provider"]
+        self.ctx.emit(pid, "note", said, **_detail(spent))
+        synced = self.failovers.last_sync(placement, primary, standby, self.ctx.clock())
+        self.ctx.store.event(pid, "budget-exhausted", {**_detail(spent), **synced})
+        to = placement.spec.sides[standby].provider
         rpo = synced["rpo_seconds"]
         behind = "unknown" if rpo is None else span(max(rpo, 0))
         if "error" in synced:
@@ -511,16 +509,16 @@ class Budgeting(Lifecycle, Failover):
 
     def _stop(self, pid: str, why: str) -> str:
         """``down``: every instance terminated, or the line names those left."""
-        left = self.down(pid)
+        left = self.lifecycle.down(pid)
         if not left:
             said = f"stopped at its budget: {why}; every instance terminated, down"
-            self._emit(pid, "note", said)
+            self.ctx.emit(pid, "note", said)
             return f"{pid} {said}"
         names = ", ".join(
             f"{r.provider} {r.instance_id or r.idempotency_key} ({w})" for r, w in left
         )
         said = f"stopping at its budget: {why}; not terminated yet: {names} (tried again)"
-        self._emit(pid, "warning", said)
+        self.ctx.emit(pid, "warning", said)
         return f"{pid} {said}"
 
 

@@ -1,4 +1,5 @@
-"""The broker's shared machinery: its state, launches by key, status and termination."""
+"""The broker's shared parts: its :class:`Context` (plugins, store, clocks, events) and the
+:class:`Launcher` (launches by key, status and termination), which the others receive."""
 
 from __future__ import annotations
 
@@ -46,10 +47,12 @@ from cloudbroker.launching import (
     user_data,
 )
 from cloudbroker.lease import LEASE_TTL
-from cloudbroker.models import BucketRef, Instance, InstanceState, Market
+from cloudbroker.models import BucketRef, Instance, InstanceState
 from cloudbroker.money import FxTable
+from cloudbroker.placements import PlannedOffer
 from cloudbroker.plugins import PluginManager
-from cloudbroker.state import InstanceRow, Store
+from cloudbroker.state import InstanceRow, PlacementRecord, Store
+from cloudbroker.state.store import Side
 
 
 def _since_boot() -> float:
@@ -67,8 +70,10 @@ class Attempts:
     tried: list[tuple[str, bool]] = field(default_factory=list)  # (offer and why, capacity)
 
 
-class BrokerCore:
-    """What every part of the broker uses: the plugins, the store, the clock, events."""
+class Context:
+    """What every part of the broker uses: the plugins, the store, the replicator, the
+    clocks and timings, and where events go. One per broker, shared by its parts (a
+    setting changed on the broker is seen by all of them)."""
 
     def __init__(
         self,
@@ -86,6 +91,7 @@ class BrokerCore:
         lease_ttl: float = LEASE_TTL,
         launch_settle: float = LAUNCH_SETTLE,
         consistency_grace: float = CONSISTENCY_GRACE,
+        standby_check_every: float = 600.0,
         on_event: Callable[[BrokerEvent], None] = lambda event: None,
     ) -> None:
         """``store`` may be a function that opens it on first use: ``place`` plans before
@@ -103,6 +109,8 @@ class BrokerCore:
         self.lease_ttl = lease_ttl
         self.launch_settle = launch_settle
         self.consistency_grace = consistency_grace
+        # how often a watch asks whether the standby's offer is still in stock (seconds)
+        self.standby_check_every = standby_check_every
         self.on_event = on_event
 
     @property
@@ -111,47 +119,68 @@ class BrokerCore:
             self._store = self._store()
         return self._store
 
-    def _emit(self, placement_id: str, kind: str, message: str, **detail: Any) -> None:
+    def emit(self, placement_id: str, kind: str, message: str, **detail: Any) -> None:
         self.on_event(BrokerEvent(kind, placement_id, message, self.clock(), detail))
 
-    def _waiting(self, placement_id: str, what: str) -> None:
+    def waiting(self, placement_id: str, what: str) -> None:
         """Say what the broker waits for now (a cloud's answer, a copy): a ``waiting`` event,
         shown live on a terminal until the next line, never recorded."""
-        self._emit(placement_id, "waiting", what)
+        self.emit(placement_id, "waiting", what)
 
-    def _placement(self, placement_id: str) -> dict[str, Any]:
+    def placement(self, placement_id: str) -> PlacementRecord:
         return self.store.require_placement(placement_id)
 
-    @staticmethod
-    def _roles(placement: dict[str, Any]) -> tuple[str, str]:
-        primary = placement["primary_side"]
-        return primary, "b" if primary == "a" else "a"
+    @contextmanager
+    def step(
+        self, placement_id: str, operation: str, step: str, doing: str, label: str
+    ) -> Iterator[Done]:
+        """One step of ``operation``: ``on_event`` hears ``step-started`` (``doing``), then
+        ``step``: ``label: what it did (seconds)``, what the body set ``done.text`` to."""
+        detail = {"operation": operation, "step": step}
+        self.emit(placement_id, "step-started", doing, **detail)
+        started, done = time.monotonic(), Done()
+        yield done
+        seconds = time.monotonic() - started
+        message = f"{label}: {done.text} ({span(seconds)})"
+        self.emit(placement_id, "step", message, **detail, seconds=round(seconds, 3))
 
-    def _live(self, placement_id: str, side: str) -> list[InstanceRow]:
-        return [r for r in self.store.instances(placement_id) if r.side == side and r.state in LIVE]
 
-    def _ended(self, placement_id: str, side: str) -> int:
+class Launcher:
+    """Instances by key: launches (offer after offer, resumed after a crash with the same
+    key), waits for them to run, settles launches not confirmed, terminates."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def live(self, placement_id: str, side: str) -> list[InstanceRow]:
+        return [
+            r for r in self.ctx.store.instances(placement_id) if r.side == side and r.state in LIVE
+        ]
+
+    def ended(self, placement_id: str, side: str) -> int:
         """How many of the side's instances have ended: a new ``up`` key after each."""
         return sum(
             r.side == side and r.instance_id is not None and r.state not in LIVE
-            for r in self.store.instances(placement_id)
+            for r in self.ctx.store.instances(placement_id)
         )
 
-    def _bucket(self, placement: dict[str, Any], side: str, number: int | None = None) -> BucketRef:
+    def bucket(
+        self, placement: PlacementRecord, side: Side, number: int | None = None
+    ) -> BucketRef:
         """The side's checkpoint folder of generation ``number`` (default: the current one)."""
         if number is None:
-            number = generation(self.store.events(placement["id"], ("roles-swapped",)))
-        return generation_bucket(placement["spec"]["sides"][side]["bucket"], number)
+            number = generation(self.ctx.store.events(placement.id, ("roles-swapped",)))
+        return generation_bucket(placement.spec.sides[side].bucket, number)
 
-    def _keys(self, placement: dict[str, Any], side: str, key_parts: tuple) -> list[str]:
+    def keys(self, placement: PlacementRecord, side: Side, key_parts: tuple) -> list[str]:
         """Each offer's key for this attempt: the key of its last attempt, unless that one
         ended without an instance (no stock, refused, never made); then a new one. Retries of
         one attempt (a lost response, a crash mid-call) reuse the key, so the cloud answers
         with the instance it may have made; a new attempt never replays an old failure."""
-        pid = placement["id"]
-        rows = {r.idempotency_key: r for r in self.store.instances(pid)}
+        pid = placement.id
+        rows = {r.idempotency_key: r for r in self.ctx.store.instances(pid)}
         keys = []
-        for index in range(len(placement["spec"]["sides"][side]["offers"])):
+        for index in range(len(placement.spec.sides[side].offers)):
             attempt, key = 0, idempotency_key(pid, *key_parts, index)
             while key in rows and rows[key].state in ATTEMPT_ENDED:
                 attempt += 1
@@ -159,25 +188,25 @@ class BrokerCore:
             keys.append(key)
         return keys
 
-    def _launch(
+    def launch(
         self,
-        placement: dict[str, Any],
-        side: str,
+        placement: PlacementRecord,
+        side: Side,
         key_parts: tuple,
         attempts: Attempts | None = None,
         number: int | None = None,
     ) -> InstanceRow:
         """Launch on ``side``, trying the side's offers in order while they are refused (no
         stock, quota, an unclassified code); see :meth:`_launch_one`. ``attempts`` collects
-        what was tried, for :meth:`_launch_running` to go on from; the job writes checkpoints
+        what was tried, for :meth:`launch_running` to go on from; the job writes checkpoints
         of generation ``number`` (default: the current one)."""
         attempts = attempts or Attempts()
         return self._launch_one(placement, side, key_parts, attempts.skip, attempts.tried, number)
 
-    def _launch_running(
+    def launch_running(
         self,
-        placement: dict[str, Any],
-        side: str,
+        placement: PlacementRecord,
+        side: Side,
         key_parts: tuple,
         row: InstanceRow | None,
         attempts: Attempts | None = None,
@@ -192,21 +221,21 @@ class BrokerCore:
             if row is None:
                 row = self._launch_one(placement, side, key_parts, skip, tried, number)
             try:
-                self._wait_running(row)
+                self.wait_running(row)
                 return row
             except LaunchFailed as exc:
-                keys = self._keys(placement, side, key_parts)
+                keys = self.keys(placement, side, key_parts)
                 if row.idempotency_key in keys:
                     skip.add(keys.index(row.idempotency_key))
                 tried.append((f"{row.instance_type} in {row.region} (failed: {exc})", True))
-                self._emit(placement["id"], "note", f"{exc}; terminating it, trying the next offer")
-                self._terminate(row)
+                self.ctx.emit(placement.id, "note", f"{exc}; terminating it, trying the next offer")
+                self.terminate(row)
                 row = None
 
     def _launch_one(
         self,
-        placement: dict[str, Any],
-        side: str,
+        placement: PlacementRecord,
+        side: Side,
         key_parts: tuple,
         skip: set[int],
         tried: list[tuple[str, bool]],
@@ -221,15 +250,15 @@ class BrokerCore:
         may have made an instance stops (AMBIGUOUS: found by its key later); any other
         refusal is recorded with the cloud's words and the next offer is tried.
         """
-        pid, spec = placement["id"], placement["spec"]
-        provider = spec["sides"][side]["provider"]
-        offers = spec["sides"][side]["offers"]
-        keys = self._keys(placement, side, key_parts)
-        rows = {r.idempotency_key: r for r in self.store.instances(pid)}
+        pid, spec = placement.id, placement.spec
+        provider = spec.sides[side].provider
+        offers = spec.sides[side].offers
+        keys = self.keys(placement, side, key_parts)
+        rows = {r.idempotency_key: r for r in self.ctx.store.instances(pid)}
         started = [i for i, key in enumerate(keys) if key in rows and i not in skip]
-        settings = self.pm.settings.get(provider, {})
-        remote = self.pm.sync_storage(provider, self._bucket(placement, side, number))
-        notice = self.pm.spot_notice(providers=[provider]).results.get(provider)
+        settings = self.ctx.pm.settings.get(provider, {})
+        remote = self.ctx.pm.sync_storage(provider, self.bucket(placement, side, number))
+        notice = self.ctx.pm.spot_notice(providers=[provider]).results.get(provider)
         if started:  # resuming: from the offer it was trying, in the planned order
             order: list[int] = list(range(max(started), len(offers)))
         else:
@@ -243,100 +272,102 @@ class BrokerCore:
                 pid,
                 side,
                 remote,
-                spec.get("startup_script"),
+                spec.startup_script,
                 settings,
                 notice,
                 provider=provider,
-                region=offer["region"],
+                region=offer.region,
             )
             request = launch_request(
                 provider,
                 settings,
-                region=offer["region"],
-                zone=offer["zone"],
-                instance_type=offer["instance_type"],
-                market=Market(offer["market"]),
+                region=offer.region,
+                zone=offer.zone,
+                instance_type=offer.instance_type,
+                market=offer.market,
                 key=key,
                 placement_id=pid,
                 user_data=script,
                 name=f"cloudbroker-{pid}-{side}",
-                priced_disk_gb=offer.get("system_disk_gb"),
+                priced_disk_gb=offer.system_disk_gb,
             )
-            self.store.record_launch(
-                pid, side, provider, offer["region"], offer["instance_type"], key
+            self.ctx.store.record_launch(
+                pid, side, provider, offer.region, offer.instance_type, key
             )
             detail: dict[str, Any] = {"offer": index}
             more = "trying the next offer" if index != order[-1] else "no offer left"
-            where = f"{offer['instance_type']} in {offer['zone'] or offer['region']}"
+            where = f"{offer.instance_type} in {offer.zone or offer.region}"
             try:
-                instance = self.pm.launch(provider, request)
+                instance = self.ctx.pm.launch(provider, request)
             except CapacityError as exc:
                 tried.append((where, True))
                 detail["error"] = str(exc)
-                self.store.update_instance(
+                self.ctx.store.update_instance(
                     key, state=LaunchState.NO_CAPACITY, event="launch-no-capacity", detail=detail
                 )
-                self._emit(pid, "note", f"no capacity for {provider} {where}: {more}")
+                self.ctx.emit(pid, "note", f"no capacity for {provider} {where}: {more}")
                 continue
             except (*REFUSED, *AMBIGUOUS) as exc:
                 # Refused before anything was made, or unknown: then found by its key later.
                 failed = isinstance(exc, REFUSED)
                 state = LaunchState.LAUNCH_FAILED if failed else LaunchState.UNCONFIRMED
                 detail["error"] = str(exc)
-                self.store.update_instance(key, state=state, event=state, detail=detail)
+                self.ctx.store.update_instance(key, state=state, event=state, detail=detail)
                 if failed:
                     said = f"{provider} refused the launch: {exc}"
-                    self._emit(pid, "warning", said, launch_refused=provider)
+                    self.ctx.emit(pid, "warning", said, launch_refused=provider)
                 raise
             except CloudBrokerError as exc:  # refused, for a reason no adapter classifies
                 tried.append((f"{where} (refused: {exc})", False))
                 detail["error"] = str(exc)
-                self.store.update_instance(
+                self.ctx.store.update_instance(
                     key, state=LaunchState.LAUNCH_FAILED, event="launch-refused", detail=detail
                 )
-                self._emit(pid, "note", f"{provider} refused {where}: {exc}; {more}")
+                self.ctx.emit(pid, "note", f"{provider} refused {where}: {exc}; {more}")
                 continue
-            self.store.update_instance(
+            self.ctx.store.update_instance(
                 key,
                 instance_id=instance.instance_id,
                 state=instance.state.value,
                 event="launched",
                 detail={"instance_id": instance.instance_id, **detail},
             )
-            return next(r for r in self.store.instances(pid) if r.idempotency_key == key)
+            return next(r for r in self.ctx.store.instances(pid) if r.idempotency_key == key)
         shown = ", ".join(why for why, _ in tried) or "no offer left to try"
         if all(capacity for _, capacity in tried):
             said = f"no capacity for any {provider} offer; tried: {shown}"
-            self._emit(pid, "warning", said, launch_refused=provider)
+            self.ctx.emit(pid, "warning", said, launch_refused=provider)
             raise CapacityError(said, provider=provider)
         said = f"no {provider} offer could be launched; tried: {shown}"
-        self._emit(pid, "warning", said, launch_refused=provider)
+        self.ctx.emit(pid, "warning", said, launch_refused=provider)
         raise CloudBrokerError(said)
 
-    def _by_stock(self, pid: str, provider: str, offers: list[dict[str, Any]]) -> list[int]:
+    def _by_stock(self, pid: str, provider: str, offers: list[PlannedOffer]) -> list[int]:
         """The side's offers in launch order: the cloud is asked again right before launching,
         and offers in stock go first (cheapest first among equals), sold-out ones last; the
         planned order when the cloud cannot say."""
         from cloudbroker import availability
 
         figures = availability.offer_figures(
-            self.pm,
+            self.ctx.pm,
             provider,
             offers,
-            lambda why: self._emit(pid, "note", f"{provider} quota unknown ({why})"),
+            lambda why: self.ctx.emit(pid, "note", f"{provider} quota unknown ({why})"),
         )
         if isinstance(figures, str):
-            if self.pm.implements(provider, "availability"):
-                self._emit(pid, "note", f"{provider} availability unknown ({figures})")
+            if self.ctx.pm.implements(provider, "availability"):
+                self.ctx.emit(pid, "note", f"{provider} availability unknown ({figures})")
             return list(range(len(offers)))
         order = availability.preferred(figures)
         if order[0] != 0:
             said = availability.status_of(figures[0]).value
             planned, first = availability.where(offers[0]), availability.where(offers[order[0]])
-            self._emit(pid, "note", f"{provider} {planned} is {said} now: launching {first} first")
+            self.ctx.emit(
+                pid, "note", f"{provider} {planned} is {said} now: launching {first} first"
+            )
         return order
 
-    def _resolve(self, placement_id: str) -> list[Unresolved]:
+    def resolve(self, placement_id: str) -> list[Unresolved]:
         """Settle launch rows with no instance id by their key tag; return those still open.
 
         An instance carrying the row's key is adopted (shown, watched, terminated by
@@ -345,7 +376,7 @@ class BrokerCore:
         """
         rows = [
             r
-            for r in self.store.instances(placement_id)
+            for r in self.ctx.store.instances(placement_id)
             if r.instance_id is None and r.state in UNRESOLVED
         ]
         listed: dict[tuple[str, str], list[Instance] | str] = {}
@@ -354,7 +385,7 @@ class BrokerCore:
             where = (row.provider, row.region)
             if where not in listed:
                 try:
-                    listed[where] = self.pm.list_instances(
+                    listed[where] = self.ctx.pm.list_instances(
                         [row.region],
                         {MANAGED_TAG: "true", PLACEMENT_TAG: placement_id},
                         providers=[row.provider],
@@ -366,17 +397,17 @@ class BrokerCore:
                 left.append(Unresolved(row, f"launch not confirmed; cannot ask: {found}", False))
                 continue
             mine = [i for i in found if i.tags.get(KEY_TAG) == row.idempotency_key]
-            age = self.clock() - row.updated_at
+            age = self.ctx.clock() - row.updated_at
             if mine:
-                self.store.update_instance(
+                self.ctx.store.update_instance(
                     row.idempotency_key,
                     instance_id=mine[0].instance_id,
                     state=mine[0].state.value,
                     event="launch-found",
                     detail={"instance_id": mine[0].instance_id},
                 )
-            elif age >= self.launch_settle:
-                self.store.update_instance(
+            elif age >= self.ctx.launch_settle:
+                self.ctx.store.update_instance(
                     row.idempotency_key,
                     state=LaunchState.NOT_LAUNCHED,
                     event="launch-cleared",
@@ -386,43 +417,44 @@ class BrokerCore:
                 left.append(
                     Unresolved(
                         row,
-                        f"launch not confirmed yet: no instance carries its key "
-                        f"{age:.0f} s after the request (cleared after {self.launch_settle:.0f} s)",
+                        f"launch not confirmed yet: no instance carries its key {age:.0f} s "
+                        f"after the request (cleared after {self.ctx.launch_settle:.0f} s)",
                         True,
                     )
                 )
         return left
 
-    def _status(self, row: InstanceRow) -> Instance:
-        return self.pm.instance_status(row.provider, instance_ref(row))
+    def status(self, row: InstanceRow) -> Instance:
+        return self.ctx.pm.instance_status(row.provider, instance_ref(row))
 
-    def _wait_running(self, row: InstanceRow) -> Instance:
+    def wait_running(self, row: InstanceRow) -> Instance:
         """Poll until the instance runs. NotFound is asked again for ``consistency_grace``
         seconds (a new instance may not be listed yet); a ``failed`` state raises
         LaunchFailed (the caller moves on); another end state or the boot timeout, an error."""
-        now = self.clock()
-        deadline, grace_end, noted = now + self.boot_timeout, now + self.consistency_grace, False
+        now, ctx = self.ctx.clock(), self.ctx
+        deadline, grace_end, noted = now + ctx.boot_timeout, now + ctx.consistency_grace, False
         while True:
             try:
-                instance = self._status(row)
+                instance = self.status(row)
             except NotFoundError as exc:
-                if self.clock() >= grace_end:
+                if self.ctx.clock() >= grace_end:
                     raise ProviderUnavailable(
-                        f"instance {row.instance_id} still unknown {self.consistency_grace:.0f} s "
-                        f"after its launch ({exc}); run down to make sure it is not running",
+                        f"instance {row.instance_id} still unknown "
+                        f"{self.ctx.consistency_grace:.0f} s after its launch ({exc}); run down "
+                        "to make sure it is not running",
                         provider=row.provider,
                     ) from None
                 if not noted:
-                    self._emit(
+                    self.ctx.emit(
                         row.placement_id,
                         "note",
                         f"{row.provider} does not list {row.instance_id} yet (eventual "
                         "consistency): asking again",
                     )
                     noted = True
-                self.sleep(self.poll_interval)
+                self.ctx.sleep(self.ctx.poll_interval)
                 continue
-            self.store.update_instance(row.idempotency_key, state=instance.state.value)
+            self.ctx.store.update_instance(row.idempotency_key, state=instance.state.value)
             if instance.state == InstanceState.RUNNING:
                 return instance
             if instance.state == InstanceState.FAILED:
@@ -430,25 +462,25 @@ class BrokerCore:
                     f"{row.provider} {row.instance_id} ({row.instance_type} in {row.region}) "
                     f"failed after its launch: {instance.failure or 'the cloud gave no reason'}",
                 )
-            if instance.state in FAILED_STATES or self.clock() > deadline:
+            if instance.state in FAILED_STATES or self.ctx.clock() > deadline:
                 raise ProviderUnavailable(
                     f"instance {row.instance_id} is {instance.state} instead of running",
                     provider=row.provider,
                 )
-            self.sleep(self.poll_interval)
+            self.ctx.sleep(self.ctx.poll_interval)
 
-    def _terminate(self, row: InstanceRow) -> NotYet | None:
+    def terminate(self, row: InstanceRow) -> NotYet | None:
         """Terminate one instance; why not (and an event) if its cloud cannot do it now.
 
         A NotFound answer is not taken for terminated (an eventually consistent cloud may not
         know a new instance yet): see :meth:`_confirm_gone`.
         """
         try:
-            instance = self.pm.terminate(row.provider, instance_ref(row))
+            instance = self.ctx.pm.terminate(row.provider, instance_ref(row))
         except NotFoundError as exc:
             return self._confirm_gone(row, exc)
         except CloudBrokerError as exc:
-            self.store.event(
+            self.ctx.store.event(
                 row.placement_id,
                 "terminate-failed",
                 {"instance_id": row.instance_id, "error": str(exc)},
@@ -456,7 +488,7 @@ class BrokerCore:
             return NotYet(str(exc))
         # a failed instance may still read failed once its termination was accepted
         state = InstanceState.TERMINATING if instance.state == InstanceState.FAILED else None
-        self.store.update_instance(
+        self.ctx.store.update_instance(
             row.idempotency_key,
             state=(state or instance.state).value,
             event="terminated",
@@ -469,28 +501,28 @@ class BrokerCore:
         tag no longer shows the instance, ``consistency_grace`` seconds after its launch;
         otherwise why not yet (``settling`` while asking again may settle it)."""
         try:
-            listed = self.pm.list_instances(
+            listed = self.ctx.pm.list_instances(
                 [row.region],
                 {MANAGED_TAG: "true", PLACEMENT_TAG: row.placement_id},
                 providers=[row.provider],
             ).one(row.provider)
         except CloudBrokerError as err:
             why = f"{exc}, and whether it still runs cannot be asked: {err}"
-            self.store.event(
+            self.ctx.store.event(
                 row.placement_id, "terminate-unconfirmed", {"instance_id": row.instance_id}
             )
             return NotYet(why)
         shown = [i for i in listed if i.instance_id == row.instance_id and i.state in TERMINABLE]
-        age = self.clock() - self._launched_at(row)
+        age = self.ctx.clock() - self._launched_at(row)
         if shown:
             return NotYet(f"{exc}, but it is still listed ({shown[0].state}): asking again", True)
-        if age < self.consistency_grace:
+        if age < self.ctx.consistency_grace:
             return NotYet(
                 f"{exc} {age:.0f} s after its launch: it may not be listed yet (eventual "
-                f"consistency; asked again for {self.consistency_grace:.0f} s)",
+                f"consistency; asked again for {self.ctx.consistency_grace:.0f} s)",
                 True,
             )
-        self.store.update_instance(
+        self.ctx.store.update_instance(
             row.idempotency_key,
             state=InstanceState.TERMINATED,
             event="terminated",
@@ -500,24 +532,10 @@ class BrokerCore:
 
     def _launched_at(self, row: InstanceRow) -> float:
         """When the row's instance was launched (or found), from the event log."""
-        for event in reversed(self.store.events(row.placement_id)):
+        for event in reversed(self.ctx.store.events(row.placement_id)):
             if event.detail.get("key") == row.idempotency_key and event.kind in (
                 "launched",
                 "launch-found",
             ):
                 return event.at
         return row.updated_at
-
-    @contextmanager
-    def _step(
-        self, placement_id: str, operation: str, step: str, doing: str, label: str
-    ) -> Iterator[Done]:
-        """One step of ``operation``: ``on_event`` hears ``step-started`` (``doing``), then
-        ``step``: ``label: what it did (seconds)``, what the body set ``done.text`` to."""
-        detail = {"operation": operation, "step": step}
-        self._emit(placement_id, "step-started", doing, **detail)
-        started, done = time.monotonic(), Done()
-        yield done
-        seconds = time.monotonic() - started
-        message = f"{label}: {done.text} ({span(seconds)})"
-        self._emit(placement_id, "step", message, **detail, seconds=round(seconds, 3))

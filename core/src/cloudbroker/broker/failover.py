@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.core import Context, Launcher
 from cloudbroker.broker.records import (
     FAILOVER_DOING,
     FAILOVER_STEPS,
@@ -20,41 +20,51 @@ from cloudbroker.broker.records import (
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost
 from cloudbroker.lease import Lease
+from cloudbroker.state import PlacementRecord
+from cloudbroker.state.store import Side, side_key
 
 
-class Failover(BrokerCore):
+class Failover:
     """Fails a placement over to its standby, resuming where an interrupted run stopped."""
 
-    def failover(self, placement_id: str, reason: str = "manual") -> dict[str, Any]:
+    def __init__(self, ctx: Context, launcher: Launcher) -> None:
+        self.ctx = ctx
+        self.launcher = launcher
+
+    def fail_over(self, placement_id: str, reason: str = "manual") -> dict[str, Any]:
         """Fail over now, or complete an interrupted failover; returns RTO/RPO.
 
         Takes the placement's lease first, waiting out a dead holder's (it expires within
         ``lease_ttl`` of its last renewal); a live watcher keeps it and fails over itself.
         """
-        self._placement(placement_id)
-        lease = Lease(self.store, placement_id, f"failover-{uuid.uuid4().hex[:8]}", self.lease_ttl)
+        self.ctx.placement(placement_id)
+        lease = Lease(
+            self.ctx.store, placement_id, f"failover-{uuid.uuid4().hex[:8]}", self.ctx.lease_ttl
+        )
         if not lease.acquire():
-            holder = (self.store.lease(placement_id) or {}).get("holder", "another process")
-            wait = self.lease_ttl + 1
-            self._emit(placement_id, "note", f"{holder} holds the lease; waiting up to {wait:g} s")
-            deadline = self.clock() + wait
+            holder = (self.ctx.store.lease(placement_id) or {}).get("holder", "another process")
+            wait = self.ctx.lease_ttl + 1
+            self.ctx.emit(
+                placement_id, "note", f"{holder} holds the lease; waiting up to {wait:g} s"
+            )
+            deadline = self.ctx.clock() + wait
             while not lease.acquire():
-                if self.clock() >= deadline:
+                if self.ctx.clock() >= deadline:
                     raise Conflict(
                         f"{placement_id}: {holder} holds the lease and keeps renewing it; "
                         "it fails over itself"
                     )
-                self.sleep(min(1.0, self.lease_ttl / 3))
+                self.ctx.sleep(min(1.0, self.ctx.lease_ttl / 3))
         try:
-            return self._failover(placement_id, reason, lease)
+            return self.run(placement_id, reason, lease)
         finally:
             lease.release()
 
-    def _failover(self, placement_id: str, reason: str, lease: Lease) -> dict[str, Any]:
+    def run(self, placement_id: str, reason: str, lease: Lease) -> dict[str, Any]:
         """Run (or resume) the state machine to the end, holding ``lease``."""
-        placement = self._placement(placement_id)
-        self.store.start_failover(placement_id, reason)
-        primary, standby = self._roles(placement)
+        placement = self.ctx.placement(placement_id)
+        self.ctx.store.start_failover(placement_id, reason)
+        primary, standby = placement.roles
         steps: dict[str, Callable[[dict[str, Any]], str]] = {
             "fence": lambda fo: self._fence(placement, primary),
             "final-sync": lambda fo: self._final_sync(placement, primary, standby, fo),
@@ -63,58 +73,64 @@ class Failover(BrokerCore):
             "terminate-primary": lambda fo: self._terminate_primary(placement, primary),
             "swap": lambda fo: self._swap(placement, primary, standby, fo),
         }
-        while (failover := self.store.failover(placement_id)) is not None:
+        while (failover := self.ctx.store.failover(placement_id)) is not None:
             if lease.lost:
                 raise LeaseLost(f"{placement_id}: another process took over the lease")
             step = failover["step"]
             label = f"failover {FAILOVER_STEPS.index(step) + 1}/{len(FAILOVER_STEPS)}"
             doing = f"{label}: {FAILOVER_DOING[step]}"
-            with self._step(placement_id, "failover", step, doing, label) as done:
+            with self.ctx.step(placement_id, "failover", step, doing, label) as done:
                 done.text = steps[step](failover)
-        status = self._placement(placement_id)["status"]
+        status = self.ctx.placement(placement_id).status
         if status != "up":
             raise Conflict(f"{placement_id} is {status}: the failover was abandoned")
-        swapped = last_failover(self.store.events(placement_id))
+        swapped = last_failover(self.ctx.store.events(placement_id))
         assert swapped is not None  # up after a failover step: the swap was recorded
         return swapped
 
-    def _fence(self, placement: dict[str, Any], primary: str) -> str:
+    def _fence(self, placement: PlacementRecord, primary: Side) -> str:
         """Stop treating the primary as the source of truth: no more replication from it."""
-        ids = [r.instance_id for r in self._live(placement["id"], primary)]
-        self.store.advance_failover(
-            placement["id"], "final-sync", "primary-fenced", {"fenced": ids}, from_step="fence"
+        ids = [r.instance_id for r in self.launcher.live(placement.id, primary)]
+        self.ctx.store.advance_failover(
+            placement.id, "final-sync", "primary-fenced", {"fenced": ids}, from_step="fence"
         )
-        provider = placement["spec"]["sides"][primary]["provider"]
+        provider = placement.spec.sides[primary].provider
         return f"{provider} {', '.join(filter(None, ids)) or 'primary'} fenced"
 
-    def _final_sync(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
+    def _final_sync(
+        self, placement: PlacementRecord, primary: Side, standby: Side, fo: dict[str, Any]
+    ) -> str:
         """Copy what the primary bucket has, within ``final_sync_timeout``; then go on with
         the newest replica either way, and record the RPO that leaves (on a reclaim notice:
         at the job's stop, its exit on the notice or the reclaim)."""
-        notice = notice_of(self.store.events(placement["id"]), fo["reason"])
+        notice = notice_of(self.ctx.store.events(placement.id), fo["reason"])
         at = fo["detected_at"] if notice is None else notice_stop(notice)
-        detail = self._last_sync(placement, primary, standby, at)
+        detail = self.last_sync(placement, primary, standby, at)
         event = "final-sync-skipped" if "error" in detail else "final-sync-done"
-        self.store.advance_failover(
-            placement["id"], "launch", event, detail, from_step="final-sync"
+        self.ctx.store.advance_failover(
+            placement.id, "launch", event, detail, from_step="final-sync"
         )
         rpo = detail["rpo_seconds"]
         rpo_text = "unknown" if rpo is None else span(max(rpo, 0))
         if "error" in detail:
             return f"final sync skipped ({detail['error']}); newest replica kept, RPO {rpo_text}"
-        to = placement["spec"]["sides"][standby]["provider"]
+        to = placement.spec.sides[standby].provider
         return f"final sync to {to} done, RPO {rpo_text}"
 
-    def _last_sync(self, placement, source: str, target: str, at: float) -> dict[str, Any]:
+    def last_sync(
+        self, placement: PlacementRecord, source: Side, target: Side, at: float
+    ) -> dict[str, Any]:
         """Copy side ``source``'s bucket into ``target``'s within ``final_sync_timeout`` (a
         failover's final sync, the budget guard's last one). Its record: ``error`` when not
         all was copied, ``bytes`` copied when counted, ``seconds``, and ``rpo_seconds``: the
         age at ``at`` of the newest object in the target bucket (None: not known)."""
-        src, dst = self._bucket(placement, source), self._bucket(placement, target)
+        src, dst = self.launcher.bucket(placement, source), self.launcher.bucket(placement, target)
         detail: dict[str, Any] = {}
         started = time.monotonic()
         try:
-            copied = self.replicator.replicate(src, dst, deadline_seconds=self.final_sync_timeout)
+            copied = self.ctx.replicator.replicate(
+                src, dst, deadline_seconds=self.ctx.final_sync_timeout
+            )
         except CloudBrokerError as exc:
             detail["error"] = str(exc)
         else:
@@ -122,25 +138,27 @@ class Failover(BrokerCore):
                 detail["bytes"] = copied
         detail["seconds"] = round(time.monotonic() - started, 3)
         try:
-            newest = self.replicator.newest(dst, deadline_seconds=self.final_sync_timeout)
+            newest = self.ctx.replicator.newest(dst, deadline_seconds=self.ctx.final_sync_timeout)
         except CloudBrokerError:
             newest = None
         detail["rpo_seconds"] = None if newest is None else round(at - newest, 3)
         return detail
 
-    def _launch_standby(self, placement, standby: str, fo: dict[str, Any]) -> str:
-        pid = placement["id"]
-        running = [r for r in self._live(pid, standby) if r.instance_id]
-        now = generation(self.store.events(pid))
+    def _launch_standby(self, placement: PlacementRecord, standby: Side, fo: dict[str, Any]) -> str:
+        pid = placement.id
+        running = [r for r in self.launcher.live(pid, standby) if r.instance_id]
+        now = generation(self.ctx.store.events(pid))
         promoted = ""
-        if running and placement["spec"]["standby_mode"] == "hot":
+        if running and placement.spec.standby_mode == "hot":
             row, did, number = running[0], "hot standby", now  # it writes where it was told
         else:
             number = now + 1  # the fence: the old primary's later checkpoints stay behind
             promoted = self._promote(placement, standby, now, number)
-            row = self._launch(placement, standby, ("failover", fo["attempt"]), number=number)
+            row = self.launcher.launch(
+                placement, standby, ("failover", fo["attempt"]), number=number
+            )
             did = "launched"
-        self.store.advance_failover(
+        self.ctx.store.advance_failover(
             pid,
             "wait",
             "standby-launched",
@@ -149,72 +167,81 @@ class Failover(BrokerCore):
         )
         return f"{did} {described(row)}{promoted}"
 
-    def _promote(self, placement, side: str, old: int, new: int) -> str:
+    def _promote(self, placement: PlacementRecord, side: Side, old: int, new: int) -> str:
         """Copy the side's newest replica (generation ``old``) into generation ``new``, in
         its own bucket, for the primary about to be launched there to resume from. A copy
         that fails is said (the new primary then starts from what reached ``new``)."""
-        src, dst = self._bucket(placement, side, old), self._bucket(placement, side, new)
+        src, dst = (
+            self.launcher.bucket(placement, side, old),
+            self.launcher.bucket(placement, side, new),
+        )
         if src == dst:  # a bucket root: one generation
             return ""
         where = f"{dst.provider}:{dst.bucket}/{dst.path}"
         try:
-            self.replicator.replicate(src, dst, deadline_seconds=self.final_sync_timeout)
+            self.ctx.replicator.replicate(src, dst, deadline_seconds=self.ctx.final_sync_timeout)
         except CloudBrokerError as exc:
-            self.store.event(
-                placement["id"], "promote-failed", {"generation": new, "error": str(exc)}
+            self.ctx.store.event(
+                placement.id, "promote-failed", {"generation": new, "error": str(exc)}
             )
             return f"; checkpoints not copied to generation {new} ({where}): {exc}"
         return f"; it resumes from generation {new} ({where})"
 
-    def _wait_standby(self, placement, fo: dict[str, Any]) -> str:
+    def _wait_standby(self, placement: PlacementRecord, fo: dict[str, Any]) -> str:
         row = next(
             r
-            for r in self.store.instances(placement["id"])
+            for r in self.ctx.store.instances(placement.id)
             if r.idempotency_key == fo["standby_key"]
         )
-        row = self._launch_running(
-            placement, row.side, ("failover", fo["attempt"]), row, number=fo.get("generation")
+        row = self.launcher.launch_running(
+            placement,
+            side_key(row.side),
+            ("failover", fo["attempt"]),
+            row,
+            number=fo.get("generation"),
         )
-        self.store.advance_failover(
-            placement["id"],
+        self.ctx.store.advance_failover(
+            placement.id,
             "terminate-primary",
             "standby-running",
-            {"running_at": self.clock()},
+            {"running_at": self.ctx.clock()},
             from_step="wait",
         )
         return f"{row.provider} {row.instance_id} running"
 
-    def _terminate_primary(self, placement, primary: str) -> str:
-        live = [r for r in self._live(placement["id"], primary) if r.instance_id]
-        left = [r.instance_id or "" for r in live if self._terminate(r)]
-        self.store.advance_failover(
-            placement["id"],
+    def _terminate_primary(self, placement: PlacementRecord, primary: Side) -> str:
+        live = [r for r in self.launcher.live(placement.id, primary) if r.instance_id]
+        left = [r.instance_id or "" for r in live if self.launcher.terminate(r)]
+        self.ctx.store.advance_failover(
+            placement.id,
             "swap",
             "primary-terminated",
             {"not_terminated": left},
             from_step="terminate-primary",
         )
-        provider = placement["spec"]["sides"][primary]["provider"]
+        provider = placement.spec.sides[primary].provider
         done = [r.instance_id or "" for r in live if r.instance_id not in left]
         said = f"terminated {provider} {', '.join(done)}" if done else f"no {provider} instance"
         return said + (f"; not terminated yet: {', '.join(left)} (see status)" if left else "")
 
-    def _swap(self, placement, primary: str, standby: str, fo: dict[str, Any]) -> str:
-        spec = placement["spec"]
+    def _swap(
+        self, placement: PlacementRecord, primary: Side, standby: Side, fo: dict[str, Any]
+    ) -> str:
+        spec = placement.spec
         rto, rpo = fo["running_at"] - fo["detected_at"], fo.get("rpo_seconds")
         swapped = {
             "rto_seconds": round(rto, 3),
             "rpo_seconds": rpo,
-            "from": spec["sides"][primary]["provider"],
-            "to": spec["sides"][standby]["provider"],
+            "from": spec.sides[primary].provider,
+            "to": spec.sides[standby].provider,
             "reason": fo["reason"],
-            "generation": fo.get("generation", generation(self.store.events(placement["id"]))),
+            "generation": fo.get("generation", generation(self.ctx.store.events(placement.id))),
         }
-        notice = notice_of(self.store.events(placement["id"]), fo["reason"])
+        notice = notice_of(self.ctx.store.events(placement.id), fo["reason"])
         if notice is not None:
             swapped.update(_notice_figures(notice, fo))
             rto = swapped["rto_seconds"]
-        self.store.swap_primary(placement["id"], swapped)
+        self.ctx.store.swap_primary(placement.id, swapped)
         rpo_text = "unknown" if rpo is None else span(max(rpo, 0))
         said = f"roles swapped: {swapped['to']} is primary, RTO {span(rto)}, RPO {rpo_text}"
         if notice is not None and swapped["standby_before_reclaim_seconds"] > 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import suppress
 
-from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.core import Context, Launcher
 from cloudbroker.broker.records import LIVE, UNRESOLVED, GcReport
 from cloudbroker.errors import CloudBrokerError, Conflict, NotFoundError
 from cloudbroker.launching import KEY_TAG, MANAGED_TAG, PLACEMENT_TAG
@@ -12,8 +12,12 @@ from cloudbroker.models import Instance, InstanceState
 from cloudbroker.state import InstanceRow
 
 
-class Collecting(BrokerCore):
+class Collector:
     """Finds what was launched and forgotten, and forgets what is confirmed gone."""
+
+    def __init__(self, ctx: Context, launcher: Launcher) -> None:
+        self.ctx = ctx
+        self.launcher = launcher
 
     def orphans(self, *, all_tagged: bool = False) -> GcReport:
         """Instances tagged by cloudbroker that the state store does not know, per cloud.
@@ -23,14 +27,14 @@ class Collecting(BrokerCore):
         placements are reported apart and left alone unless ``all_tagged``. Clouds that
         could not be asked are reported, not counted as clean.
         """
-        rows = self.store.instances()
+        rows = self.ctx.store.instances()
         known = {(r.provider, r.instance_id) for r in rows if r.instance_id}
         unresolved = {r.idempotency_key for r in rows if not r.instance_id and r.state in LIVE}
-        placements = set(self.store.placement_ids())
-        found = self.pm.list_instances(None, {MANAGED_TAG: "true"})
+        placements = set(self.ctx.store.placement_ids())
+        found = self.ctx.pm.list_instances(None, {MANAGED_TAG: "true"})
         report = GcReport(not_checked={f.provider: f.reason for f in found.failures})
-        for name in self.pm.providers():
-            if not self.pm.implements(name, "list_instances"):
+        for name in self.ctx.pm.providers():
+            if not self.ctx.pm.implements(name, "list_instances"):
                 report.not_checked[name] = "does not implement list_instances"
         for instances in found.results.values():
             for i in instances:
@@ -45,7 +49,7 @@ class Collecting(BrokerCore):
         return report
 
     def terminate_orphan(self, instance: Instance) -> Instance:
-        return self.pm.terminate(instance.provider, instance.ref)
+        return self.ctx.pm.terminate(instance.provider, instance.ref)
 
     def forget(self, placement_id: str) -> None:
         """Remove the records of a placement that is down, once its clouds confirm none runs.
@@ -55,10 +59,10 @@ class Collecting(BrokerCore):
         not terminated, or a cloud that cannot be asked, refuses with one line naming it and
         keeps every record. A placement never launched needs no cloud's word.
         """
-        if self._placement(placement_id)["status"] != "down":
+        if self.ctx.placement(placement_id).status != "down":
             raise Conflict(f"{placement_id} is not down: run `down` first, then forget it")
         running: list[str] = []
-        rows = self.store.instances(placement_id)
+        rows = self.ctx.store.instances(placement_id)
         for provider in dict.fromkeys(r.provider for r in rows):
             mine = [r for r in rows if r.provider == provider]
             try:
@@ -69,14 +73,14 @@ class Collecting(BrokerCore):
             raise CloudBrokerError(
                 f"{placement_id} is not forgotten: {'; '.join(running)}; its records are kept"
             )
-        self.store.forget(placement_id)
+        self.ctx.store.forget(placement_id)
 
     def _still_running(
         self, placement_id: str, provider: str, rows: list[InstanceRow]
     ) -> list[str]:
         """What the cloud still runs of this placement, as ``provider id (state)`` texts."""
-        if self.pm.implements(provider, "list_instances"):
-            found = self.pm.list_instances(
+        if self.ctx.pm.implements(provider, "list_instances"):
+            found = self.ctx.pm.list_instances(
                 sorted({r.region for r in rows}),
                 {MANAGED_TAG: "true", PLACEMENT_TAG: placement_id},
                 providers=[provider],
@@ -88,7 +92,7 @@ class Collecting(BrokerCore):
             for row in rows:
                 if row.instance_id is not None:
                     with suppress(NotFoundError):
-                        found.append(self._status(row))
+                        found.append(self.launcher.status(row))
         return [
             f"{provider} {i.instance_id} ({i.state.value})"
             for i in found

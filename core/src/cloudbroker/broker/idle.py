@@ -30,10 +30,13 @@ from typing import Any
 
 from cloudbroker.agent import REQUEST
 from cloudbroker.agent.notice_agent import UPLOAD_SECONDS
-from cloudbroker.broker.budget import Budgeting
-from cloudbroker.broker.notice import READ_SECONDS, AgentReport, Noticing
+from cloudbroker.broker.core import Context, Launcher
+from cloudbroker.broker.failover import Failover
+from cloudbroker.broker.lifecycle import Lifecycle
+from cloudbroker.broker.notice import READ_SECONDS, AgentReport
 from cloudbroker.broker.records import span
 from cloudbroker.errors import CloudBrokerError, UsageError, quoted
+from cloudbroker.state import PlacementRecord
 
 #: The share of the period after which the watcher warns, once per idle run.
 WARN_AT = 0.8
@@ -124,15 +127,23 @@ def gpu_now(kept: dict[str, Any] | None, primary: str, now: float) -> dict[str, 
     return {**{k: kept.get(k) for k in figures}, "at": kept["at"], "age_seconds": round(age, 3)}
 
 
-class IdleGuarding(Budgeting, Noticing):
+class IdleGuard:
     """The watcher's idle guard (see the module's docstring)."""
 
-    def keep_gpu(self, placement: dict[str, Any], report: AgentReport | None) -> None:
+    def __init__(
+        self, ctx: Context, launcher: Launcher, lifecycle: Lifecycle, failovers: Failover
+    ) -> None:
+        self.ctx = ctx
+        self.launcher = launcher
+        self.lifecycle = lifecycle
+        self.failovers = failovers
+
+    def keep_gpu(self, placement: PlacementRecord, report: AgentReport | None) -> None:
         """Keep the primary's newest GPU sample (or why there is none) in the store, where
         the metrics and ``status`` read it; written only when it changed."""
         if report is None:
             return
-        pid, side = placement["id"], placement["primary_side"]
+        pid, side = placement.id, placement.primary_side
         gpu = report.gpu
         rows = [s for s in gpu.get("samples") or [] if isinstance(s, list) and len(s) >= 6]
         data: dict[str, Any]
@@ -148,17 +159,17 @@ class IdleGuarding(Budgeting, Noticing):
         else:
             return
         data["side"] = side
-        kept = self.store.gpu(pid)
+        kept = self.ctx.store.gpu(pid)
         if kept is None or kept["at"] != at or kept.get("side") != side:
-            self.store.record_gpu(pid, at, data)
+            self.ctx.store.record_gpu(pid, at, data)
 
-    def enforce_idle(self, placement: dict[str, Any], report: AgentReport | None) -> str | None:
+    def enforce_idle(self, placement: PlacementRecord, report: AgentReport | None) -> str | None:
         """Warn, or sync a last checkpoint and stop, per the placement's idle rule; a line
         saying what happened, None when nothing did."""
-        rule, pid = placement["spec"].get("idle_stop"), placement["id"]
-        if not rule or placement["status"] != "up":
+        rule, pid = placement.spec.idle_stop, placement.id
+        if not rule or placement.status != "up":
             return None
-        events = self.store.events(pid)
+        events = self.ctx.store.events(pid)
         if asked := asked_for_checkpoint(events):
             return self._stop_when_answered(placement, rule, asked, report)
         if report is None:
@@ -169,12 +180,12 @@ class IdleGuarding(Budgeting, Noticing):
                 e.kind == "gpu-unavailable" and e.detail.get("agent_started") == report.started_at
                 for e in events
             ):
-                self.store.event(
+                self.ctx.store.event(
                     pid, "gpu-unavailable", {"error": error, "agent_started": report.started_at}
                 )
-                self._emit(pid, "warning", said, error=error)
+                self.ctx.emit(pid, "warning", said, error=error)
             return None
-        idle = idle_run(report.gpu, float(rule["below_percent"]), self.clock())
+        idle = idle_run(report.gpu, float(rule["below_percent"]), self.ctx.clock())
         if idle.since is None or idle.last is None:
             return None
         lasted = idle.last - idle.since
@@ -196,30 +207,30 @@ class IdleGuarding(Budgeting, Noticing):
             f"GPUs idle: {idle.util:g} % now, {rule_text(rule)} stops it "
             f"(idle {span(lasted)} so far)"
         )
-        self.store.event(pid, "idle-warning", figures)
-        self._emit(pid, "warning", said, **figures)
+        self.ctx.store.event(pid, "idle-warning", figures)
+        self.ctx.emit(pid, "warning", said, **figures)
         return f"{pid}: {said}"
 
     def idle_stop_pending(self, placement_id: str) -> bool:
         """Whether the idle guard waits for the job's last checkpoint (no failover then)."""
-        events = self.store.events(placement_id, ASKED_KINDS)  # each check: not every copy
+        events = self.ctx.store.events(placement_id, ASKED_KINDS)  # each check: not every copy
         return asked_for_checkpoint(events) is not None
 
     def _ask_checkpoint(
-        self, placement: dict[str, Any], rule: dict[str, Any], figures: dict, report: AgentReport
+        self, placement: PlacementRecord, rule: dict[str, Any], figures: dict, report: AgentReport
     ) -> str:
         """Write the checkpoint request for the primary's agent; stop at once without one
         (the replicator cannot write, or storage refused it)."""
-        pid = placement["id"]
-        primary, _ = self._roles(placement)
-        asked_at = self.clock()
+        pid = placement.id
+        primary, _ = placement.roles
+        asked_at = self.ctx.clock()
         request = {"requested_at": asked_at, "wait_seconds": CHECKPOINT_WAIT, "why": "idle-stop"}
-        put = getattr(self.replicator, "put", None)
+        put = getattr(self.ctx.replicator, "put", None)
         error = None if put else "the replicator cannot write objects"
         if put is not None:
             try:
                 put(
-                    self._bucket(placement, primary),
+                    self.launcher.bucket(placement, primary),
                     REQUEST,
                     json.dumps(request).encode(),
                     deadline_seconds=READ_SECONDS,
@@ -233,17 +244,17 @@ class IdleGuarding(Budgeting, Noticing):
         bound = CHECKPOINT_WAIT + 3 * every + UPLOAD_SECONDS + 2 * READ_SECONDS
         detail = {**figures, "requested_at": asked_at, "wait_seconds": CHECKPOINT_WAIT}
         answer_by = asked_at + bound
-        self.store.event(pid, "idle-checkpoint-requested", {**detail, "answer_by": answer_by})
+        self.ctx.store.event(pid, "idle-checkpoint-requested", {**detail, "answer_by": answer_by})
         said = (
             f"GPUs {rule_text(rule)}: asked the job for a last checkpoint "
             f"({span(CHECKPOINT_WAIT)} at most), then stopping"
         )
-        self._emit(pid, "note", said, **detail)
+        self.ctx.emit(pid, "note", said, **detail)
         return f"{pid}: {said}"
 
     def _stop_when_answered(
         self,
-        placement: dict[str, Any],
+        placement: PlacementRecord,
         rule: dict[str, Any],
         asked: dict[str, Any],
         report: AgentReport | None,
@@ -253,14 +264,14 @@ class IdleGuarding(Budgeting, Noticing):
         figures = {k: asked[k] for k in ("util", "idle_since", "idle_seconds", "rule")}
         if answer and answer.get("requested_at") == asked["requested_at"]:
             return self._idle_stop(placement, rule, figures, answer, None)
-        if self.clock() >= asked["answer_by"]:
+        if self.ctx.clock() >= asked["answer_by"]:
             waited = span(asked["answer_by"] - asked["requested_at"])
             return self._idle_stop(placement, rule, figures, None, f"no answer in {waited}")
         return None
 
     def _idle_stop(
         self,
-        placement: dict[str, Any],
+        placement: PlacementRecord,
         rule: dict[str, Any],
         figures: dict,
         answer: dict[str, Any] | None,
@@ -268,28 +279,28 @@ class IdleGuarding(Budgeting, Noticing):
     ) -> str:
         """A last checkpoint sync (primary bucket to standby, bounded), the event naming the
         checkpoint kept, ``down``."""
-        pid = placement["id"]
-        primary, standby = self._roles(placement)
+        pid = placement.id
+        primary, standby = placement.roles
         why = f"GPUs {rule_text(rule)} ({figures['util']:g} % now)"
         kept = _kept(answer, unanswered)
-        self._emit(pid, "note", f"{why}: syncing the last checkpoint ({kept['said']}), stopping")
-        synced = self._last_sync(placement, primary, standby, self.clock())
+        self.ctx.emit(pid, "note", f"{why}: syncing the last checkpoint ({kept['said']}), stopping")
+        synced = self.failovers.last_sync(placement, primary, standby, self.ctx.clock())
         said = kept.pop("said")
-        self.store.event(pid, "idle-stopped", {**figures, **kept, **synced})
-        to = placement["spec"]["sides"][standby]["provider"]
+        self.ctx.store.event(pid, "idle-stopped", {**figures, **kept, **synced})
+        to = placement.spec.sides[standby].provider
         if "error" in synced:
             said = f"last sync of {said} to {to} failed ({synced['error']})"
         else:
             said = f"{said} synced to {to}"
         why = f"{why}; {said}"
-        left = self.down(pid)
+        left = self.lifecycle.down(pid)
         if not left:
             line = f"stopped idle: {why}; every instance terminated, down"
-            self._emit(pid, "note", line)
+            self.ctx.emit(pid, "note", line)
             return f"{pid} {line}"
         names = ", ".join(f"{r.provider} {r.instance_id or r.idempotency_key}" for r, _ in left)
         line = f"stopping idle: {why}; not terminated yet: {names} (tried again)"
-        self._emit(pid, "warning", line)
+        self.ctx.emit(pid, "warning", line)
         return f"{pid} {line}"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloudbroker.broker.core import Attempts, BrokerCore
+from cloudbroker.broker.core import Attempts, Context, Launcher
 from cloudbroker.broker.records import (
     ASKED,
     LIVE,
@@ -22,7 +22,7 @@ from cloudbroker.state import Event, InstanceRow
 STATUS_THREADS = 8
 
 
-def _roles_in_time(events: list[Event]) -> tuple[dict[str, str], set[str]]:
+def roles_in_time(events: list[Event]) -> tuple[dict[str, str], set[str]]:
     """Per launch key, its role when launched, and the keys that were ever the primary.
 
     Read from the event log: side ``a`` is primary at first and each ``roles-swapped``
@@ -44,8 +44,12 @@ def _roles_in_time(events: list[Event]) -> tuple[dict[str, str], set[str]]:
     return launched_as, was_primary
 
 
-class Lifecycle(BrokerCore):
+class Lifecycle:
     """Launches a placement, terminates it, and reports on it."""
+
+    def __init__(self, ctx: Context, launcher: Launcher) -> None:
+        self.ctx = ctx
+        self.launcher = launcher
 
     def up(self, placement_id: str) -> list[InstanceRow]:
         """Launch the primary (and a hot standby) unless already running; idempotent.
@@ -53,29 +57,29 @@ class Lifecycle(BrokerCore):
         Run again after a crash, it resumes with the same keys; after ``down`` (or once the
         side's instance has ended) it launches with new ones.
         """
-        placement = self._placement(placement_id)
-        self.store.begin_up(placement_id)
-        self._resolve(placement_id)
-        primary, standby = self._roles(placement)
-        sides = [primary] + ([standby] if placement["spec"]["standby_mode"] == "hot" else [])
+        placement = self.ctx.placement(placement_id)
+        self.ctx.store.begin_up(placement_id)
+        self.launcher.resolve(placement_id)
+        primary, standby = placement.roles
+        sides = [primary] + ([standby] if placement.spec.standby_mode == "hot" else [])
         rows = []
         for side in sides:
-            provider = placement["spec"]["sides"][side]["provider"]
-            live = [r for r in self._live(placement_id, side) if r.instance_id]
-            parts, attempts = ("up", side, self._ended(placement_id, side)), Attempts()
+            provider = placement.spec.sides[side].provider
+            live = [r for r in self.launcher.live(placement_id, side) if r.instance_id]
+            parts, attempts = ("up", side, self.launcher.ended(placement_id, side)), Attempts()
             if live:
                 row = live[0]
             else:
                 doing = f"up: launching on {provider}"
-                with self._step(placement_id, "up", "launch", doing, "up") as done:
-                    row = self._launch(placement, side, parts, attempts)
+                with self.ctx.step(placement_id, "up", "launch", doing, "up") as done:
+                    row = self.launcher.launch(placement, side, parts, attempts)
                     done.text = f"launched {described(row)}"
             doing = f"up: waiting for {provider} {row.instance_id} to run"
-            with self._step(placement_id, "up", "wait", doing, "up") as done:
-                row = self._launch_running(placement, side, parts, row, attempts)
+            with self.ctx.step(placement_id, "up", "wait", doing, "up") as done:
+                row = self.launcher.launch_running(placement, side, parts, row, attempts)
                 done.text = f"{provider} {row.instance_id} running"
             rows.append(row)
-        self.store.finish_up(placement_id, {"sides": sides})
+        self.ctx.store.finish_up(placement_id, {"sides": sides})
         return rows
 
     def down(self, placement_id: str) -> list[tuple[InstanceRow, str]]:
@@ -85,43 +89,49 @@ class Lifecycle(BrokerCore):
         interrupted failover launches anything afterwards. A launch still in flight is waited
         for (at most ``launch_settle`` seconds) and terminated once it shows up.
         """
-        self._placement(placement_id)
-        self.store.request_down(placement_id)
-        pause = max(self.poll_interval, 1.0)  # one listing a second at most
-        settle = max(self.launch_settle, self.consistency_grace)
-        deadline = self.clock() + settle + 2 * pause  # every row settles by then
+        self.ctx.placement(placement_id)
+        self.ctx.store.request_down(placement_id)
+        pause = max(self.ctx.poll_interval, 1.0)  # one listing a second at most
+        settle = max(self.ctx.launch_settle, self.ctx.consistency_grace)
+        deadline = self.ctx.clock() + settle + 2 * pause  # every row settles by then
         while True:
-            unresolved = self._resolve(placement_id)
+            unresolved = self.launcher.resolve(placement_id)
             left: list[tuple[InstanceRow, str]] = [(u.row, u.reason) for u in unresolved]
             settling = all(u.settling for u in unresolved)
-            for row in self.store.instances(placement_id):
-                if row.state in TERMINABLE and row.instance_id and (why := self._terminate(row)):
+            for row in self.ctx.store.instances(placement_id):
+                if (
+                    row.state in TERMINABLE
+                    and row.instance_id
+                    and (why := self.launcher.terminate(row))
+                ):
                     left.append((row, why))
                     settling = settling and why.settling
             in_flight = settling
-            if not left or not in_flight or self.clock() >= deadline:
+            if not left or not in_flight or self.ctx.clock() >= deadline:
                 break
-            self._emit(
+            self.ctx.emit(
                 placement_id,
                 "note",
                 f"waiting for {len(left)} launch(es) in flight or not listed yet to settle",
             )
-            self.sleep(pause)
+            self.ctx.sleep(pause)
         if not left:
-            self.store.finish_down(placement_id)
+            self.ctx.store.finish_down(placement_id)
         return left
 
     def status(self, placement_id: str, *, refresh: bool = True) -> dict[str, Any]:
-        placement = self._placement(placement_id)
-        primary, standby = self._roles(placement)
+        placement = self.ctx.placement(placement_id)
+        primary, standby = placement.roles
         open_rows = {}
         if refresh:
-            open_rows = {u.row.idempotency_key: u.reason for u in self._resolve(placement_id)}
+            open_rows = {
+                u.row.idempotency_key: u.reason for u in self.launcher.resolve(placement_id)
+            }
         instances = []
         fetched = self._cloud_states(placement_id) if refresh else {}
-        events = self.store.events(placement_id)
-        launched_as, was_primary = _roles_in_time(events)
-        for row in self.store.instances(placement_id):
+        events = self.ctx.store.events(placement_id)
+        launched_as, was_primary = roles_in_time(events)
+        for row in self.ctx.store.instances(placement_id):
             entry = {
                 "side": row.side,
                 "role": "primary" if row.side == primary else "standby",
@@ -145,18 +155,18 @@ class Lifecycle(BrokerCore):
             elif row.side != primary and key in was_primary:  # not terminated yet: still billing
                 entry["role"] = "former primary"
             instances.append(entry)
-        spec = placement["spec"]
+        spec = placement.spec
         return {
             "id": placement_id,
-            "status": placement["status"],
-            "primary": spec["sides"][primary]["provider"],
-            "standby": spec["sides"][standby]["provider"],
+            "status": placement.status,
+            "primary": spec.sides[primary].provider,
+            "standby": spec.sides[standby].provider,
             "buckets": {  # the folders of the generation written now
-                "primary": bucket_text(self._bucket(placement, primary).model_dump()),
-                "standby": bucket_text(self._bucket(placement, standby).model_dump()),
+                "primary": bucket_text(self.launcher.bucket(placement, primary)),
+                "standby": bucket_text(self.launcher.bucket(placement, standby)),
             },
             "instances": instances,
-            "failover": self.store.failover(placement_id),
+            "failover": self.ctx.store.failover(placement_id),
             "last_failover": last_failover(events),
             "replication_failing": replication_failing(events),
             "events": [{"at": e.at, "kind": e.kind, **e.detail} for e in events],
@@ -167,7 +177,9 @@ class Lifecycle(BrokerCore):
         (a status costs the slowest cloud, not the sum; each call has the plugin timeout)."""
         from concurrent.futures import ThreadPoolExecutor
 
-        rows = [r for r in self.store.instances(placement_id) if r.state in ASKED and r.instance_id]
+        rows = [
+            r for r in self.ctx.store.instances(placement_id) if r.state in ASKED and r.instance_id
+        ]
         if not rows:
             return {}
         with ThreadPoolExecutor(min(len(rows), STATUS_THREADS)) as pool:
@@ -181,13 +193,13 @@ class Lifecycle(BrokerCore):
         clouds forget terminated instances after a while.
         """
         try:
-            live = self._status(row)
+            live = self.launcher.status(row)
         except NotFoundError:
             if row.state != InstanceState.TERMINATING.value:
                 return {"error": f"{row.provider} does not know {row.instance_id}"}
-            self.store.update_instance(row.idempotency_key, state=InstanceState.TERMINATED)
+            self.ctx.store.update_instance(row.idempotency_key, state=InstanceState.TERMINATED)
             return {"state": InstanceState.TERMINATED.value}
         except CloudBrokerError as exc:
             return {"error": str(exc)}
-        self.store.update_instance(row.idempotency_key, state=live.state.value)
+        self.ctx.store.update_instance(row.idempotency_key, state=live.state.value)
         return {"state": live.state.value, "reclaim": live.reclaim}

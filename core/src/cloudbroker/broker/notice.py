@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from cloudbroker.agent import MARKER
+from cloudbroker.broker.core import Context, Launcher
 from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.records import NOTICE_REASON, bucket_text, span
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.lease import Lease
+from cloudbroker.state import PlacementRecord
+from cloudbroker.state.store import Side
 
 #: Bound of one marker read (a listing and a small object).
 READ_SECONDS = 10.0
@@ -40,10 +43,16 @@ class AgentReport:
     checkpoint_request: dict[str, Any] | None = None  # its answer to the idle guard's request
 
 
-class Noticing(Failover):
+class NoticeHandler:
     """Reads the notice agent's marker and fails over on a reclaim notice."""
 
-    def agent_report(self, placement: dict[str, Any], primary: str) -> AgentReport | None:
+    def __init__(self, ctx: Context, launcher: Launcher, failovers: Failover) -> None:
+        self.ctx = ctx
+        self.launcher = launcher
+        self.failovers = failovers
+        self._notices: dict[str, bool] = {}  # provider -> declares a notice (static data)
+
+    def agent_report(self, placement: PlacementRecord, primary: Side) -> AgentReport | None:
         """The primary agent's marker, if it can matter here and is the current primary's.
 
         None when the placement cannot use one (a primary cloud without a notice and no idle
@@ -51,21 +60,19 @@ class Noticing(Failover):
         the replicator cannot read objects (polling only), nothing was written yet, or it is
         an earlier primary's. A read that fails is a note; the check goes on polling.
         """
-        spec, pid = placement["spec"], placement["id"]
-        side = spec["sides"][primary]
-        read = getattr(self.replicator, "read", None)
+        spec, pid = placement.spec, placement.id
+        side = spec.sides[primary]
+        read = getattr(self.ctx.replicator, "read", None)
         if read is None:
             return None
-        if not spec.get("idle_stop") and not self._has_notice(side["provider"]):
+        if not spec.idle_stop and not self._has_notice(side.provider):
             return None
-        bucket = self._bucket(placement, primary)
-        self._waiting(
-            pid, f"reading the notice agent's marker in {bucket_text(bucket.model_dump())}"
-        )
+        bucket = self.launcher.bucket(placement, primary)
+        self.ctx.waiting(pid, f"reading the notice agent's marker in {bucket_text(bucket)}")
         try:
             data = read(bucket, MARKER, deadline_seconds=READ_SECONDS)
         except CloudBrokerError as exc:
-            self._emit(pid, "note", f"notice agent's marker not read: {exc}", error=str(exc))
+            self.ctx.emit(pid, "note", f"notice agent's marker not read: {exc}", error=str(exc))
             return None
         if not data:
             return None
@@ -80,7 +87,7 @@ class Noticing(Failover):
                 raw.get("checkpoint_request"),
             )
         except (ValueError, TypeError, KeyError):
-            self._emit(pid, "note", "notice agent's marker is not readable JSON: ignored")
+            self.ctx.emit(pid, "note", "notice agent's marker is not readable JSON: ignored")
             return None
         launched = self._primary_launched_at(pid, primary)
         if launched is None or report.started_at < launched:
@@ -89,45 +96,47 @@ class Noticing(Failover):
 
     def _has_notice(self, provider: str) -> bool:
         """Whether the provider declares a notice (asked once per broker: static data)."""
-        known: dict[str, bool] = self.__dict__.setdefault("_notices", {})
+        known = self._notices
         if provider not in known:
-            known[provider] = provider in self.pm.spot_notice(providers=[provider]).results
+            known[provider] = provider in self.ctx.pm.spot_notice(providers=[provider]).results
         return known[provider]
 
-    def _primary_launched_at(self, pid: str, primary: str) -> float | None:
+    def _primary_launched_at(self, pid: str, primary: Side) -> float | None:
         """When the live primary instance's launch was requested (the store's clock)."""
-        keys = {r.idempotency_key for r in self._live(pid, primary) if r.instance_id}
+        keys = {r.idempotency_key for r in self.launcher.live(pid, primary) if r.instance_id}
         asked = [
             e.at
-            for e in self.store.events(pid)
+            for e in self.ctx.store.events(pid)
             if e.kind == "launch-requested" and e.detail.get("key") in keys
         ]
         return max(asked) if asked else None
 
     def fail_over_on_notice(
-        self, placement: dict[str, Any], report: AgentReport, lease: Lease
+        self, placement: PlacementRecord, report: AgentReport, lease: Lease
     ) -> dict[str, Any]:
         """Record the notice (once) and fail over now, while the primary still runs."""
-        pid = placement["id"]
+        pid = placement.id
         notice = dict(report.notice or {})
         detail = {"cloud": report.cloud, **notice}
         seen = any(
             e.kind == "reclaim-notice" and e.detail.get("noticed_at") == notice.get("noticed_at")
-            for e in self.store.events(pid)
+            for e in self.ctx.store.events(pid)
         )
         lead = float(notice.get("lead_seconds") or 0.0)
         if not seen:
-            self.store.event(pid, "reclaim-notice", detail)
+            self.ctx.store.event(pid, "reclaim-notice", detail)
             if notice.get("errors"):
                 errors = list(notice["errors"])
-                self.store.event(pid, "notice-agent-error", {"errors": errors})
-                self._emit(pid, "warning", f"notice agent: {'; '.join(errors)}", errors=errors)
+                self.ctx.store.event(pid, "notice-agent-error", {"errors": errors})
+                self.ctx.emit(pid, "warning", f"notice agent: {'; '.join(errors)}", errors=errors)
         checkpoint = notice.get("checkpoint") or "no checkpoint"
-        self._emit(
+        self.ctx.emit(
             pid,
             "note",
             f"reclaim notice from {report.cloud}: the primary goes in {span(max(lead, 0))} "
             f"(newest checkpoint {checkpoint}); failing over now",
             **detail,
         )
-        return self._failover(pid, f"{NOTICE_REASON} ({report.cloud}, {lead:.0f} s ahead)", lease)
+        return self.failovers.run(
+            pid, f"{NOTICE_REASON} ({report.cloud}, {lead:.0f} s ahead)", lease
+        )

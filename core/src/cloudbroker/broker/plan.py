@@ -7,13 +7,11 @@ import math
 import uuid
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker import limits
 from cloudbroker.broker.budget import budget_money
-from cloudbroker.broker.core import BrokerCore
+from cloudbroker.broker.core import Context
 from cloudbroker.broker.idle import idle_rule
 from cloudbroker.broker.records import bucket_text
 from cloudbroker.costs import egress_cost
@@ -28,9 +26,17 @@ from cloudbroker.errors import (
     quoted,
 )
 from cloudbroker.geography import Nearness, nearness
-from cloudbroker.models import BillingRule, BucketRef, EgressTerms, Market, PriceSheet
+from cloudbroker.models import BillingRule, BucketRef, Market, PriceSheet
 from cloudbroker.money import Money
-from cloudbroker.placements import CostItem, PlacementCost, PlannedOffer
+from cloudbroker.placements import (
+    CostItem,
+    PlacementCost,
+    PlacementSpec,
+    PlannedJob,
+    PlannedOffer,
+    PlannedPair,
+    PlannedSide,
+)
 from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, disk_settings, match_gpus
 
 if TYPE_CHECKING:
@@ -169,62 +175,11 @@ def _standby_order(
     return near[quotes[0].region], quotes
 
 
-class PlannedJob(BaseModel):
-    gpu: str
-    count: int
-    hours: str  # a Decimal, as text
-    market: Market
-    checkpoint_gb: str  # a Decimal, as text
-
-
-class PlannedSide(BaseModel):
-    """One side of a placement: its cloud, its offers in launch order, its bucket."""
-
-    provider: str
-    offers: list[PlannedOffer]
-    bucket: BucketRef  # with the region of the side's first offer
-    # the internet egress terms where the bucket is: what replicating out of it costs
-    egress: EgressTerms | None = Field(default=None, exclude_if=lambda v: v is None)
-
-
-class PlannedPair(BaseModel):
-    """Where the two sides are, and how near (``cloudbroker.geography``): what ``place``
-    and ``up`` say about the pair."""
-
-    primary: str  # "aws us-east-1"
-    standby: str
-    relation: str  # "same place (virginia)", "location unknown (...)"
-    chosen: Literal["nearest first", "by cost alone"]
-
-    def text(self) -> str:
-        how = "" if self.chosen == "nearest first" else ", chosen by cost alone"
-        return f"pair: {self.primary} -> standby {self.standby}: {self.relation}{how}"
-
-
-class PlacementSpec(BaseModel):
-    """A placement's plan: what :meth:`Planning.plan` returns (dumped as JSON-ready data),
-    what the state store keeps and what ``place --json`` prints. Side ``a`` is the primary
-    until a failover swaps the roles."""
-
-    job: PlannedJob
-    standby_mode: Literal["cold", "hot"]
-    sync_every: float
-    startup_script: str | None
-    sides: dict[Literal["a", "b"], PlannedSide]
-    cost: PlacementCost
-    # where the two sides are and how near; None in plans made before it was kept
-    pair: PlannedPair | None = Field(default=None, exclude_if=lambda v: v is None)
-    # planned with live availability: how old each cloud's figures are, what stays unknown
-    live: LiveReport | None = Field(default=None, exclude_if=lambda v: v is None)
-    # the budget guard (see cloudbroker.broker.budget): a Money, and hours as Decimal text
-    budget: Money | None = Field(default=None, exclude_if=lambda v: v is None)
-    max_hours: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    # the idle guard (see cloudbroker.broker.idle): below_percent and seconds
-    idle_stop: dict[str, float] | None = Field(default=None, exclude_if=lambda v: v is None)
-
-
-class Planning(BrokerCore):
+class Planner:
     """Plans placements from the catalogs (no cloud is asked to launch anything)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
     def _engine(self, request: PlaceRequest, provider: str, sheets, types) -> QuoteEngine:
         known = {t.gpu.model for ts in types.values() for t in ts}
@@ -239,9 +194,9 @@ class Planning(BrokerCore):
             checkpoint_gb=request.checkpoint_gb,
             top=POOL,
             gpu_models=match_gpus(request.gpu, known),
-            disk_gb=disk_settings(self.pm),
+            disk_gb=disk_settings(self.ctx.pm),
         )
-        return QuoteEngine(job, sheets, types, self.fx)
+        return QuoteEngine(job, sheets, types, self.ctx.fx)
 
     def _candidates(
         self, request: PlaceRequest, clouds: list[str], sheets, types, live: Live | None
@@ -260,7 +215,7 @@ class Planning(BrokerCore):
             if cloud in clouds
             for t, p in engine.candidates()
         ]
-        board = live.board(self.pm, asked)
+        board = live.board(self.ctx.pm, asked)
         candidates = {}
         for cloud, engine in engines.items():
             quotes = engine.rank(board if cloud in clouds else None).quotes
@@ -282,6 +237,12 @@ class Planning(BrokerCore):
     def plan(
         self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
     ) -> dict[str, Any]:
+        """:meth:`plan_spec` as JSON-ready data: what the store keeps, ``place --json`` prints."""
+        return self.plan_spec(request, name, live).model_dump(mode="json")
+
+    def plan_spec(
+        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
+    ) -> PlacementSpec:
         """The cheapest primary and standby on two different clouds, with the full cost.
 
         ``name`` spells a request's field in an error (the CLI passes its options'). With
@@ -300,14 +261,14 @@ class Planning(BrokerCore):
             request.standby_bucket.provider,
         ):
             if cloud is not None:  # an empty name is an unknown cloud, not "any"
-                self.pm.require(cloud)
+                self.ctx.pm.require(cloud)
         if request.primary and request.primary == request.standby:
             raise UsageError(f"{name('primary')} and {name('standby')} must be different clouds")
         if request.budget is not None:
             self._check_budget(request, name)
-        providers = self.pm.providers()
+        providers = self.ctx.pm.providers()
         # Planned from the catalogs, as quotes are (run `catalog refresh` for live prices).
-        types, sheets, failures = self.pm.catalogs(providers, offline=True)
+        types, sheets, failures = self.ctx.pm.catalogs(providers, offline=True)
         regions = {t.region for ts in types.values() for t in ts}
         for region in request.regions:
             if region not in regions:
@@ -364,10 +325,10 @@ class Planning(BrokerCore):
         candidates = {a: candidates[a][:KEPT], b: standby[:KEPT]}
         if a in blocked:
             said = f"primary {a}: {blocked[a]}: up cannot launch it"
-            self._emit("", "warning", said)
+            self.ctx.emit("", "warning", said)
         if b in blocked:
             said = f"{b}: {blocked[b]}: {a} is the primary; a failover to {b} would find no quota"
-            self._emit("", "warning", said)
+            self.ctx.emit("", "warning", said)
         for role, cloud in (("primary", a), ("standby", b)):
             self._check_reach(role, cloud, buckets[cloud])
 
@@ -405,7 +366,7 @@ class Planning(BrokerCore):
             max_hours=None if request.max_hours is None else str(request.max_hours),
             idle_stop=None if request.idle_stop is None else idle_rule(request.idle_stop),
         )
-        return spec.model_dump(mode="json")
+        return spec
 
     def _check_reach(self, role: str, cloud: str, bucket: BucketRef) -> None:
         """Refuse a side whose instances could not reach its bucket: the job would run and
@@ -413,13 +374,13 @@ class Planning(BrokerCore):
         Without the cloud's credentials or settings the remote cannot be described yet: ``up``
         asks for it again before launching, and fails there with what is missing."""
         where = f"{bucket.provider}:{bucket.bucket}/{bucket.path}".rstrip("/")
-        if not self.pm.implements(cloud, "sync_storage"):
+        if not self.ctx.pm.implements(cloud, "sync_storage"):
             raise UsageError(
                 f"the {role} {cloud} could not reach its bucket {where}: {cloud} does not "
                 "implement sync_storage"
             )
         try:
-            remote = self.pm.sync_storage(cloud, bucket)
+            remote = self.ctx.pm.sync_storage(cloud, bucket)
         except (AuthError, ConfigError):
             return  # planning needs no credentials nor settings: `up` asks again, and says
             # what is missing
@@ -434,7 +395,7 @@ class Planning(BrokerCore):
         """A budget in another currency than the plan's needs a dated rate between the two."""
         assert request.budget is not None
         try:
-            self.fx.rate(request.currency, request.budget.currency)
+            self.ctx.fx.rate(request.currency, request.budget.currency)
         except UsageError:
             raise UsageError(
                 f"{name('budget')} in {request.budget.currency}: no exchange rate between "
@@ -473,7 +434,7 @@ class Planning(BrokerCore):
             CostItem(
                 label=f"replication: {moves} checkpoint(s) of {request.checkpoint_gb} "
                 f"GB to {standby.provider} at {primary.provider}'s internet rates",
-                amount=None if egress is None else self.fx.convert(egress, cur),
+                amount=None if egress is None else self.ctx.fx.convert(egress, cur),
             )
         )
         known = [ln.amount for ln in lines if ln.amount is not None]
@@ -483,24 +444,23 @@ class Planning(BrokerCore):
             complete=len(known) == len(lines) and primary.complete,
         )
 
-    def _check_buckets(self, request: PlaceRequest, spec: dict[str, Any], name: Spelling) -> None:
+    def _check_buckets(self, request: PlaceRequest, spec: PlacementSpec, name: Spelling) -> None:
         """Each side's bucket exists, answers in the region of its offer and takes a write,
         or the plan is refused naming it: a bucket that does not would make every
         replication fail, and a failover's RPO unknown. A cloud without credentials here
         cannot be asked: a note says so (its first replication will)."""
-        check = getattr(self.replicator, "check", None)
+        check = getattr(self.ctx.replicator, "check", None)
         if check is None:
             return
-        for key in ("a", "b"):
-            bucket = BucketRef(**spec["sides"][key]["bucket"])
+        for bucket in (spec.sides["a"].bucket, spec.sides["b"].bucket):
             flag = name(
                 "bucket" if bucket.provider == request.bucket.provider else "standby_bucket"
             )
-            where = f"{flag} {bucket_text(spec['sides'][key]['bucket'])}"
-            infos = self.pm.provider_info(providers=[bucket.provider], timeout=10)
+            where = f"{flag} {bucket_text(bucket)}"
+            infos = self.ctx.pm.provider_info(providers=[bucket.provider], timeout=10)
             info = infos.results.get(bucket.provider)
             if info is None or not info.credentials.configured:
-                self._emit(
+                self.ctx.emit(
                     "", "note", f"{where} not checked: no {bucket.provider} credentials here"
                 )
                 continue
@@ -518,8 +478,8 @@ class Planning(BrokerCore):
         self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
     ) -> tuple[str, dict[str, Any]]:
         """Plan, then record the plan as a new placement (the store is touched only then)."""
-        spec = self.plan(request, name, live)
+        spec = self.plan_spec(request, name, live)
         self._check_buckets(request, spec, name)
-        placement_id = f"pl-{uuid.uuid4().hex[:10]}"
-        self.store.add_placement(placement_id, spec)
-        return placement_id, spec
+        placement_id, plan = f"pl-{uuid.uuid4().hex[:10]}", spec.model_dump(mode="json")
+        self.ctx.store.add_placement(placement_id, plan)
+        return placement_id, plan

@@ -192,8 +192,8 @@ def described(row: InstanceRow) -> str:
     return f"{row.provider} {row.instance_id} ({row.instance_type} in {row.region})"
 
 
-def bucket_text(bucket: dict[str, Any]) -> str:
-    return f"{bucket['provider']}:{bucket['bucket']}/{bucket['path']}".rstrip("/")
+def bucket_text(bucket: BucketRef) -> str:
+    return f"{bucket.provider}:{bucket.bucket}/{bucket.path}".rstrip("/")
 
 
 def generation(events: list[Event]) -> int:
@@ -203,7 +203,7 @@ def generation(events: list[Event]) -> int:
     return int(swaps[-1].detail.get("generation", 0)) if swaps else 0
 
 
-def generation_bucket(bucket: dict[str, Any], number: int) -> BucketRef:
+def generation_bucket(bucket: BucketRef, number: int) -> BucketRef:
     """Where generation ``number`` of a side's checkpoints lives: the planned folder for the
     first, then a sibling folder ``PATH.genN`` for the primary each failover launched.
 
@@ -212,11 +212,10 @@ def generation_bucket(bucket: dict[str, Any], number: int) -> BucketRef:
     and writes its own, and replication copies only the current generation. A bucket planned
     without a folder (its root) has one generation: there is no sibling to write beside it.
     """
-    ref = BucketRef(**bucket)
-    path = ref.path.strip("/")
+    path = bucket.path.strip("/")
     if number == 0 or not path:
-        return ref
-    return ref.model_copy(update={"path": f"{path}.gen{number}"})
+        return bucket
+    return bucket.model_copy(update={"path": f"{path}.gen{number}"})
 
 
 #: Replications failed in a row (since the last that worked, or the last swap) that make an

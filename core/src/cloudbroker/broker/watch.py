@@ -9,8 +9,12 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from cloudbroker.broker.fencing import Fencing
-from cloudbroker.broker.idle import IdleGuarding
+from cloudbroker.broker.budget import BudgetGuard
+from cloudbroker.broker.core import Context, Launcher
+from cloudbroker.broker.failover import Failover
+from cloudbroker.broker.fencing import Fencer
+from cloudbroker.broker.idle import IdleGuard
+from cloudbroker.broker.notice import NoticeHandler
 from cloudbroker.broker.records import (
     FAILED_STATES,
     REPLICATION_ALERT_AFTER,
@@ -20,6 +24,8 @@ from cloudbroker.broker.records import (
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost, StateError
 from cloudbroker.lease import Lease
+from cloudbroker.state import PlacementRecord
+from cloudbroker.state.store import Side
 
 STOPPED = ("stopping", "down")  # `down` was requested: nothing more to watch
 
@@ -73,12 +79,27 @@ class Checked:
     stopped: str | None = None  # why this placement is no longer watched (`down` requested)
 
 
-class Watching(Fencing, IdleGuarding):
+class Watcher:
     """Watches a placement that is up and fails it over when its primary fails, or at once
     on the notice agent's reclaim notice; stops it at its budget or when its GPUs idle."""
 
-    #: How often ``watch`` asks whether the standby's offer is still in stock (seconds).
-    standby_check_every = 600.0
+    def __init__(
+        self,
+        ctx: Context,
+        launcher: Launcher,
+        failovers: Failover,
+        budget: BudgetGuard,
+        notices: NoticeHandler,
+        idle: IdleGuard,
+        fencer: Fencer,
+    ) -> None:
+        self.ctx = ctx
+        self.launcher = launcher
+        self.failovers = failovers
+        self.budget = budget
+        self.notices = notices
+        self.idle = idle
+        self.fencer = fencer
 
     def watch(
         self,
@@ -101,40 +122,43 @@ class Watching(Fencing, IdleGuarding):
         failover step.
         """
         lease = Lease(
-            self.store, placement_id, holder or f"watch-{uuid.uuid4().hex[:8]}", self.lease_ttl
+            self.ctx.store,
+            placement_id,
+            holder or f"watch-{uuid.uuid4().hex[:8]}",
+            self.ctx.lease_ttl,
         )
         watched = self.watched(placement_id)
         try:
             while not until():
-                self.store.check()
-                placement = self._placement(placement_id)
-                status = placement["status"]
+                self.ctx.store.check()
+                placement = self.ctx.placement(placement_id)
+                status = placement.status
                 if status in STOPPED:
                     return _stopped(placement_id, status)
                 if not lease.held and not lease.acquire():
-                    holder_now = (self.store.lease(placement_id) or {}).get("holder", "another")
-                    self._emit(
+                    holder_now = (self.ctx.store.lease(placement_id) or {}).get("holder", "another")
+                    self.ctx.emit(
                         placement_id,
                         "check",
                         f"{holder_now} holds the lease: standing by",
                         status=status,
                         standing_by=True,
                     )
-                    self.sleep(interval)
+                    self.ctx.sleep(interval)
                     continue
                 try:
                     checked = self.check_placement(
                         watched, lease, interval=interval, failures=failures, placement=placement
                     )
                 except LeaseLost as exc:  # taken over: stand by until it is free again
-                    self._emit(placement_id, "note", str(exc))
+                    self.ctx.emit(placement_id, "note", str(exc))
                     watched.consecutive = 0
                     continue
                 if checked.stopped:
                     return checked.stopped
                 if not checked.again:
-                    self._waiting(placement_id, f"next check in {interval:g} s")
-                    self.sleep(interval)
+                    self.ctx.waiting(placement_id, f"next check in {interval:g} s")
+                    self.ctx.sleep(interval)
         finally:
             lease.release()
         return None
@@ -150,7 +174,7 @@ class Watching(Fencing, IdleGuarding):
         *,
         interval: float,
         failures: int,
-        placement: dict[str, Any] | None = None,
+        placement: PlacementRecord | None = None,
     ) -> Checked:
         """One interval's work for one placement whose ``lease`` is held: settle launches,
         resume or start a failover, else check the primary, replicate when due, look at
@@ -160,49 +184,49 @@ class Watching(Fencing, IdleGuarding):
         process took the placement over) and StateError are raised.
         """
         placement_id = watched.placement_id
-        placement = placement or self._placement(placement_id)
+        placement = placement or self.ctx.placement(placement_id)
         try:
-            if budget := self.enforce_budget(placement, interval):
-                placement = self._placement(placement_id)
-                if placement["status"] == "down":
+            if budget := self.budget.enforce_budget(placement, interval):
+                placement = self.ctx.placement(placement_id)
+                if placement.status == "down":
                     return Checked(stopped=budget)
-                if placement["status"] == "stopping":  # a cloud left an instance: retry
+                if placement.status == "stopping":  # a cloud left an instance: retry
                     return Checked()
         except (LeaseLost, StateError):
             raise
         except CloudBrokerError as exc:
-            self._emit(
+            self.ctx.emit(
                 placement_id, "note", f"{exc}; trying again in {interval:g} s", error=str(exc)
             )
             return Checked()
-        status = placement["status"]
+        status = placement.status
         if status in STOPPED:
             return Checked(stopped=_stopped(placement_id, status))
         try:
-            self._resolve(placement_id)
-            if self.store.failover(placement_id):
-                self._emit(placement_id, "note", "resuming the failover in progress")
-                self._failover(placement_id, "resumed", lease)
+            self.launcher.resolve(placement_id)
+            if self.ctx.store.failover(placement_id):
+                self.ctx.emit(placement_id, "note", "resuming the failover in progress")
+                self.failovers.run(placement_id, "resumed", lease)
                 watched.consecutive, watched.replica = 0, _Replica()
                 return Checked(again=True)
             if status != "up":
                 message = f"{status}, not up: waiting for `cloudbroker up`"
-                self._emit(placement_id, "check", message, status=status)
+                self.ctx.emit(placement_id, "check", message, status=status)
                 return Checked()
-            for line in self.retire_former_primaries(placement):  # billing: until confirmed
-                self._emit(placement_id, "warning", line)
-            primary, standby = self._roles(placement)
-            report = self.agent_report(placement, primary)
+            for line in self.fencer.retire_former_primaries(placement):  # billing: until confirmed
+                self.ctx.emit(placement_id, "warning", line)
+            primary, standby = placement.roles
+            report = self.notices.agent_report(placement, primary)
             if report is not None and report.notice:
-                self.fail_over_on_notice(placement, report, lease)
+                self.notices.fail_over_on_notice(placement, report, lease)
                 watched.consecutive, watched.replica = 0, _Replica()
                 return Checked(again=True)
-            self.keep_gpu(placement, report)
-            if idle := self.enforce_idle(placement, report):
-                status = self._placement(placement_id)["status"]
+            self.idle.keep_gpu(placement, report)
+            if idle := self.idle.enforce_idle(placement, report):
+                status = self.ctx.placement(placement_id).status
                 if status in STOPPED:
                     return Checked(stopped=idle if status == "down" else None)
-            if self.idle_stop_pending(placement_id):
+            if self.idle.idle_stop_pending(placement_id):
                 return Checked()  # the job is asked to checkpoint and stop: no failover now
             health = self._health(placement_id, primary)
             watched.consecutive = watched.consecutive + 1 if health.reason else 0
@@ -210,12 +234,12 @@ class Watching(Fencing, IdleGuarding):
                 health.reason.startswith("reclaim") or watched.consecutive >= failures
             ):
                 said = f"primary failed ({health.reason}): failing over"
-                self._emit(placement_id, "note", said, reason=health.reason)
-                self._failover(placement_id, health.reason, lease)
+                self.ctx.emit(placement_id, "note", said, reason=health.reason)
+                self.failovers.run(placement_id, health.reason, lease)
                 watched.consecutive, watched.replica = 0, _Replica()
                 return Checked(again=True)
-            now = self.clock()
-            if now - watched.last_sync >= placement["spec"]["sync_every"]:
+            now = self.ctx.clock()
+            if now - watched.last_sync >= placement.spec.sync_every:
                 before = watched.replica
                 watched.replica = self._replicate(placement, primary, standby, before)
                 watched.last_sync = now
@@ -226,17 +250,17 @@ class Watching(Fencing, IdleGuarding):
         except (LeaseLost, StateError):
             raise
         except Conflict as exc:  # down requested, or the failover finished elsewhere: look again
-            self._emit(placement_id, "note", str(exc))
+            self.ctx.emit(placement_id, "note", str(exc))
             watched.consecutive = 0
             return Checked(again=True)
         except CloudBrokerError as exc:  # a cloud failed mid-step: resume next time
             message = f"{exc}; trying again in {interval:g} s"
-            self._emit(placement_id, "note", message, error=str(exc))
+            self.ctx.emit(placement_id, "note", message, error=str(exc))
         return Checked()
 
-    def _health(self, placement_id: str, primary: str) -> _Health:
+    def _health(self, placement_id: str, primary: Side) -> _Health:
         """The primary's state, and why it is not healthy (``reclaim: ...`` when spot ends)."""
-        live = self._live(placement_id, primary)
+        live = self.launcher.live(placement_id, primary)
         rows = [r for r in live if r.instance_id]
         if not rows:
             # a launch not confirmed yet is not a failure; an up placement with none is
@@ -244,14 +268,14 @@ class Watching(Fencing, IdleGuarding):
                 return _Health(None, None, "launch not confirmed yet")
             return _Health("no primary instance", None, "none")
         row = rows[0]
-        self._waiting(placement_id, f"asking {row.provider} for the state of {row.instance_id}")
+        self.ctx.waiting(placement_id, f"asking {row.provider} for the state of {row.instance_id}")
         try:
-            instance = self._status(row)
+            instance = self.launcher.status(row)
         except CloudBrokerError as exc:
             return _Health(f"status check failed: {exc}", row.instance_id, "unknown")
         state = instance.state.value
         if state != row.state:  # a write only when it changed: most checks write nothing
-            self.store.update_instance(row.idempotency_key, state=state)
+            self.ctx.store.update_instance(row.idempotency_key, state=state)
         if instance.reclaim:
             return _Health(f"reclaim: {instance.reclaim}", row.instance_id, state)
         if instance.state in FAILED_STATES:
@@ -261,16 +285,16 @@ class Watching(Fencing, IdleGuarding):
 
     def _check(
         self,
-        placement: dict[str, Any],
-        primary: str,
+        placement: PlacementRecord,
+        primary: Side,
         health: _Health,
         failures: int,
         allowed: int,
         replica: _Replica,
     ) -> None:
         """One ``check`` event: the primary's state, the last replication, the lag."""
-        now = self.clock()
-        provider = placement["spec"]["sides"][primary]["provider"]
+        now = self.ctx.clock()
+        provider = placement.spec.sides[primary].provider
         who = f"primary {provider} {health.instance_id or ''}".rstrip()
         lag = None if replica.newest is None else max(now - replica.newest, 0.0)
         if health.reason:
@@ -287,11 +311,11 @@ class Watching(Fencing, IdleGuarding):
             else:
                 behind = "lag unknown"
             message = f"{who} {health.state}, {copied}, {behind}"
-        self._emit(
-            placement["id"],
+        self.ctx.emit(
+            placement.id,
             "check",
             message,
-            status=placement["status"],
+            status=placement.status,
             primary=provider,
             instance_id=health.instance_id,
             state=health.state,
@@ -305,27 +329,32 @@ class Watching(Fencing, IdleGuarding):
 
     def _last_replica(self, placement_id: str) -> _Replica:
         """What the last recorded replication left on the standby (a watch restarted)."""
-        last = self.store.latest(placement_id, "replicated")  # not every copy: thousands
+        last = self.ctx.store.latest(placement_id, "replicated")  # not every copy: thousands
         if last is None:
             return _Replica()
-        swapped = self.store.latest(placement_id, "roles-swapped")
+        swapped = self.ctx.store.latest(placement_id, "roles-swapped")
         if swapped is not None and swapped.at > last.at:  # in the bucket of today's primary
             return _Replica()
         listed = "standby_newest" in last.detail
         return _Replica(last.at, last.detail.get("standby_newest"), listed)
 
-    def _replicate(self, placement, primary: str, standby: str, replica: _Replica) -> _Replica:
+    def _replicate(
+        self, placement: PlacementRecord, primary: Side, standby: Side, replica: _Replica
+    ) -> _Replica:
         """Copy the primary bucket into the standby's, then read the standby's newest object."""
-        src, dst = self._bucket(placement, primary), self._bucket(placement, standby)
-        route = f"{bucket_text(src.model_dump())} -> {bucket_text(dst.model_dump())}"
+        src, dst = (
+            self.launcher.bucket(placement, primary),
+            self.launcher.bucket(placement, standby),
+        )
+        route = f"{bucket_text(src)} -> {bucket_text(dst)}"
         started = time.monotonic()
-        self._waiting(placement["id"], f"replicating {route}")
+        self.ctx.waiting(placement.id, f"replicating {route}")
         try:
-            copied = self.replicator.replicate(src, dst)
+            copied = self.ctx.replicator.replicate(src, dst)
         except CloudBrokerError as exc:
-            self.store.event(placement["id"], "replication-failed", {"error": str(exc)})
-            self._emit(
-                placement["id"],
+            self.ctx.store.event(placement.id, "replication-failed", {"error": str(exc)})
+            self.ctx.emit(
+                placement.id,
                 "replication-failed",
                 f"replication {route} failed: {exc}",
                 error=str(exc),
@@ -336,22 +365,22 @@ class Watching(Fencing, IdleGuarding):
         if copied is not None:  # the budget's egress: bytes that left the primary's cloud
             detail["bytes"] = copied
         with suppress(CloudBrokerError):  # for the lag: the standby's newest checkpoint
-            detail["standby_newest"] = self.replicator.newest(dst)
-        self.store.event(placement["id"], "replicated", detail)
-        self._emit(placement["id"], "replicated", f"replicated {route} ({span(seconds)})", **detail)
+            detail["standby_newest"] = self.ctx.replicator.newest(dst)
+        self.ctx.store.event(placement.id, "replicated", detail)
+        self.ctx.emit(placement.id, "replicated", f"replicated {route} ({span(seconds)})", **detail)
         if "standby_newest" not in detail:
-            return _Replica(self.clock(), replica.newest, replica.listed)
-        return _Replica(self.clock(), detail["standby_newest"], True)
+            return _Replica(self.ctx.clock(), replica.newest, replica.listed)
+        return _Replica(self.ctx.clock(), detail["standby_newest"], True)
 
     def _alert_replication(self, placement_id: str) -> None:
         """Replication failing :data:`REPLICATION_ALERT_AFTER` times in a row: an
         ``replication-alert`` event and an ``alert`` line, once per run of failures (a
         failover now would lose every checkpoint since the last copy that worked)."""
-        failing = replication_failing(self.store.events(placement_id))
+        failing = replication_failing(self.ctx.store.events(placement_id))
         if failing is None or failing["failures"] != REPLICATION_ALERT_AFTER:
             return
-        self.store.event(placement_id, "replication-alert", failing)
-        self._emit(
+        self.ctx.store.event(placement_id, "replication-alert", failing)
+        self.ctx.emit(
             placement_id,
             "alert",
             f"replication has failed {failing['failures']} times in a row "
@@ -359,23 +388,23 @@ class Watching(Fencing, IdleGuarding):
             **failing,
         )
 
-    def _standby_stock(self, placement: dict[str, Any], standby: str, last: _Stock) -> _Stock:
+    def _standby_stock(self, placement: PlacementRecord, standby: Side, last: _Stock) -> _Stock:
         """Every ``standby_check_every`` seconds, ask whether the standby's planned offer can
         still be launched; warn once when it cannot (sold out, no longer offered), and once
         when it can again: the standby must have capacity when the primary fails."""
         from cloudbroker import availability
 
-        now = self.clock()
-        if last.at is not None and now - last.at < self.standby_check_every:
+        now = self.ctx.clock()
+        if last.at is not None and now - last.at < self.ctx.standby_check_every:
             return last
-        side = placement["spec"]["sides"][standby]
-        figures = availability.offer_figures(self.pm, side["provider"], side["offers"])
+        side = placement.spec.sides[standby]
+        figures = availability.offer_figures(self.ctx.pm, side.provider, side.offers)
         if isinstance(figures, str):
             return _Stock(now, last.warned)  # unknown: nothing new to say
-        warning = availability.standby_warning(side["provider"], side["offers"], figures)
+        warning = availability.standby_warning(side.provider, side.offers, figures)
         if warning and warning != last.warned:
-            self.store.event(placement["id"], "standby-capacity", {"warning": warning})
-            self._emit(placement["id"], "warning", warning, standby=side["provider"])
+            self.ctx.store.event(placement.id, "standby-capacity", {"warning": warning})
+            self.ctx.emit(placement.id, "warning", warning, standby=side.provider)
         elif last.warned and not warning:
-            self._emit(placement["id"], "note", f"standby {side['provider']}: in stock again")
+            self.ctx.emit(placement.id, "note", f"standby {side.provider}: in stock again")
         return _Stock(now, warning)

@@ -8,7 +8,7 @@ mid-failover. So three watchers split 200 placements about evenly, and when one 
 placements are taken by the others within the lease TTL; a failover it left half-done is
 resumed at its recorded step (the failover machinery reads it from the store).
 
-Each owned placement's check (:meth:`~cloudbroker.broker.watch.Watching.check_placement`, the
+Each owned placement's check (:meth:`~cloudbroker.broker.watch.Watcher.check_placement`, the
 same as ``watch ID``'s) runs when due in a bounded pool of threads, so a long failover never
 delays the other placements' checks. One heartbeat thread renews every lease with one
 statement (:class:`~cloudbroker.lease.LeaseSet`). A lease lost anyway (this process paused
@@ -31,11 +31,15 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cloudbroker.broker.records import BrokerEvent
-from cloudbroker.broker.watch import Watched, Watching
+from cloudbroker.broker.watch import Watched
 from cloudbroker.errors import CloudBrokerError, LeaseLost, StateError
 from cloudbroker.lease import Lease, LeaseSet
+
+if TYPE_CHECKING:
+    from cloudbroker.broker import Broker
 
 #: The placements a watcher keeps an eye on; ``planned`` ones were never brought up, and
 #: ``down`` was requested for ``stopping`` and ``down`` ones.
@@ -78,7 +82,7 @@ class WatchAll:
 
     def __init__(
         self,
-        broker: Watching,
+        broker: Broker,
         *,
         interval: float = 30.0,
         failures: int = 3,
@@ -175,7 +179,7 @@ class WatchAll:
             )
             self._dispatch([owned])  # checked now, while this scan takes the others
             self.stats.taken += 1
-            self.broker._emit(
+            self.broker.emit(
                 placement_id, "lease", f"watching it (lease token {lease.token})", token=lease.token
             )
 
@@ -203,7 +207,7 @@ class WatchAll:
 
     def _lost(self, leases: LeaseSet, placement_id: str) -> None:
         holder = (self.broker.store.lease(placement_id) or {}).get("holder", "another process")
-        self.broker._emit(
+        self.broker.emit(
             placement_id,
             "lease",
             f"lost the lease of {placement_id} to {holder}: another watcher took over; "
@@ -219,7 +223,7 @@ class WatchAll:
         leases.give_back(*placement_ids)  # one statement for them all
         for placement_id in placement_ids:
             del self.owned[placement_id]
-            self.broker._emit(placement_id, "lease", f"let go: {why}")
+            self.broker.emit(placement_id, "lease", f"let go: {why}")
 
     def _wind_down(self, leases: LeaseSet, threads: list[threading.Thread]) -> None:
         """Running checks end (a failover after its current step), within ``grace``; then
@@ -269,7 +273,7 @@ class WatchAll:
                 said = "stopped between two steps; another watcher resumes"
             else:
                 said = str(exc)
-            self.broker._emit(placement_id, "note", said)
+            self.broker.emit(placement_id, "note", said)
             return
         except StateError as exc:  # the store is gone or unusable: the watcher stops
             self._fatal = exc
@@ -280,7 +284,7 @@ class WatchAll:
             return
         except Exception as exc:  # a bug in one placement's check must not stop the others
             message = f"unexpected {type(exc).__name__}: {exc}; trying again in {self.interval:g} s"
-            self.broker._emit(placement_id, "note", message, error=str(exc))
+            self.broker.emit(placement_id, "note", message, error=str(exc))
             owned.due = time.monotonic() + self.interval
             return
         if checked.stopped:

@@ -316,7 +316,7 @@ def logs(
         raise UsageError(f"unknown --side {side!r}; accepted: primary, standby")
     store = open_store(state, create=False, read_only=True)  # reads; never makes a file
     placement = store.require_placement(placement_id)
-    primary = placement["primary_side"]
+    primary = placement.primary_side
     wanted = primary if side == "primary" else ("b" if primary == "a" else "a")
     rows = [
         (r, r.instance_id)

@@ -19,7 +19,7 @@ from cloudbroker.broker.idle import gpu_now
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.metrics import calls
-from cloudbroker.state import Store
+from cloudbroker.state import PlacementRecord, Store
 from cloudbroker.state.backend import gc_paused
 from cloudbroker.state.fleet import Fleet, FleetReader
 
@@ -110,9 +110,9 @@ class _Figures:
 
 
 def _figures(
-    fleet: Fleet, placement: dict[str, Any], version: tuple[Any, ...], now: float
+    fleet: Fleet, placement: PlacementRecord, version: tuple[Any, ...], now: float
 ) -> _Figures:
-    pid = placement["id"]
+    pid = placement.id
     events = fleet.events(pid)
     reasons = Counter(
         reason_class(str(e.detail.get("reason", "")))
@@ -128,7 +128,7 @@ def _figures(
         pid,
         version,
         time.monotonic(),
-        placement["status"],
+        placement.status,
         reasons,
         last_failover(events),
         standby_newest(events),
@@ -140,12 +140,12 @@ def _figures(
 def _refresh(fleet: Fleet, known: dict[str, _Figures], now: float) -> None:
     """Every placement's figures: computed again where its records changed, and for as many
     unchanged ones as :data:`REFRESH_SECONDS` allows (oldest first); the forgotten dropped."""
-    present = {p["id"]: p for p in fleet.placements}
+    present = {p.id: p for p in fleet.placements}
     for pid in [p for p in known if p not in present]:
         del known[pid]
     unchanged = []
     for pid, placement in present.items():
-        version = (placement["status"], placement["primary_side"], *fleet.version(pid))
+        version = (placement.status, placement.primary_side, *fleet.version(pid))
         if (figures := known.get(pid)) is not None and figures.version == version:
             unchanged.append(figures)
         else:
@@ -165,7 +165,7 @@ def _families(
     with gc_paused():  # the figures of thousands of placements
         _refresh(fleet, known, now)
     placements = fleet.placements
-    by_status = Counter(p["status"] for p in placements)
+    by_status = Counter(p.status for p in placements)
     statuses = GaugeMetricFamily(
         "cloudbroker_placements", "Placements in the state store, by status", labels=["status"]
     )
@@ -175,10 +175,10 @@ def _families(
     gpus = store.gpus()
     per_placement = _PerPlacement()
     for placement in placements:
-        pid = placement["id"]
+        pid = placement.id
         per_placement.add(known[pid], holders.get(pid), now)
-        if placement["status"] == "up":
-            per_placement.add_gpu(gpus.get(pid), placement["primary_side"], pid, now)
+        if placement.status == "up":
+            per_placement.add_gpu(gpus.get(pid), placement.primary_side, pid, now)
     failovers = CounterMetricFamily(
         "cloudbroker_failovers",
         "Failovers started (failure-detected events), by the class of their reason",

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cloudbroker import hookspecs
 from cloudbroker.answers import Catalogs, Failure, FanOut, validated
@@ -16,6 +16,7 @@ from cloudbroker.errors import (
     PluginError,
     ProviderUnavailable,
 )
+from cloudbroker.hookspecs import FanOutHook, RoutedHook
 from cloudbroker.metrics import calls
 from cloudbroker.plugins.registry import Registry, _describe
 
@@ -37,17 +38,6 @@ if TYPE_CHECKING:
     )
 
 T = TypeVar("T")
-Routed = Literal["launch", "terminate", "instance_status", "sync_storage"]
-Spread = Literal[
-    "provider_info",
-    "list_instance_types",
-    "price",
-    "list_instances",
-    "availability",
-    "billed",
-    "quotas",
-    "spot_notice",
-]
 
 
 @dataclass(frozen=True)
@@ -215,7 +205,7 @@ class PluginManager(Registry):
             calls.record(provider, hook)
         return answer
 
-    def _routed(self, provider: str, hook: Routed, **kwargs: Any) -> Any:
+    def _routed(self, provider: str, hook: RoutedHook, **kwargs: Any) -> Any:
         """Only ``provider`` is asked, in this thread. Errors keep their type, with the provider."""
         if hook not in hookspecs.ROUTED_HOOKS:  # a broadcast launch must be impossible
             raise TypeError(f"{hook} is not a routed hook")
@@ -234,7 +224,7 @@ class PluginManager(Registry):
 
     def _fan_out(
         self,
-        hook: Spread,
+        hook: FanOutHook,
         kwargs: dict[str, Any],
         providers: Iterable[str] | None,
         timeout: float | None,
@@ -252,7 +242,7 @@ class PluginManager(Registry):
         return self._collect(started, time.monotonic() + timeout, timeout)
 
     def _start(
-        self, hook: Spread, kwargs: dict[str, Any], names: list[str], offline: bool | None
+        self, hook: FanOutHook, kwargs: dict[str, Any], names: list[str], offline: bool | None
     ) -> _Pending:
         """A fan-out under way: each provider's thread started (collected by ``_collect``)."""
         if hook not in hookspecs.FAN_OUT_HOOKS:  # routed hooks are never broadcast

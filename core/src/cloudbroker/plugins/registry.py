@@ -41,7 +41,7 @@ class PluginRecord:
         return self.error is None and not self.disabled
 
 
-HOOKS = hookspecs.FAN_OUT_HOOKS + hookspecs.ROUTED_HOOKS
+HOOKS = hookspecs.HOOKS
 _MARKER = f"{hookspecs.PROJECT}_impl"  # the attribute @hookimpl sets on a function
 
 

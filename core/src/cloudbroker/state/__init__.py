@@ -35,7 +35,7 @@ import os
 
 from cloudbroker.errors import Conflict, LeaseLost, StateError, UsageError, quoted
 from cloudbroker.state.schema import MIGRATIONS
-from cloudbroker.state.store import LAUNCHABLE, Event, InstanceRow, Store
+from cloudbroker.state.store import LAUNCHABLE, Event, InstanceRow, PlacementRecord, Plan, Store
 
 ENV = "CLOUDBROKER_STATE"
 
@@ -92,6 +92,8 @@ __all__ = [
     "Event",
     "InstanceRow",
     "LeaseLost",
+    "PlacementRecord",
+    "Plan",
     "StateError",
     "Store",
     "check_location",

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cloudbroker.state.backend import gc_paused
 
 if TYPE_CHECKING:
-    from cloudbroker.state.store import Event, InstanceRow, Store
+    from cloudbroker.state.store import Event, InstanceRow, PlacementRecord, Plan, Store
 
 #: Event ids read again at each read (see the module's docstring).
 LOOKBACK = 10_000
@@ -41,7 +41,7 @@ class Fleet:
     """The placements (oldest first), and each one's instances and events (the summed
     copies folded): what :func:`cloudbroker.broker.budget.spend` reads of a store."""
 
-    placements: list[dict[str, Any]]
+    placements: list[PlacementRecord]
     _instances: dict[str, list[InstanceRow]] = field(default_factory=dict)
     _events: dict[str, dict[int, Event]] = field(default_factory=dict)
     _ordered: dict[str, list[Event]] = field(default_factory=dict, repr=False)
@@ -71,7 +71,7 @@ class FleetReader:
         self._reset()
 
     def _reset(self) -> None:
-        self._plans: dict[str, tuple[float, dict[str, Any]]] = {}  # id -> (created_at, spec)
+        self._plans: dict[str, tuple[float, Plan]] = {}  # id -> (created_at, its plan)
         self._events: dict[str, dict[int, Event]] = {}
         self._high = 0  # the newest event id seen
         self._full_at = time.monotonic()
@@ -83,7 +83,7 @@ class FleetReader:
             return self._read(store, statuses)
 
     def _read(self, store: Store, statuses: Iterable[str] | None) -> Fleet:
-        from cloudbroker.state.store import Event
+        from cloudbroker.state.store import Event, placement_record
 
         if time.monotonic() - self._full_at > FULL_EVERY:
             self._reset()
@@ -96,7 +96,7 @@ class FleetReader:
         self._read_plans(store, rows)
         wanted = set(statuses) if statuses is not None else None
         placements = [
-            {**r, "spec": self._plans[r["id"]][1]}
+            placement_record(r, self._plans[r["id"]][1])
             for r in rows
             if wanted is None or r["status"] in wanted
         ]
@@ -113,12 +113,14 @@ class FleetReader:
             if row["id"] not in mine:
                 detail = json.loads(row["detail"])
                 mine[row["id"]] = Event(row["placement_id"], row["at"], row["kind"], detail)
-        events = {p["id"]: dict(self._events.get(p["id"], {})) for p in placements}
+        events = {p.id: dict(self._events.get(p.id, {})) for p in placements}
         instances = store._rows("SELECT * FROM instances ORDER BY id")
         return _fleet(placements, events, totals, instances)
 
     def _read_plans(self, store: Store, rows: list[dict[str, Any]]) -> None:
         """The plans of the placements not seen before (or forgotten and placed again)."""
+        from cloudbroker.state.store import Plan
+
         new = [r["id"] for r in rows if self._plans.get(r["id"], (None,))[0] != r["created_at"]]
         if not new:
             return
@@ -127,12 +129,12 @@ class FleetReader:
             query, args = f"{query} WHERE id IN ({', '.join('?' * len(new))})", tuple(new)
         for row in store._rows(query, args):
             if self._plans.get(row["id"], (None,))[0] != row["created_at"]:
-                self._plans[row["id"]] = (row["created_at"], json.loads(row["spec"]))
+                self._plans[row["id"]] = (row["created_at"], Plan(json.loads(row["spec"])))
                 self._events.pop(row["id"], None)  # placed again under the same id
 
 
 def _fleet(
-    placements: list[dict[str, Any]],
+    placements: list[PlacementRecord],
     events: dict[str, dict[int, Event]],
     totals: list[dict[str, Any]],
     instances: list[dict[str, Any]],
@@ -150,14 +152,14 @@ def _fleet(
             folded[row["last_id"]] = Event(
                 row["placement_id"], row["last_at"], "replicated", detail
             )
-    rows: dict[str, list[InstanceRow]] = {p["id"]: [] for p in placements}
+    rows: dict[str, list[InstanceRow]] = {p.id: [] for p in placements}
     for row in instances:
         if (kept := rows.get(row["placement_id"])) is not None:
             kept.append(InstanceRow(**row))
     return Fleet(placements, rows, events)
 
 
-def read_some(store: Store, placements: list[dict[str, Any]]) -> Fleet:
+def read_some(store: Store, placements: list[PlacementRecord]) -> Fleet:
     """The records of these placements (a page of the dashboard's list), in three
     statements whatever their number of events."""
     if not placements:
@@ -166,10 +168,10 @@ def read_some(store: Store, placements: list[dict[str, Any]]) -> Fleet:
         return _read_some(store, placements)
 
 
-def _read_some(store: Store, placements: list[dict[str, Any]]) -> Fleet:
+def _read_some(store: Store, placements: list[PlacementRecord]) -> Fleet:
     from cloudbroker.state.store import Event
 
-    ids = tuple(p["id"] for p in placements)
+    ids = tuple(p.id for p in placements)
     among = f"placement_id IN ({', '.join('?' * len(ids))})"
     totals = store._rows(f"SELECT * FROM copy_totals WHERE {among}", ids)
     events: dict[str, dict[int, Event]] = {pid: {} for pid in ids}

@@ -7,15 +7,30 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from cloudbroker.errors import Conflict, UsageError, quoted
+from cloudbroker.errors import Conflict, StateError, UsageError, quoted
 from cloudbroker.state.backend import Row, gc_paused
 from cloudbroker.state.fleet import Fleet
 from cloudbroker.state.fleet import read as read_fleet
 from cloudbroker.state.leases import Leases
 
+if TYPE_CHECKING:
+    from cloudbroker.placements import PlacementSpec
+
 LAUNCHABLE = ("starting", "failing-over")  # a launch is recorded only in these
+
+#: A placement's two sides: ``a`` is the primary until a failover swaps the roles.
+Side = Literal["a", "b"]
+
+
+def side_key(side: str) -> Side:
+    """``side`` (as a row records it) as a side of the plan."""
+    if side == "a":
+        return "a"
+    if side == "b":
+        return "b"
+    raise StateError(f"unknown side {side!r} in the state store; accepted: a, b")
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,77 @@ class Event:
     detail: dict[str, Any]
 
 
+class Plan:
+    """A placement's plan as stored: its JSON (``raw``, what ``place --json`` printed) and,
+    read on first use and then kept, the typed :class:`~cloudbroker.placements.PlacementSpec`.
+
+    Read lazily: listing thousands of placements costs no validation until a part of the
+    broker asks for a spec (see :attr:`PlacementRecord.spec` for a plan this version
+    cannot read).
+    """
+
+    __slots__ = ("_spec", "raw")
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        self._spec: PlacementSpec | None = None
+
+    @property
+    def spec(self) -> PlacementSpec:
+        if self._spec is None:
+            from cloudbroker.placements import PlacementSpec
+
+            self._spec = PlacementSpec.model_validate(self.raw)
+        return self._spec
+
+
+@dataclass(frozen=True)
+class PlacementRecord:
+    """A placement as the store keeps it: what every part of the broker reads of one."""
+
+    id: str
+    created_at: float
+    primary_side: Side
+    status: str  # planned, starting, up, failing-over, stopping, down
+    stored: Plan
+
+    @property
+    def spec(self) -> PlacementSpec:
+        """The typed plan (see :class:`Plan`); a StateError naming the placement and the
+        first field wrong when this version cannot read it (another version wrote it)."""
+        from pydantic import ValidationError
+
+        try:
+            return self.stored.spec
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "the plan"
+            raise StateError(
+                f"{self.id}: its plan cannot be read by this version ({where}: {first['msg']})"
+            ) from None
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        """The plan as stored (JSON-ready data), as ``place --json`` printed it."""
+        return self.stored.raw
+
+    @property
+    def standby_side(self) -> Side:
+        return "b" if self.primary_side == "a" else "a"
+
+    @property
+    def roles(self) -> tuple[Side, Side]:
+        """The sides now: (primary, standby)."""
+        return self.primary_side, self.standby_side
+
+
+def placement_record(row: Row, stored: Plan) -> PlacementRecord:
+    """The record of a ``placements`` row (its columns but the spec) and its plan."""
+    return PlacementRecord(
+        row["id"], row["created_at"], side_key(row["primary_side"]), row["status"], stored
+    )
+
+
 class Store(Leases):
     """The state store on a database (see :func:`cloudbroker.state.open_store`).
 
@@ -59,22 +145,16 @@ class Store(Leases):
             self._event(tx, placement_id, "planned", {})
 
     @staticmethod
-    def _placement_of(row: Row) -> dict[str, Any]:
-        return {
-            "id": row["id"],
-            "created_at": row["created_at"],
-            "spec": json.loads(row["spec"]),
-            "primary_side": row["primary_side"],
-            "status": row["status"],
-        }
+    def _placement_of(row: Row) -> PlacementRecord:
+        return placement_record(row, Plan(json.loads(row["spec"])))
 
-    def placement(self, placement_id: str) -> dict[str, Any] | None:
+    def placement(self, placement_id: str) -> PlacementRecord | None:
         rows = self._rows("SELECT * FROM placements WHERE id = ?", (placement_id,))
         return self._placement_of(rows[0]) if rows else None
 
     def placements(
         self, statuses: Iterable[str] | None = None, *, limit: int | None = None, offset: int = 0
-    ) -> list[dict[str, Any]]:
+    ) -> list[PlacementRecord]:
         """Every placement, oldest first; only those in ``statuses`` if given; ``limit`` of
         them from the ``offset``-th if given (a page)."""
         query = "SELECT * FROM placements"
@@ -98,7 +178,7 @@ class Store(Leases):
     def placement_ids(self) -> list[str]:
         return [r["id"] for r in self._rows("SELECT id FROM placements ORDER BY created_at")]
 
-    def require_placement(self, placement_id: str) -> dict[str, Any]:
+    def require_placement(self, placement_id: str) -> PlacementRecord:
         """The placement, or a UsageError naming a few close ids (never all of them)."""
         placement = self.placement(placement_id)
         if placement is None:

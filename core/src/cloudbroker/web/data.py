@@ -8,6 +8,7 @@ from cloudbroker.broker import Broker
 from cloudbroker.broker.budget import charges, spend
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.report import UNPRICEABLE
+from cloudbroker.state import PlacementRecord
 from cloudbroker.state.fleet import Fleet, read_some
 
 #: The events of a failover, in order: its timeline.
@@ -38,23 +39,22 @@ def overview(broker: Broker, now: float, page: int = 1) -> tuple[list[dict[str, 
     return [_row(fleet, placement, now) for placement in placements], pages
 
 
-def _row(fleet: Fleet, placement: dict[str, Any], now: float) -> dict[str, Any]:
+def _row(fleet: Fleet, placement: PlacementRecord, now: float) -> dict[str, Any]:
     """What the list shows of a placement: the figures of :func:`placement_view`."""
-    events = fleet.events(placement["id"])
-    sides = placement["spec"]["sides"]
-    primary = placement["primary_side"]
+    events = fleet.events(placement.id)
+    spec = placement.spec
     newest = standby_newest(events)
-    lag = None if newest is None or placement["status"] != "up" else max(now - newest, 0.0)
+    lag = None if newest is None or placement.status != "up" else max(now - newest, 0.0)
     try:
         spent = spend(fleet, placement, now=now)
     except UNPRICEABLE:
         spent = None
     return {
-        "id": placement["id"],
-        "status": placement["status"],
-        "primary": sides[primary]["provider"],
-        "standby": sides["b" if primary == "a" else "a"]["provider"],
-        "gpu": f"{placement['spec']['job']['count']}x {placement['spec']['job']['gpu']}",
+        "id": placement.id,
+        "status": placement.status,
+        "primary": spec.sides[placement.primary_side].provider,
+        "standby": spec.sides[placement.standby_side].provider,
+        "gpu": f"{spec.job.count}x {spec.job.gpu}",
         "lag_seconds": lag,
         "spend": spent,
         "last_failover": last_failover(events),
@@ -71,14 +71,14 @@ def placement_view(
     report = broker.status(placement_id, refresh=False)
     events = store.events(placement_id)
     newest = standby_newest(events)
-    lag = None if newest is None or placement["status"] != "up" else max(now - newest, 0.0)
+    lag = None if newest is None or placement.status != "up" else max(now - newest, 0.0)
     return {
         **report,
         "events": report["events"][-events_kept:] if events_kept else [],
         "lag_seconds": lag,
         **_priced(store, placement, now),
-        "created_at": placement["created_at"],
-        "gpu": f"{placement['spec']['job']['count']}x {placement['spec']['job']['gpu']}",
+        "created_at": placement.created_at,
+        "gpu": f"{placement.spec.job.count}x {placement.spec.job.gpu}",
         "timeline": [
             {"at": e.at, "kind": e.kind, **e.detail} for e in events if e.kind in TIMELINE
         ],
@@ -90,7 +90,7 @@ def placement_view(
 WATCHED = ("up", "starting", "failing-over")
 
 
-def _priced(store: Any, placement: dict[str, Any], now: float) -> dict[str, Any]:
+def _priced(store: Any, placement: PlacementRecord, now: float) -> dict[str, Any]:
     """The guard's spend and its charges, or None for both when the plan cannot be priced."""
     try:
         return {

@@ -8,21 +8,8 @@ from __future__ import annotations
 
 from cloudbroker.context import HookContext
 from cloudbroker.hookspecs import hookimpl
-from cloudbroker.models import (
-    Availability,
-    Bill,
-    BucketRef,
-    Instance,
-    InstanceRef,
-    InstanceType,
-    LaunchRequest,
-    Market,
-    PriceSheet,
-    Quota,
-    SpotNotice,
-    StorageRemote,
-)
-from cloudbroker.provider import CatalogProvider, Description
+from cloudbroker.models import SpotNotice
+from cloudbroker.provider import Description, ModularProvider, Modules
 from cloudbroker_aws import billing, instances, notice, offers, quotas, storage
 
 DESCRIPTION = Description(
@@ -44,56 +31,10 @@ DESCRIPTION = Description(
 )
 
 
-class AwsProvider(CatalogProvider):
+class AwsProvider(ModularProvider):
     """Offline hooks from the catalog; live ones through boto3 when ``ctx.offline`` is False."""
 
-    def live_instance_types(
-        self, ctx: HookContext, regions: list[str] | None
-    ) -> list[InstanceType]:
-        return offers.instance_types(ctx, regions)
-
-    def live_price(self, ctx: HookContext, regions: list[str] | None) -> PriceSheet:
-        return offers.price_sheet(ctx, regions, self.catalog)
-
-    @hookimpl
-    def list_instances(
-        self, ctx: HookContext, regions: list[str] | None, tags: dict[str, str]
-    ) -> list[Instance]:
-        return instances.tagged(ctx, regions, tags)
-
-    @hookimpl
-    def availability(
-        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
-    ) -> list[Availability]:
-        return offers.availability(ctx, regions, instance_types, market)
-
-    @hookimpl
-    def quotas(
-        self, ctx: HookContext, regions: list[str], instance_types: list[str], market: Market
-    ) -> list[Quota]:
-        return quotas.quotas(ctx, regions, instance_types, market)
-
-    @hookimpl
-    def billed(
-        self, ctx: HookContext, instances: list[InstanceRef], start: float, end: float
-    ) -> list[Bill]:
-        return billing.billed(ctx, instances, start, end)
-
-    @hookimpl
-    def launch(self, ctx: HookContext, request: LaunchRequest) -> Instance:
-        return instances.launch(ctx, request)
-
-    @hookimpl
-    def terminate(self, ctx: HookContext, instance: InstanceRef) -> Instance:
-        return instances.terminate(ctx, instance)
-
-    @hookimpl
-    def instance_status(self, ctx: HookContext, instance: InstanceRef) -> Instance:
-        return instances.status(ctx, instance)
-
-    @hookimpl
-    def sync_storage(self, ctx: HookContext, bucket: BucketRef) -> StorageRemote:
-        return storage.remote(ctx, bucket)
+    modules = Modules(offers, instances, quotas, billing, storage)
 
     @hookimpl
     def spot_notice(self, ctx: HookContext) -> SpotNotice:

@@ -26,11 +26,11 @@ def list_placements(json_output: bool = typer.Option(False, "--json"), state: st
     store = open_store(state, create=False, read_only=True)
     rows = [
         {
-            "id": p["id"],
-            "status": p["status"],
-            "created": when(p["created_at"]),
-            "primary": p["spec"]["sides"][p["primary_side"]]["provider"],
-            "gpu": f"{p['spec']['job']['count']}x {p['spec']['job']['gpu']}",
+            "id": p.id,
+            "status": p.status,
+            "created": when(p.created_at),
+            "primary": p.spec.sides[p.primary_side].provider,
+            "gpu": f"{p.spec.job.count}x {p.spec.job.gpu}",
         }
         for p in store.placements()
     ]

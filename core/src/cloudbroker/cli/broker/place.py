@@ -18,7 +18,7 @@ from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines
 from cloudbroker.money import FxTable, Money
-from cloudbroker.state import check_location, open_store
+from cloudbroker.state import PlacementRecord, check_location, open_store
 
 
 @app.command("place", rich_help_panel="Placements and failover")
@@ -250,10 +250,10 @@ def _interactive() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
-def _launch_plan(placement: dict[str, Any]) -> list[str]:
+def _launch_plan(placement: PlacementRecord) -> list[str]:
     """What ``up`` launches (each side's first offer; others if that one has no stock), at
     which hourly rate, and the plan's cost and limits."""
-    spec, primary = placement["spec"], placement["primary_side"]
+    spec, primary = placement.plan, placement.primary_side
     launching = [primary]
     if spec["standby_mode"] == "hot":
         launching.append("b" if primary == "a" else "a")

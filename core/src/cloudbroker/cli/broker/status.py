@@ -57,7 +57,7 @@ def status(
         spent = broker.spend(placement_id)
         placement = broker.store.require_placement(placement_id)
         # the agent's marker is read from storage, and a failed read is recorded: not read-only
-        agent = broker.agent_report(placement, placement["primary_side"]) if writable else None
+        agent = broker.agent_report(placement, placement.primary_side) if writable else None
         if writable:
             broker.keep_gpu(placement, agent)  # what the metrics show too
     if not writable:
@@ -69,8 +69,8 @@ def status(
         )
     report["spend"] = spent.model_dump(mode="json")
     report["gpu"] = None if agent is None else agent.gpu
-    kept = broker.store.gpu(placement_id) if placement["status"] == "up" else None
-    report["gpu_now"] = gpu_now(kept, placement["primary_side"], broker.clock())
+    kept = broker.store.gpu(placement_id) if placement.status == "up" else None
+    report["gpu_now"] = gpu_now(kept, placement.primary_side, broker.clock())
     if json_output:
         print_json(report)
         return
@@ -150,7 +150,7 @@ def _asking_clouds(
     at once) while it waits for them."""
     if not refresh or not err_console.is_terminal:
         return broker.status(placement_id, refresh=refresh)
-    rows = broker.store.instances(broker.store.require_placement(placement_id)["id"])
+    rows = broker.store.instances(broker.store.require_placement(placement_id).id)
     clouds = sorted({r.provider for r in rows if r.instance_id and r.state in ASKED})
     if clouds:
         lines.start(f"asking {', '.join(clouds)} for the instances' state")
