@@ -60,14 +60,6 @@ UNFINISHED = {
     ("check.py", "cloudbroker.launching"),
     ("check.py", "cloudbroker.plugins"),
     ("config.py", "cloudbroker.config"),
-    ("economics.py", "cloudbroker.commitments"),
-    ("economics.py", "cloudbroker.plugins"),
-    ("economics.py", "cloudbroker.quote"),
-    ("economics.py", "cloudbroker.spot_risk"),
-    ("economics.py", "cloudbroker.tco"),
-    ("economics_tables.py", "cloudbroker.commitments"),
-    ("economics_tables.py", "cloudbroker.quote"),
-    ("economics_tables.py", "cloudbroker.spot_risk"),
     ("gpus.py", "cloudbroker.gpus"),
     ("gpus.py", "cloudbroker.gpus.offerings"),
     ("gpus.py", "cloudbroker.plugins"),
@@ -88,9 +80,6 @@ UNFINISHED = {
     ("sandbox.py", "cloudbroker.sandbox.supervisor"),
     ("sandbox.py", "cloudbroker.state"),
     ("size.py", "cloudbroker.sizing"),
-    ("tco.py", "cloudbroker.plugins"),
-    ("tco.py", "cloudbroker.quote"),
-    ("tco.py", "cloudbroker.tco"),
 }
 
 
