@@ -60,9 +60,6 @@ UNFINISHED = {
     ("gpus.py", "cloudbroker.plugins"),
     ("gpus.py", "cloudbroker.throughput"),
     ("help_cache.py", "cloudbroker.catalog_index"),
-    ("options.py", "cloudbroker.broker.budget"),
-    ("options.py", "cloudbroker.config"),
-    ("options.py", "cloudbroker.currency"),
     ("sandbox.py", "cloudbroker.listing"),
     ("sandbox.py", "cloudbroker.objects"),
     ("sandbox.py", "cloudbroker.plugins"),
@@ -72,7 +69,6 @@ UNFINISHED = {
     ("sandbox.py", "cloudbroker.sandbox.instances"),
     ("sandbox.py", "cloudbroker.sandbox.supervisor"),
     ("sandbox.py", "cloudbroker.state"),
-    ("size.py", "cloudbroker.sizing"),
 }
 
 
