@@ -56,15 +56,6 @@ PENDING = {
 UNFINISHED = {
     ("__init__.py", "cloudbroker.sandbox.env"),
     ("help_cache.py", "cloudbroker.catalog_index"),
-    ("sandbox.py", "cloudbroker.listing"),
-    ("sandbox.py", "cloudbroker.objects"),
-    ("sandbox.py", "cloudbroker.plugins"),
-    ("sandbox.py", "cloudbroker.rclone_session"),
-    ("sandbox.py", "cloudbroker.sandbox"),
-    ("sandbox.py", "cloudbroker.sandbox.env"),
-    ("sandbox.py", "cloudbroker.sandbox.instances"),
-    ("sandbox.py", "cloudbroker.sandbox.supervisor"),
-    ("sandbox.py", "cloudbroker.state"),
 }
 
 
