@@ -52,8 +52,10 @@ PENDING = {
     ("quote_render.py", "cloudbroker.vocabulary"),
 }
 
-#: Commands not on the API yet (this change moves them in order of value); shrinks to empty.
-UNFINISHED = {
+#: What runs before any command is parsed, on the path of every plain quote and cached help
+#: page, where importing the API (pydantic, the plugins) would cost each of them: the help
+#: cache's folder (the compiled index's, pydantic-free) and the gone-sandbox check.
+FAST_PATH = {
     ("__init__.py", "cloudbroker.sandbox.env"),
     ("help_cache.py", "cloudbroker.catalog_index"),
 }
@@ -113,9 +115,8 @@ def test_the_walk_sees_function_level_and_type_checking_imports():
 
 def test_the_cli_imports_nothing_of_the_core_but_the_api():
     found = set().union(*(offending(p) for p in sorted(CLI.rglob("*.py"))))
-    found -= UNFINISHED
-    assert found - PENDING == set(), "import these through cloudbroker.api"
-    assert PENDING - found == set(), "done: take them off PENDING"
+    assert found - PENDING - FAST_PATH == set(), "import these through cloudbroker.api"
+    assert (PENDING | FAST_PATH) - found == set(), "done: take them off their list"
 
 
 def test_a_command_runs_on_the_clouds_its_context_is_given(clean_env, tmp_path, monkeypatch):
