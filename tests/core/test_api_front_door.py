@@ -100,7 +100,7 @@ def test_check_says_which_clouds_can_be_called():
 
 
 def test_job_logs_refuse_an_unknown_side_before_opening_any_store(tmp_path):
-    with pytest.raises(UsageError, match="unknown --side 'middle'"):
+    with pytest.raises(UsageError, match="unknown side 'middle'"):
         next(sandbox.job_logs(tmp_path / "none.db", "pl-1", "middle"))
     assert not (tmp_path / "none.db").exists()
 

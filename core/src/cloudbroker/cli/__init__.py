@@ -112,7 +112,6 @@ def _full(argv: list[str] | None, context: AppContext | None = None) -> None:
     from typer.exceptions import TyperException
 
     from cloudbroker.cli import commands, logs  # noqa: F401  (commands registers them)
-    from cloudbroker.cli import context as app_context
     from cloudbroker.cli.output import console, output_width
     from cloudbroker.cli.root import command
     from cloudbroker.errors import CloudBrokerError
@@ -123,7 +122,9 @@ def _full(argv: list[str] | None, context: AppContext | None = None) -> None:
     # and --log-format adjust it when the options are parsed.
     logs.start()
     try:
-        with app_context.run():
+        from cloudbroker.cli.context import run  # a test's fakes end with its command
+
+        with run():
             command()(args=argv, obj=context, standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
