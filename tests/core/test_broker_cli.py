@@ -55,9 +55,8 @@ def test_an_unknown_placement_names_a_few_close_ids_never_all(env, tmp_path):
     assert len(huge) < 300 and "2000" in huge
 
 
-def gc_world(monkeypatch, tmp_path):
+def gc_world(tmp_path):
     pm, clouds = fake_world(ali="20", ten="25")
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
     path = tmp_path / "s.db"
     broker = Broker(pm, open_store(path), FakeReplicator(clouds), sleep=lambda s: None)
     for key, placement in (("mine", "pl-mine"), ("theirs", "pl-theirs")):
@@ -75,32 +74,33 @@ def gc_world(monkeypatch, tmp_path):
     return broker, clouds, path
 
 
-def test_gc_yes_on_another_state_file_terminates_nothing_it_does_not_own(
-    env, tmp_path, monkeypatch
-):
-    _, clouds, path = gc_world(monkeypatch, tmp_path)
-    result = run_cli("gc", "--yes", "--state", str(path), env=env)
+def test_gc_yes_on_another_state_file_terminates_nothing_it_does_not_own(env, tmp_path):
+    broker, clouds, path = gc_world(tmp_path)
+    result = run_cli("gc", "--yes", "--state", str(path), env=env, plugins=broker.pm)
     assert result.returncode == 0, result.stderr
     assert "no orphaned instances" in result.stdout
     assert "left alone: 2 tagged instance(s)" in result.stderr
     assert len(clouds["ten"].live()) == 2
-    result = run_cli("gc", "--yes", "--all-tagged", "--state", str(path), env=env)
+    result = run_cli(
+        "gc", "--yes", "--all-tagged", "--state", str(path), env=env, plugins=broker.pm
+    )
     assert result.returncode == 0 and clouds["ten"].live() == []
 
 
-def test_gc_yes_terminates_lost_launches_of_its_own_placements(env, tmp_path, monkeypatch):
-    broker, clouds, path = gc_world(monkeypatch, tmp_path)
+def test_gc_yes_terminates_lost_launches_of_its_own_placements(env, tmp_path):
+    broker, clouds, path = gc_world(tmp_path)
     broker.store.add_placement("pl-mine", {})
-    result = run_cli("gc", "--yes", "--state", str(path), env=env)
+    result = run_cli("gc", "--yes", "--state", str(path), env=env, plugins=broker.pm)
     assert result.returncode == 0, result.stderr
     assert "terminated ten" in result.stdout and "left alone: 1" in result.stderr
     [left] = clouds["ten"].live()
     assert clouds["ten"].instances[left]["tags"]["cloudbroker-placement"] == "pl-theirs"
 
 
-def test_gc_on_a_missing_state_file_is_refused(env, tmp_path, monkeypatch):
-    gc_world(monkeypatch, tmp_path)
-    line = one_line(run_cli("gc", "--yes", "--state", str(tmp_path / "typo.db"), env=env))
+def test_gc_on_a_missing_state_file_is_refused(env, tmp_path):
+    broker, _, _ = gc_world(tmp_path)
+    typo = str(tmp_path / "typo.db")
+    line = one_line(run_cli("gc", "--yes", "--state", typo, env=env, plugins=broker.pm))
     assert "no state file" in line
 
 

@@ -68,9 +68,8 @@ def test_bad_limits_are_one_line_exit_2_and_leave_no_state(env, tmp_path, extra,
     assert not state.exists()
 
 
-def test_status_shows_spend_so_far_against_the_budget(env, tmp_path, monkeypatch):
+def test_status_shows_spend_so_far_against_the_budget(env, tmp_path):
     pm, clouds = fake_world(ali="20", ten="30")
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
     path = tmp_path / "s.db"
     broker = Broker(pm, open_store(path), FakeReplicator(clouds), sleep=lambda s: None)
     pid, _ = broker.place(
@@ -84,11 +83,12 @@ def test_status_shows_spend_so_far_against_the_budget(env, tmp_path, monkeypatch
         )
     )
     broker.up(pid)  # runs less than its 60 s minimum: billed 60 s at 20 USD/h
-    result = run_cli("status", pid, "--state", str(path), env=env, width=80)
+    result = run_cli("status", pid, "--state", str(path), env=env, width=80, plugins=pm)
     assert result.returncode == 0, result.stderr
     fits(result.stdout)
     assert "spend so far 0.33 USD of budget 100.00 USD (0 %)" in result.stdout
-    report = json.loads(run_cli("status", pid, "--json", "--state", str(path), env=env).stdout)
+    shown = run_cli("status", pid, "--json", "--state", str(path), env=env, plugins=pm)
+    report = json.loads(shown.stdout)
     spend = report["spend"]
     assert spend["total"]["currency"] == "USD" and Decimal(spend["total"]["amount"]) == Decimal(
         20

@@ -151,7 +151,7 @@ def test_serve_refuses_another_address_without_a_token_and_an_empty_token_file(
 
 
 def test_the_token_comes_from_its_file_or_the_environment_never_argv(tmp_path, monkeypatch):
-    from cloudbroker.cli.broker.serve import dashboard_token
+    from cloudbroker.api.serve import dashboard_token
 
     monkeypatch.delenv("CLOUDBROKER_DASHBOARD_TOKEN", raising=False)
     assert dashboard_token(None) is None

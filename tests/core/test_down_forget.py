@@ -14,9 +14,8 @@ from cloudbroker.state import Conflict, Store, open_store
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
+def world(tmp_path):
     pm, clouds = fake_world(ali="20", ten="25")
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
     path = tmp_path / "state.db"
     broker = Broker(
         pm, open_store(path), FakeReplicator(clouds), sleep=lambda s: None, poll_interval=0
@@ -82,7 +81,9 @@ def test_down_forget_on_the_command_line(world, clean_env):
     broker.up(pid)
     clouds["ten"].down = True  # down itself works (nothing launched there)...
     [iid] = clouds["ali"].live()
-    result = run_cli("down", pid, "--forget", "--state", str(path), env=clean_env)
+    result = run_cli(
+        "down", pid, "--forget", "--state", str(path), env=clean_env, plugins=broker.pm
+    )
     assert result.returncode == 0, result.stderr
     assert f"{pid} is down and forgotten" in result.stdout
     assert clouds["ali"].instances[iid]["state"] == "terminated"
@@ -96,7 +97,9 @@ def test_down_forget_refuses_in_one_line_naming_what_runs(world, clean_env):
     [iid] = clouds["ali"].instances
     clouds["ali"].instances[iid]["state"] = "running"  # e.g. a launch the store never saw
     broker.store.update_instance(broker.store.instances(pid)[0].idempotency_key, state="terminated")
-    result = run_cli("down", pid, "--forget", "--state", str(path), env=clean_env)
+    result = run_cli(
+        "down", pid, "--forget", "--state", str(path), env=clean_env, plugins=broker.pm
+    )
     assert result.returncode == 1
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("error: ") and f"ali {iid} (running)" in line

@@ -251,8 +251,9 @@ def test_the_table_says_when_the_bill_was_read_and_that_it_may_be_partial(
     with_bills = PluginManager(env={}, settings={})
     with_bills.register(billing, "ali")
     with_bills.register(pm.plugin("ten"), "ten")
-    monkeypatch.setattr("cloudbroker.cli.broker.report.plugins.load", lambda **_: with_bills)
-    table = run_cli("report", "--since", "30d", "--state", str(path), env=env, width=160)
+    table = run_cli(
+        "report", "--since", "30d", "--state", str(path), env=env, width=160, plugins=with_bills
+    )
     assert table.returncode == 0, table.stderr
     assert "1.23 USD (1 of 2)" in table.stdout  # the failed-over one: only ali's bill
     assert f"{moved} billed as of 2026-12-01 09:30 UTC (ali billing cycle 2026-12)" in (

@@ -105,7 +105,8 @@ def plan(source_objects: int = 3, deleting: int = 12) -> DeletePlan:
 
 @pytest.fixture
 def fake_sync(monkeypatch):
-    """Replace the library's sync: ``behave(kwargs)`` returns a result or raises."""
+    """Replace the storage layer's sync under ``api.sync`` (which the command calls):
+    ``behave(kwargs)`` returns a result or raises."""
     seen: list[dict] = []
 
     def install(behave):
@@ -113,7 +114,7 @@ def fake_sync(monkeypatch):
             seen.append(kwargs)
             return behave(kwargs)
 
-        monkeypatch.setattr(sync_cli, "sync", fake)
+        monkeypatch.setattr("cloudbroker.storage.sync", fake)
         return seen
 
     return install
@@ -205,11 +206,13 @@ def test_any_deadline_text_is_accepted_or_refused_in_one_line(value):
     def reached(pm, src, dst, **kwargs):
         raise ProviderUnavailable(f"reached with {kwargs['deadline_seconds']!r}")
 
-    original, sync_cli.sync = sync_cli.sync, reached
+    from cloudbroker import storage
+
+    original, storage.sync = storage.sync, reached
     try:
         r = run_cli("sync", SRC, DST, "--deadline", value, "--dry-run", env=dict(os.environ))
     finally:
-        sync_cli.sync = original
+        storage.sync = original
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     if r.returncode == 2:
         assert r.stderr.startswith("error: --deadline must be")

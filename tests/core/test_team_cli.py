@@ -60,21 +60,20 @@ def placed(tmp_path, monkeypatch, mode: str = "cold"):
     return broker, pm, clouds, pid, str(path)
 
 
-def test_check_says_in_one_line_each_which_clouds_can_be_called(env, monkeypatch):
+def test_check_says_in_one_line_each_which_clouds_can_be_called(env):
     pm, clouds = fake_world(ali="20", ten="30")
     pm.register(NoKeys(), "hua")
     clouds["ten"].down = True
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
-    result = run_cli("check", env=env, width=200)
+    result = run_cli("check", env=env, width=200, plugins=pm)
     assert result.returncode == 0, result.stderr
     lines = dict(line.split(None, 1) for line in result.stdout.splitlines())
     assert lines["ali"].startswith("ok: credentials from env, called in ")
     assert lines["ten"] == "credentials from env, but the call failed: API unreachable"
     assert lines["hua"] == "no credentials: set HUA_ACCESS_KEY"
-    data = json.loads(run_cli("check", "--json", env=env).stdout)
+    data = json.loads(run_cli("check", "--json", env=env, plugins=pm).stdout)
     assert {row["name"]: row["usable"] for row in data} == {"ali": True, "hua": False, "ten": False}
     clouds["ali"].down = True  # no cloud can be called: exit 1
-    assert run_cli("check", env=env).returncode == 1
+    assert run_cli("check", env=env, plugins=pm).returncode == 1
 
 
 def test_watchers_lists_each_live_watcher_with_its_leases_and_what_no_one_watches(

@@ -22,12 +22,10 @@ CLOCK = r"\d\d:\d\d:\d\d"
 
 
 @pytest.fixture
-def world(clean_env, tmp_path, monkeypatch):
+def world(clean_env, tmp_path):
     """Two placements on ali (primary) and ten, up."""
     pm, clouds = fake_world(ali="20", ten="25")
     replicator = FakeReplicator(clouds)
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
-    monkeypatch.setattr("cloudbroker.storage.RcloneReplicator", lambda pm: replicator)
     env = {
         **clean_env,
         "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml"),
@@ -36,7 +34,9 @@ def world(clean_env, tmp_path, monkeypatch):
     state = str(tmp_path / "state.db")
 
     def cli(*args: str):
-        return run_cli(*args, "--state", state, env=env, width=100)
+        return run_cli(
+            *args, "--state", state, env=env, width=100, plugins=pm, replicator=replicator
+        )
 
     ids = []
     for _ in range(2):

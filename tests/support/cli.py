@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -42,16 +43,29 @@ def environment(env: Mapping[str, str] | None) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def run_cli(*argv: str, env: Mapping[str, str] | None = None, width: int = 100) -> CliResult:
-    """``cloudbroker ARGV`` in this process, stdout rendered ``width`` columns wide."""
+def run_cli(
+    *argv: str,
+    env: Mapping[str, str] | None = None,
+    width: int = 100,
+    plugins: Any = None,
+    replicator: Any = None,
+) -> CliResult:
+    """``cloudbroker ARGV`` in this process, stdout rendered ``width`` columns wide; with
+    ``plugins`` (and ``replicator``), the command's application context uses those (fake
+    clouds) instead of loading the installed providers."""
     from cloudbroker.cli import main
+    from cloudbroker.cli.context import AppContext
+
+    context = None
+    if plugins is not None or replicator is not None:
+        context = AppContext(plugins=plugins, replicator=replicator)
 
     out, err = io.StringIO(), io.StringIO()
     env = dict(os.environ if env is None else env, COLUMNS=str(width))
     code = 0
     with environment(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            main(list(argv))
+            main(list(argv), context=context)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return CliResult(code, out.getvalue(), err.getvalue())

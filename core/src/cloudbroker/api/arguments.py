@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import Decimal
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker import limits
 from cloudbroker.errors import Spelling
 from cloudbroker.models import BucketRef, parse_bucket
+
+if TYPE_CHECKING:
+    from cloudbroker.money import Money
 
 Number = int | float | Decimal
 Names = str | Iterable[str]
@@ -35,3 +39,19 @@ def _bucket(value: str | BucketRef, field: str) -> BucketRef:
 def _seconds(value: Number, field: str) -> float:
     """A duration in seconds, 1 ms to 30 days."""
     return float(limits.SECONDS.check(value, field))
+
+
+def budget(value: Money | str, name: str = "budget") -> Money:
+    """A budget as typed (``5000CNY``, ``5000 CNY``, ``700USD``) or given, checked and
+    bounded; a UsageError naming ``name`` and the accepted form otherwise."""
+    from cloudbroker.broker.budget import budget_money
+
+    return budget_money(value, name)
+
+
+def read_text(path: Path, name: str, limit: int) -> str:
+    """A user's UTF-8 text file (a startup script, a token), read safely: a regular file of
+    at most ``limit`` bytes; anything else is a UsageError naming ``name`` and the file."""
+    from cloudbroker.config import read_text as read
+
+    return read(path, name, limit)

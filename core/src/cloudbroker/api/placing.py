@@ -19,6 +19,7 @@ from cloudbroker.plugins import PluginManager
 if TYPE_CHECKING:
     from cloudbroker.broker import Broker as Engine
     from cloudbroker.broker import BrokerEvent, PlaceRequest, Replicator, Spend
+    from cloudbroker.broker.watch_all import WatchAll
     from cloudbroker.state import InstanceRow, Store
 
 events = logging.getLogger("cloudbroker.broker")
@@ -108,6 +109,90 @@ def not_terminated(placement_id: str, left: list[tuple[InstanceRow, str]]) -> No
             (row.provider, row.instance_id or f"launch {row.idempotency_key}", why)
             for row, why in left
         ],
+    )
+
+
+def engine(
+    plugins: PluginManager,
+    store: Store | Callable[[], Store],
+    *,
+    replicator: Replicator | None = None,
+    on_event: Callable[[BrokerEvent], None] | None = None,
+) -> Engine:
+    """The placement engine the commands drive, on ``store`` (or a function opening it when
+    first needed): rclone replication (as :func:`sync`) unless ``replicator`` is given, and
+    the lease TTL every process sharing the store uses (``CLOUDBROKER_LEASE_TTL``)."""
+    from cloudbroker.broker import Broker as Engine
+    from cloudbroker.lease import lease_ttl
+
+    if replicator is None:
+        from cloudbroker.storage import RcloneReplicator
+
+        replicator = RcloneReplicator(plugins)
+    engine = Engine(plugins, store, replicator, lease_ttl=lease_ttl())
+    if on_event is not None:
+        engine.on_event = on_event
+    return engine
+
+
+def watch(
+    engine: Engine,
+    placement_id: str,
+    *,
+    interval: Number = 30,
+    failures: int = 3,
+    final_sync_timeout: Number = 60,
+    exit_after_failover: bool = False,
+    until: Callable[[], bool] | None = None,
+) -> str | None:
+    """:meth:`Broker.watch` on an engine (``cloudbroker watch`` drives its own, whose events
+    it shows): health checks every ``interval`` seconds, replication, a failover after
+    ``failures`` failed checks in a row; blocks. Returns why it stopped once ``down`` was
+    requested; None when ``until()`` returned True or, with ``exit_after_failover``, once a
+    failover has completed."""
+    seconds = _seconds(interval, "interval")
+    engine.final_sync_timeout = _seconds(final_sync_timeout, "final_sync_timeout")
+    engine.poll_interval = min(engine.poll_interval, seconds)
+
+    def swaps() -> int:
+        return sum(e.kind == "roles-swapped" for e in engine.store.events(placement_id))
+
+    start = swaps()
+
+    def stop() -> bool:
+        return bool(until and until()) or (exit_after_failover and swaps() > start)
+
+    return engine.watch(
+        placement_id,
+        interval=seconds,
+        failures=limits.FAILURES.check(failures, "failures"),
+        until=stop,
+    )
+
+
+def watcher(
+    engine: Engine,
+    *,
+    interval: Number = 30,
+    failures: int = 3,
+    final_sync_timeout: Number = 60,
+    max_placements: int | None = None,
+) -> WatchAll:
+    """The watcher of every placement of the engine's store that is up, starting or failing
+    over, sharing them with the other watchers of the store by leases (``watch --all``):
+    ``run(until)`` blocks, ``stop()`` (from a signal handler) ends it and lets leases go."""
+    from cloudbroker.broker.watch_all import WatchAll
+
+    seconds = _seconds(interval, "interval")
+    engine.final_sync_timeout = _seconds(final_sync_timeout, "final_sync_timeout")
+    engine.poll_interval = min(engine.poll_interval, seconds)
+    if max_placements is not None:
+        max_placements = limits.PLACEMENTS.check(max_placements, "max_placements")
+    return WatchAll(
+        engine,
+        interval=seconds,
+        failures=limits.FAILURES.check(failures, "failures"),
+        max_placements=max_placements,
     )
 
 
@@ -307,24 +392,14 @@ class BrokerClient:
         Returns why it stopped once ``down`` was requested; None when ``until()`` returned
         True or, with ``exit_after_failover``, once a failover has completed.
         """
-        engine = self._open()
-        seconds = _seconds(interval, "interval")
-        engine.final_sync_timeout = _seconds(final_sync_timeout, "final_sync_timeout")
-        engine.poll_interval = min(engine.poll_interval, seconds)
-
-        def swaps() -> int:
-            return sum(e.kind == "roles-swapped" for e in engine.store.events(placement_id))
-
-        start = swaps()
-
-        def stop() -> bool:
-            return bool(until and until()) or (exit_after_failover and swaps() > start)
-
-        return engine.watch(
+        return watch(
+            self._open(),
             placement_id,
-            interval=seconds,
-            failures=limits.FAILURES.check(failures, "failures"),
-            until=stop,
+            interval=interval,
+            failures=failures,
+            final_sync_timeout=final_sync_timeout,
+            exit_after_failover=exit_after_failover,
+            until=until,
         )
 
     def watch_all(
@@ -339,21 +414,14 @@ class BrokerClient:
         """Watch every placement of the state that is up, starting or failing over, sharing
         them with the other watchers of the same state (``watch --all``); blocks until
         ``until()`` returns True, then lets its leases go."""
-        from cloudbroker.broker.watch_all import WatchAll
-
-        engine = self._open()
-        seconds = _seconds(interval, "interval")
-        engine.final_sync_timeout = _seconds(final_sync_timeout, "final_sync_timeout")
-        engine.poll_interval = min(engine.poll_interval, seconds)
-        if max_placements is not None:
-            max_placements = limits.PLACEMENTS.check(max_placements, "max_placements")
-        watcher = WatchAll(
-            engine,
-            interval=seconds,
-            failures=limits.FAILURES.check(failures, "failures"),
+        found = watcher(
+            self._open(),
+            interval=interval,
+            failures=failures,
+            final_sync_timeout=final_sync_timeout,
             max_placements=max_placements,
         )
-        watcher.run(until or (lambda: False))
+        found.run(until or (lambda: False))
 
     def down(self, placement_id: str) -> PlacementStatus:
         """Terminate every instance the placement launched (and stop its watcher).

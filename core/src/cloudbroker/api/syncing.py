@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cloudbroker import api
 from cloudbroker.api.arguments import Number, _bucket, _seconds
+from cloudbroker.errors import NotFoundError
+from cloudbroker.listing import human_bytes as human_bytes  # sizes as rclone shows them
 from cloudbroker.models import BucketRef
 from cloudbroker.plugins import PluginManager
 
-if TYPE_CHECKING:
-    from cloudbroker.storage import SyncProgress, SyncResult
+if TYPE_CHECKING:  # the results' types (cloudbroker.storage is loaded by a sync only)
+    from cloudbroker.storage import Change as Change
+    from cloudbroker.storage import DeletePlan, SyncProgress, SyncResult
 
 log = logging.getLogger("cloudbroker")
 
@@ -28,6 +32,7 @@ def sync(
     deadline: Number | None = None,
     progress: Callable[[SyncProgress], None] | None = None,
     plugins: PluginManager | None = None,
+    before_delete: Callable[[DeletePlan], None] | None = None,
 ) -> SyncResult:
     """Copy ``src`` to ``dst`` (``"PROVIDER:BUCKET/PATH"``) with rclone, verify, price it.
 
@@ -35,9 +40,12 @@ def sync(
     which refuses an empty source unless ``allow_empty_source`` and more than 10 deletions
     (or half the destination) unless ``yes`` (:class:`~cloudbroker.storage.DeleteRefused`,
     nothing changed); ``dry_run`` only lists and prices; ``deadline`` bounds the whole call
-    in seconds; ``progress`` receives rclone's stats about once a second. Raises
+    in seconds; ``progress`` receives rclone's stats about once a second; a mirror's
+    deletions are passed to ``before_delete`` before they are made (default: logged).
+    Both clouds must be installed providers. Raises
     :class:`~cloudbroker.storage.VerificationError` if ``dst`` does not end up holding what
-    ``src`` holds. Example (run by the tests against two local S3 servers, docs/api.md)::
+    ``src`` holds; in a sandbox, a missing bucket's error names the buckets it has.
+    Example (run by the tests against two local S3 servers, docs/api.md)::
 
         result = sync("aliyun:ckpt-bj/run1", "tencent:ckpt-gz/run1")
         print(result.files, result.bytes, result.verified, result.egress)
@@ -46,6 +54,8 @@ def sync(
 
     source, destination = _bucket(src, "src"), _bucket(dst, "dst")
     pm = plugins or api.load_plugins()
+    pm.require(source.provider)
+    pm.require(destination.provider)
 
     def deleting(plan: storage.DeletePlan) -> None:
         log.info(
@@ -55,15 +65,22 @@ def sync(
             plan.destination,
         )
 
-    return storage.sync(
-        pm,
-        source,
-        destination,
-        delete=delete,
-        dry_run=dry_run,
-        progress=progress,
-        allow_empty_source=allow_empty_source,
-        confirm_deletes=yes,
-        before_delete=deleting,
-        deadline_seconds=None if deadline is None else _seconds(deadline, "deadline"),
-    )
+    try:
+        return storage.sync(
+            pm,
+            source,
+            destination,
+            delete=delete,
+            dry_run=dry_run,
+            progress=progress,
+            allow_empty_source=allow_empty_source,
+            confirm_deletes=yes,
+            before_delete=before_delete or deleting,
+            deadline_seconds=None if deadline is None else _seconds(deadline, "deadline"),
+        )
+    except NotFoundError as exc:  # in a sandbox: the buckets it has
+        from cloudbroker.sandbox.env import bucket_hint
+
+        if hint := bucket_hint(dict(os.environ)):
+            raise NotFoundError(f"{exc}{hint}") from None
+        raise

@@ -5,7 +5,32 @@ from __future__ import annotations
 from cloudbroker import limits, sizing
 from cloudbroker.api.arguments import Number
 from cloudbroker.errors import Spelling, keyword
-from cloudbroker.sizing import SizeResult
+from cloudbroker.sizing import (
+    GIB,
+    GPUS,
+    MORE_GPUS,
+    PRESETS,
+    Estimate,
+    GpuFit,
+    Remedy,
+    SizeResult,
+    Workload,
+)
+
+#: The functions, and the result's parts and tables as ``size`` renders them.
+__all__ = [
+    "GIB",
+    "GPUS",
+    "MORE_GPUS",
+    "PRESETS",
+    "Estimate",
+    "GpuFit",
+    "Remedy",
+    "SizeResult",
+    "Workload",
+    "prepare_size",
+    "size",
+]
 
 
 def prepare_size(
@@ -84,6 +109,7 @@ def size(
     concurrency: int | None = None,
     headroom: Number = 10,
     conservative: bool = False,
+    name: Spelling = keyword,
 ) -> SizeResult:
     """GPU memory per GPU for a model and workload, where it fits, and what would make it fit.
 
@@ -92,7 +118,7 @@ def size(
     qlora or infer; ``headroom`` the percent of each GPU's memory kept free (10). LoRA and
     QLoRA assume FlashAttention-style attention (selective recompute) unless ``recompute`` is
     given; ``conservative`` sizes them with none, the upper bound (``SizeResult.cheaper``
-    names the GPUs more recompute makes fit).
+    names the GPUs more recompute makes fit). ``name`` spells an argument in errors.
 
     >>> result = size("Llama-3-8B", mode="infer")
     >>> f"{result.estimate.total_bytes / 2**30:.1f} GiB", [fit.count for fit in result.fits[1]][0]
@@ -121,5 +147,6 @@ def size(
         concurrency=concurrency,
         headroom=headroom,
         conservative=conservative,
+        name=name,
     )
     return sizing.report(work, share)

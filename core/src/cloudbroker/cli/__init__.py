@@ -13,6 +13,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cloudbroker.cli.context import AppContext
     from cloudbroker.cli.root import app as app
 
 
@@ -41,12 +42,13 @@ def fail(message: str, code: int = 2) -> None:
     raise SystemExit(code)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, *, context: AppContext | None = None) -> None:
     """Entry point: map every expected error to one line on stderr and an exit code.
 
     The command line of the process itself (``argv`` None) is first offered to the fast
     paths (a plain quote from the compiled catalog index, a help page from the cache);
-    ``main(argv)`` of an embedder or a test always parses with typer.
+    ``main(argv)`` of an embedder or a test always parses with typer; ``context`` is the
+    :class:`~cloudbroker.cli.context.AppContext` its command runs with (fake clouds, say).
     """
     _refuse_a_gone_sandbox(sys.argv[1:] if argv is None else argv)
     if argv is None:
@@ -65,9 +67,9 @@ def main(argv: list[str] | None = None) -> None:
         except KeyboardInterrupt:
             fail("interrupted", 130)
         with help_cache.record(args):
-            _full(argv)
+            _full(argv, context)
         return
-    _full(argv)
+    _full(argv, context)
 
 
 def _refuse_a_gone_sandbox(args: list[str]) -> None:
@@ -105,7 +107,7 @@ def _stop_cleanly_while_starting() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
-def _full(argv: list[str] | None) -> None:
+def _full(argv: list[str] | None, context: AppContext | None = None) -> None:
     import typer
     from typer.exceptions import TyperException
 
@@ -120,7 +122,10 @@ def _full(argv: list[str] | None) -> None:
     # and --log-format adjust it when the options are parsed.
     logs.start()
     try:
-        command()(args=argv, standalone_mode=False)
+        from cloudbroker.cli.context import run  # a test's fakes end with its command
+
+        with run():
+            command()(args=argv, obj=context, standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import typer
 
-from cloudbroker import plugins
-from cloudbroker.catalog_refresh import DEFAULT_TIMEOUT, refresh, reset
+from cloudbroker.api.setup import CATALOG_TIMEOUT, refresh_catalog, reset_catalog
 from cloudbroker.cli import app, options
+from cloudbroker.cli.context import current
 from cloudbroker.cli.output import err_console
 from cloudbroker.cli.progress import Lines
 
@@ -29,7 +29,7 @@ def refresh_command(
     ),
     timeout: float = options.option(
         options.DURATION,
-        f"{DEFAULT_TIMEOUT:g}s",
+        f"{CATALOG_TIMEOUT:g}s",
         "--timeout",
         help="How long each of the two API sweeps may take, e.g. 90s, 5m.",
     ),
@@ -38,14 +38,14 @@ def refresh_command(
 
     Says on stderr what it asks, a line per region with its time (live on a terminal).
     """
-    manager = plugins.load(offline=False)
+    manager = current().plugins(offline=False)
     with Lines(err_console) as lines:
-        written = refresh(
-            manager,
+        written = refresh_catalog(
             provider,
             region or None,
             timeout=timeout,
             progress=lambda message, done: lines.line(message) if done else lines.start(message),
+            plugins=manager,
         )
     unmatched = f", {written.unmatched_prices} prices without a type skipped" * bool(
         written.unmatched_prices
@@ -61,7 +61,7 @@ def reset_command(
     provider: str = typer.Option(..., "--provider", help="Whose refreshed catalog to remove."),
 ) -> None:
     """Remove the provider's refreshed catalog; quotes use its packaged catalog again."""
-    removed = reset(plugins.load(offline=True), provider)
+    removed = reset_catalog(provider, current().plugins(offline=True))
     if removed is None:
         print(f"{provider}: no refreshed catalog; nothing removed")
     else:

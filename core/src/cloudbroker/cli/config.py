@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from cloudbroker.api.setup import config_path, shown_config
 from cloudbroker.cli import app
 from cloudbroker.cli.output import print_json
-from cloudbroker.config import config_path, load_config, redacted
 
 config_app = typer.Typer(help="Show the config file (per-provider launch settings).")
 app.add_typer(config_app, name="config", rich_help_panel="Setup")
@@ -20,9 +20,9 @@ def show() -> None:
     credential, auth, private or key (or is ak / sk), and any text holding a PEM block;
     ``key_name`` (the SSH key pair's name) and ``env_auth`` (a switch) are shown.
     """
-    path, config = config_path(), load_config()
-    print(f"# {path}{'' if config or path.exists() else ' (does not exist)'}")
-    print_json(redacted(config))
+    path, config, exists = shown_config()
+    print(f"# {path}{'' if exists else ' (does not exist)'}")
+    print_json(config)
 
 
 @config_app.command("path")

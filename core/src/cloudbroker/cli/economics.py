@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from cloudbroker import commitments, spot_risk, tco
+from cloudbroker.api import economics
 from cloudbroker.cli import option_name
 from cloudbroker.cli.economics_tables import (
     GENERIC,
@@ -32,21 +32,24 @@ from cloudbroker.cli.output import console, field
 from cloudbroker.cli.table import show
 from cloudbroker.models import Market
 from cloudbroker.money import FxTable, Money
-from cloudbroker.quote import Job, Quote, QuoteResult
-from cloudbroker.spot_risk import SpotCost, SpotPlan, SpotSettings
 
 if TYPE_CHECKING:
-    from cloudbroker.plugins import Catalogs, PluginManager
+    from cloudbroker.api import PluginManager
+    from cloudbroker.api.economics import (
+        Catalogs,
+        CommitmentReport,
+        SpotCost,
+        SpotPlan,
+        SpotSettings,
+    )
+    from cloudbroker.quote.models import Job, Quote, QuoteResult
 
 
 def spot_settings(
     interruptions: Decimal | None, restart: Decimal | None, checkpoint: Decimal | None
 ) -> SpotSettings:
     """The user's spot inputs (checked by their options); restart defaults to an assumption."""
-    restart_assumed = restart is None
-    if restart is None:
-        restart = spot_risk.DEFAULT_RESTART_MINUTES
-    return SpotSettings(interruptions, restart, restart_assumed, checkpoint)
+    return economics.spot_settings(interruptions, restart, checkpoint)
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class CommitmentSettings:
 
 
 def commitment_settings(utilization: Decimal, every_term: bool = False) -> CommitmentSettings:
-    return CommitmentSettings(tco.check_utilization(utilization, option_name), every_term)
+    return CommitmentSettings(economics.check_utilization(utilization, option_name), every_term)
 
 
 def _wanted(job: Job, c: CommitmentSettings) -> bool:
@@ -84,7 +87,7 @@ class Sections:
     job: Job
     result: QuoteResult
     use: CommitmentSettings
-    report: commitments.CommitmentReport | None
+    report: CommitmentReport | None
 
     def lines_hidden(self, asked: Asked) -> int:
         """How many sections a quote without --notes leaves out (its footer says so)."""
@@ -136,8 +139,12 @@ def sections(
     catalogs: Catalogs | None = None,
 ) -> Sections:
     """The sections of this quote (commitments only for ``--market any`` or --commitments)."""
-    rows = spot_risk.spot_costs(pm, job, result, fx, s)
-    report = commitments.report(pm, job, fx, c.utilization, catalogs) if _wanted(job, c) else None
+    rows = economics.spot_risk(job, result, fx, s, plugins=pm)
+    report = (
+        economics.commitments(job, fx, c.utilization, plugins=pm, catalogs=catalogs)
+        if _wanted(job, c)
+        else None
+    )
     return Sections(rows, s, job, result, c, report)
 
 
@@ -165,7 +172,7 @@ def _explain_rate(cost: SpotCost, s: SpotSettings) -> str:
 
 def explain(pm, q: Quote, job: Job, result: QuoteResult, fx: FxTable, s: SpotSettings) -> None:
     """The spot-risk arithmetic of quote ``q``, formula and inputs (spot quotes only)."""
-    found = [r for r in spot_risk.spot_costs(pm, job, result, fx, s) if r.quote is q]
+    found = [r for r in economics.spot_risk(job, result, fx, s, plugins=pm) if r.quote is q]
     if not found:
         return
     cost = found[0]
@@ -261,11 +268,11 @@ def as_json(
                 "quoted_total": money(r.quote.total),
                 "expected_total": ends(r, lambda _, total: money(total)),
             }
-            for r in spot_risk.spot_costs(pm, job, result, fx, s)
+            for r in economics.spot_risk(job, result, fx, s, plugins=pm)
         ]
     }
     if _wanted(job, c):
-        report = commitments.report(pm, job, fx, c.utilization, catalogs)
+        report = economics.commitments(job, fx, c.utilization, plugins=pm, catalogs=catalogs)
         shown, hidden = report.for_job(job.hours, c.every_term)
         data["commitments"] = {
             "utilization": format(c.utilization, "f"),

@@ -7,15 +7,21 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from cloudbroker import commitments, spot_risk
+from cloudbroker.api.economics import source_name
 from cloudbroker.cli.table import Column, FitTable
 from cloudbroker.models import Market
 from cloudbroker.money import Money
-from cloudbroker.quote import Job, QuoteResult
-from cloudbroker.spot_risk import SpotCost, SpotPlan, SpotSettings
 
 if TYPE_CHECKING:
-    pass
+    from cloudbroker.api.economics import (
+        CommitmentOffer,
+        CommitmentReport,
+        InterruptionRate,
+        SpotCost,
+        SpotPlan,
+        SpotSettings,
+    )
+    from cloudbroker.quote.models import Job, QuoteResult
 
 #: Marks a rate that is the source's average over other instance types, not this one's.
 GENERIC = "◇"
@@ -53,7 +59,7 @@ def _wall(plan: SpotPlan, _: Money | None) -> str:
     return "unbounded" if math.isinf(plan.expected) else f"{plan.expected:,.2f}"
 
 
-def _rate_cell(rate: spot_risk.InterruptionRate) -> str:
+def _rate_cell(rate: InterruptionRate) -> str:
     if not rate.known:
         return "unknown"
     if rate.band is None:
@@ -142,9 +148,7 @@ def _spot_notes(rows: list[SpotCost], result: QuoteResult) -> list[str]:
 # -- commitments --------------------------------------------------------------------------
 
 
-def _commitment_table(
-    offers: tuple[commitments.CommitmentOffer, ...], job: Job, use: Decimal
-) -> FitTable:
+def _commitment_table(offers: tuple[CommitmentOffer, ...], job: Job, use: Decimal) -> FitTable:
     table = FitTable(
         (
             Column("provider", "provider", 5),
@@ -182,9 +186,7 @@ def _commitment_table(
     return table
 
 
-def _commitment_notes(
-    offers: tuple[commitments.CommitmentOffer, ...], report: commitments.CommitmentReport
-) -> list[str]:
+def _commitment_notes(offers: tuple[CommitmentOffer, ...], report: CommitmentReport) -> list[str]:
     """Published discounts by source, each flag's note once, then what is not published."""
     by_source: dict[str, list[str]] = {}
     for o in sorted(offers, key=lambda o: (o.instance_type, o.term_months)):
@@ -192,7 +194,7 @@ def _commitment_notes(
             beside = (
                 "" if o.at_source is None else f" of {o.at_source.amount} {o.at_source.currency}"
             )
-            by_source.setdefault(commitments.short(o.source), []).append(
+            by_source.setdefault(source_name(o.source), []).append(
                 f"{o.instance_type} {o.term_months} mo -{o.published_discount * 100:.1f}%{beside}"
             )
     notes = [f"at the source ({where}): {', '.join(items)}" for where, items in by_source.items()]
@@ -201,7 +203,7 @@ def _commitment_notes(
     return notes
 
 
-def _hidden_note(hidden: tuple[commitments.CommitmentOffer, ...], job: Job, use: Decimal) -> str:
+def _hidden_note(hidden: tuple[CommitmentOffer, ...], job: Job, use: Decimal) -> str:
     terms = sorted({o.term_months for o in hidden})
     span = f"{terms[0]}" if len(terms) == 1 else f"{terms[0]}-{terms[-1]}"
     at = "" if use == 1 else f" at {use * 100:.0f}% use"

@@ -10,14 +10,14 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from cloudbroker import gpus, plugins, throughput
+from cloudbroker.api import gpus
+from cloudbroker.api.gpus import Listing, Offering, Price, price_key
 from cloudbroker.cli import app, option_name, options
+from cloudbroker.cli.context import current
 from cloudbroker.cli.output import console, field, print_json
 from cloudbroker.cli.table import Column, FitTable, amount, show
-from cloudbroker.gpus import Listing, Offering, Price
-from cloudbroker.gpus.offerings import price_key
 from cloudbroker.models import cautions
-from cloudbroker.money import FxRate, FxTable, parse_currency
+from cloudbroker.money import FxRate
 
 CAUTION = "*"  # after a price whose source is old or second-hand
 #: The one memory unit of ``gpus``: EC2 reports MiB (``SizeInMiB``, shown /1024), and the data
@@ -67,7 +67,7 @@ def _by_provider(offers: list[Offering]) -> list[tuple[str, list[Offering]]]:
 
 def _bf16(name: str) -> str:
     """The dense bf16 peak ("-": cannot run it, "?": unknown)."""
-    peak = throughput.peak_of(name)
+    peak = gpus.peak_of(name)
     if peak is None:
         return "?"
     if not peak.can_run("bf16"):
@@ -82,27 +82,27 @@ def _span(span: tuple[float, float]) -> str:
 
 
 def _cannot(name: str) -> str:
-    peak = throughput.peak_of(name)
+    peak = gpus.peak_of(name)
     if peak is None:
         return "?"
-    return ", ".join(p for p in throughput.PRECISIONS if not peak.can_run(p)) or "-"
+    return ", ".join(p for p in gpus.PRECISIONS if not peak.can_run(p)) or "-"
 
 
 def _peaks(name: str) -> None:
     """``gpus NAME``: dense peak by precision, bandwidth, what it cannot run, the sources."""
-    peak = throughput.peak_of(name)
+    peak = gpus.peak_of(name)
     if peak is None:
         field("peaks", "unknown (not a GPU the throughput table covers)")
         return
     figures = []
-    for precision in throughput.PRECISIONS:
+    for precision in gpus.PRECISIONS:
         if peak.can_run(precision):
             span = peak.peak(precision)
             figures.append(f"{precision} {'unknown' if span is None else _span(span)}")
     field("peaks", " · ".join(figures) + " TFLOPS dense (sparsity not counted)")
     bandwidth = peak.bandwidth_gbs
     field("bandwidth", "unknown" if bandwidth is None else f"{_span(bandwidth)} GB/s")
-    for precision in throughput.PRECISIONS:
+    for precision in gpus.PRECISIONS:
         if not peak.can_run(precision):
             field("cannot run", peak.refusal(precision))
     checked = "" if peak.checked else "; figures not re-read from the page"
@@ -117,13 +117,13 @@ def _sites(text: str) -> str:
 
 
 def _peaks_json(name: str) -> dict[str, Any] | None:
-    peak = throughput.peak_of(name)
+    peak = gpus.peak_of(name)
     if peak is None:
         return None
     return {
         "tflops_dense": {p: None if v is None else list(v) for p, v in peak.tflops.items()},
         "bandwidth_gbs": None if peak.bandwidth_gbs is None else list(peak.bandwidth_gbs),
-        "cannot_run": {p: peak.refusal(p) for p in throughput.PRECISIONS if not peak.can_run(p)},
+        "cannot_run": {p: peak.refusal(p) for p in gpus.PRECISIONS if not peak.can_run(p)},
         "interconnect": peak.interconnect,
         "source": peak.source,
         "checked": peak.checked,
@@ -375,20 +375,18 @@ def gpus_command(
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """List every GPU model with its aliases, who sells it and the cheapest per GPU-hour."""
-    currency = parse_currency(currency, "--currency")
-    table = FxTable(name=option_name)
     today = date.today()
-    for rate in fx or ():
-        table.add(rate)
-    listing = gpus.listing(
-        plugins.load(), table, currency, providers=provider or (), regions=region or ()
+    found = gpus.gpus(
+        name,
+        providers=provider or (),
+        regions=region or (),
+        currency=currency,
+        fx=fx or (),
+        plugins=current().plugins(),
+        spelling=option_name,
     )
+    listing, names = found.listing, found.names
     offered = {o.model for o in listing.offerings}
-    names = listing.by_price(listing.models())
-    if name is not None:
-        names = sorted(gpus.lookup(name, offered), key=names.index)
-    elif provider or region:  # what is sold there; the whole list is `gpus` alone
-        names = [n for n in names if n in offered]
     if json_output:
         print_json(_json(listing, names, name is not None, today))
         return

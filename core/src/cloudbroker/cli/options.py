@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cloudbroker import limits
-from cloudbroker.config import read_text
-from cloudbroker.currency import CURRENCIES, PIVOT, parse_currency, parse_decimal
 from cloudbroker.errors import UsageError, quoted
 
 if TYPE_CHECKING:  # the fast quote parses with these kinds and imports neither
@@ -138,7 +136,7 @@ class Text(Kind):
 
 def parse_fx(text: str, today: date) -> FxRate:
     """Parse ``--fx CNY=7.10`` (units of CNY per USD) into a rate dated ``today``."""
-    from cloudbroker.money import FxRate
+    from cloudbroker.money import CURRENCIES, PIVOT, FxRate, parse_currency, parse_decimal
 
     currency, sep, value = text.partition("=")
     others = ", ".join(c for c in CURRENCIES if c != PIVOT)
@@ -172,9 +170,9 @@ class Budget(Kind):
     metavar = "AMOUNT"
 
     def parse(self, text: str, option: str) -> Money:
-        from cloudbroker.broker.budget import budget_money
+        from cloudbroker.api.arguments import budget
 
-        return budget_money(TEXT.parse(text, option), option)
+        return budget(TEXT.parse(text, option), option)
 
 
 @dataclass(frozen=True)
@@ -185,6 +183,8 @@ class TextFile(Kind):
     metavar = "FILE"
 
     def parse(self, text: str, option: str) -> str:
+        from cloudbroker.api.arguments import read_text
+
         return read_text(Path(TEXT.parse(text, option)).expanduser(), option, self.limit)
 
 

@@ -22,7 +22,7 @@ def new(
 ) -> None:
     """Create cloudbroker-NAME/: pyproject with the entry point, catalog and terms to fill in,
     plugin, emulator and contract test; its contract suite passes as generated."""
-    from cloudbroker.scaffold import new_plugin
+    from cloudbroker.api.setup import new_plugin
 
     target = new_plugin(name, directory)
     console.print(f"created {target}", markup=False)

@@ -13,14 +13,15 @@ import json
 import time
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from cloudbroker.broker import BrokerEvent
+if TYPE_CHECKING:
+    from cloudbroker.api.placing import BrokerEvent
 
 
 def clock(at: float) -> str:

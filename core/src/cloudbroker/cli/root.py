@@ -106,6 +106,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
     ),
@@ -127,5 +128,8 @@ def _root(
     Options of the whole command come before the subcommand: cloudbroker -v up ID.
     """
     logs.configure(-1 if quiet else verbose, log_format)
+    from cloudbroker.cli import context
+
+    context.activate(ctx.ensure_object(context.AppContext))  # main(context=...)'s is kept
     if quiet and verbose:
         raise UsageError("give --quiet or --verbose, not both")

@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cloudbroker.cli import app, options
+from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.output import err_console, print_json
-from cloudbroker.errors import NotFoundError, UsageError
+from cloudbroker.errors import UsageError
 
 if TYPE_CHECKING:
-    from cloudbroker.listing import Listing
-    from cloudbroker.models import BucketRef
+    from cloudbroker.api.sandbox import Listing
 
 sandbox_app = typer.Typer(
     help="A local sandbox of every installed cloud with an emulator (the built-ins and any "
@@ -33,7 +32,7 @@ DIR = options.option(
 
 
 def _env_output(directory: Path, info: dict, json_output: bool) -> None:
-    from cloudbroker.sandbox.env import environment, shell_exports
+    from cloudbroker.api.sandbox import environment, shell_exports
 
     env = environment(directory, info)
     if json_output:
@@ -51,9 +50,9 @@ def up(
     json_output: bool = typer.Option(False, "--json", help="The environment as one object."),
 ) -> None:
     """Start the sandbox in the background and print the environment that points at it."""
+    from cloudbroker.api.sandbox import sandbox_dir
+    from cloudbroker.api.sandbox import up as start
     from cloudbroker.cli.progress import Lines
-    from cloudbroker.sandbox.env import sandbox_dir
-    from cloudbroker.sandbox.supervisor import up as start
 
     where = sandbox_dir(directory)
     with Lines(err_console) as lines:  # on a terminal: what it is starting, as it waits
@@ -77,7 +76,7 @@ def env(
     """Print the environment (``export`` lines) that points cloudbroker at the sandbox."""
     import os
 
-    from cloudbroker.sandbox.env import read_info, sandbox_dir, unset_lines
+    from cloudbroker.api.sandbox import read_info, sandbox_dir, unset_lines
 
     if unset:
         sys.stdout.write(unset_lines(dict(os.environ)))
@@ -89,8 +88,8 @@ def env(
 @sandbox_app.command("status")
 def status(directory: str | None = DIR, json_output: bool = typer.Option(False, "--json")) -> None:
     """Which clouds run where, and every process the sandbox started."""
-    from cloudbroker.sandbox.env import sandbox_dir
-    from cloudbroker.sandbox.supervisor import status as sandbox_status
+    from cloudbroker.api.sandbox import sandbox_dir
+    from cloudbroker.api.sandbox import status as sandbox_status
 
     report = sandbox_status(sandbox_dir(directory))
     if json_output:
@@ -105,29 +104,8 @@ def status(directory: str | None = DIR, json_output: bool = typer.Option(False, 
         print(f"    {process['pid']} {process['what']}")
 
 
-def _stores(directory: str | None, target: str, what: str) -> tuple[Any, BucketRef, Path]:
-    """The plugin manager pointed at the sandbox in ``directory`` (whatever the shell points
-    at), ``target`` parsed (its cloud one the sandbox runs) and the sandbox's directory."""
-    import os
-
-    from cloudbroker import plugins
-    from cloudbroker.models import parse_bucket
-    from cloudbroker.sandbox.env import UNSET, environment, read_info, sandbox_dir
-
-    ref = parse_bucket(target, what)
-    where = sandbox_dir(directory)
-    info = read_info(where)
-    if ref.provider not in info["clouds"]:
-        raise UsageError(
-            f"{what} {target!r}: the sandbox runs no cloud {ref.provider!r}; it runs "
-            f"{', '.join(info['clouds'])}"
-        )
-    env = {k: v for k, v in os.environ.items() if k not in UNSET} | environment(where, info)
-    return plugins.load(env=env), ref, where
-
-
 def _objects(listing: Listing) -> None:
-    from cloudbroker.listing import human_bytes
+    from cloudbroker.api.sandbox import human_bytes
 
     for name, entry in sorted(listing.items()):
         print(f"  {name}  {human_bytes(entry.size)}")
@@ -145,16 +123,11 @@ def put(
     json_output: bool = typer.Option(False, "--json", help="What was put, as one object."),
 ) -> None:
     """Put local files into a bucket of the sandbox's object stores, verified (size, MD5)."""
-    from cloudbroker import objects
-    from cloudbroker.listing import human_bytes
-    from cloudbroker.rclone_session import bucket_label
-    from cloudbroker.sandbox.env import bucket_hint
+    from cloudbroker.api import sandbox
 
-    pm, ref, where = _stores(directory, target, "CLOUD:BUCKET/PATH")
-    try:
-        done = objects.put(pm, ref, [Path(f) for f in files])
-    except NotFoundError as exc:
-        raise NotFoundError(f"{exc}{bucket_hint({}, where)}") from None
+    pm, ref, where = sandbox.sandbox_plugins(directory, target, "CLOUD:BUCKET/PATH")
+    done = sandbox.put(pm, ref, [Path(f) for f in files], where)
+    bucket_label, human_bytes = sandbox.bucket_label, sandbox.human_bytes
     if json_output:
         print_json(_listing_json(bucket_label(ref), done))
         return
@@ -172,16 +145,11 @@ def ls(
     json_output: bool = typer.Option(False, "--json", help="The objects as one object."),
 ) -> None:
     """List the objects in a bucket (or a folder of it) of the sandbox's object stores."""
-    from cloudbroker import objects
-    from cloudbroker.listing import human_bytes
-    from cloudbroker.rclone_session import bucket_label
-    from cloudbroker.sandbox.env import bucket_hint
+    from cloudbroker.api import sandbox
 
-    pm, ref, where = _stores(directory, target, "CLOUD:BUCKET[/PREFIX]")
-    try:
-        found = objects.ls(pm, ref)
-    except NotFoundError as exc:
-        raise NotFoundError(f"{exc}{bucket_hint({}, where)}") from None
+    pm, ref, where = sandbox.sandbox_plugins(directory, target, "CLOUD:BUCKET[/PREFIX]")
+    found = sandbox.ls(pm, ref, where)
+    bucket_label, human_bytes = sandbox.bucket_label, sandbox.human_bytes
     if json_output:
         print_json(_listing_json(bucket_label(ref), found))
         return
@@ -206,8 +174,8 @@ def down(
     keep: bool = typer.Option(False, "--keep", help="Keep the directory (logs, state)."),
 ) -> None:
     """Stop every process the sandbox started; remove what it made unless --keep."""
-    from cloudbroker.sandbox.env import sandbox_dir
-    from cloudbroker.sandbox.supervisor import down as stop
+    from cloudbroker.api.sandbox import down as stop
+    from cloudbroker.api.sandbox import sandbox_dir
 
     where = sandbox_dir(directory)
     done = stop(where, keep=keep)
@@ -215,7 +183,7 @@ def down(
     if keep:
         note += "; directory kept"
     elif done.left:
-        from cloudbroker.listing import named
+        from cloudbroker.api.sandbox import named
 
         note += f"; kept the directory: it holds what the sandbox did not make ({named(done.left)})"
     print(f"sandbox in {where} is down{note}")
@@ -232,13 +200,13 @@ def reclaim(
 ) -> None:
     """Reclaim a spot instance as the cloud does: its notice first (AWS, Aliyun, Tencent),
     then the reclaim (the job gets SIGTERM, then SIGKILL)."""
-    from cloudbroker.sandbox import faults
-    from cloudbroker.sandbox.env import read_info, sandbox_dir
+    from cloudbroker.api import sandbox
+    from cloudbroker.api.sandbox import read_info, sandbox_dir
 
     info = read_info(sandbox_dir(directory))
-    reclaimed = faults.reclaim(info, provider, instance, notice=not no_notice)
-    if not no_notice and faults.has_notice(provider):
-        seconds = faults.cloud(info, provider)["notice_seconds"]
+    reclaimed = sandbox.reclaim(info, provider, instance, notice=not no_notice)
+    if not no_notice and sandbox.has_notice(provider):
+        seconds = sandbox.cloud(info, provider)["notice_seconds"]
         print(f"{provider} {reclaimed}: reclaim notice published; reclaimed in {seconds:g} s")
     else:
         print(f"{provider} {reclaimed} reclaimed")
@@ -251,15 +219,15 @@ def gpu_util(
     directory: str | None = DIR,
 ) -> None:
     """Set the GPU utilisation the fake nvidia-smi of a cloud's instances reports."""
-    from cloudbroker.sandbox import faults
-    from cloudbroker.sandbox.env import read_info, sandbox_dir
+    from cloudbroker.api import sandbox
+    from cloudbroker.api.sandbox import read_info, sandbox_dir
 
     where = sandbox_dir(directory)
-    faults.cloud(read_info(where), provider)
+    sandbox.cloud(read_info(where), provider)
     value = percent.strip().rstrip("%")
     if value != "missing" and not (value.isdigit() and 0 <= int(value) <= 100):
         raise UsageError(f"the utilisation must be 0 to 100 or 'missing', got {percent!r}")
-    faults.gpu_util(where, provider, None if value == "missing" else int(value))
+    sandbox.gpu_util(where, provider, None if value == "missing" else int(value))
     said = "nvidia-smi not installed" if value == "missing" else f"GPUs at {value} %"
     print(f"{provider} instances: {said}")
 
@@ -272,10 +240,10 @@ def outage(
     directory: str | None = DIR,
 ) -> None:
     """The cloud's API (and, with --storage, its object storage) stops answering."""
-    from cloudbroker.sandbox import faults
-    from cloudbroker.sandbox.env import read_info, sandbox_dir
+    from cloudbroker.api import sandbox
+    from cloudbroker.api.sandbox import read_info, sandbox_dir
 
-    faults.outage(read_info(sandbox_dir(directory)), provider, storage=storage, on=not end)
+    sandbox.outage(read_info(sandbox_dir(directory)), provider, storage=storage, on=not end)
     what = "API and object storage" if storage else "API"
     print(f"{provider}: outage ended" if end else f"{provider}: {what} unreachable")
 
@@ -289,13 +257,13 @@ def capacity(
     directory: str | None = DIR,
 ) -> None:
     """Set how many more instances of a type the cloud can launch in a region or zone."""
-    from cloudbroker.sandbox import faults
-    from cloudbroker.sandbox.env import read_info, sandbox_dir
+    from cloudbroker.api import sandbox
+    from cloudbroker.api.sandbox import read_info, sandbox_dir
 
     if count != "unlimited" and not count.isdigit():
         raise UsageError(f"the count must be a whole number or 'unlimited', got {count!r}")
     stock = None if count == "unlimited" else int(count)
-    faults.capacity(read_info(sandbox_dir(directory)), provider, place, instance_type, stock)
+    sandbox.capacity(read_info(sandbox_dir(directory)), provider, place, instance_type, stock)
     print(f"{provider}: {count} more {instance_type} in {place}")
 
 
@@ -308,30 +276,9 @@ def logs(
     ),
 ) -> None:
     """The output of the placement's job on one side (sandbox instances)."""
-    from cloudbroker.sandbox.env import DIR_ENV, sandbox_dir
-    from cloudbroker.sandbox.instances import log_path
-    from cloudbroker.state import open_store
+    from cloudbroker.api.sandbox import job_logs
 
-    if side not in ("primary", "standby"):
-        raise UsageError(f"unknown --side {side!r}; accepted: primary, standby")
-    store = open_store(state, create=False, read_only=True)  # reads; never makes a file
-    placement = store.require_placement(placement_id)
-    primary = placement.primary_side
-    wanted = primary if side == "primary" else ("b" if primary == "a" else "a")
-    rows = [
-        (r, r.instance_id)
-        for r in store.instances(placement_id)
-        if r.side == wanted and r.instance_id
-    ]
-    if not rows:
-        raise UsageError(f"{placement_id} has launched no instance on its {side} side")
-    where = sandbox_dir()
-    for row, instance_id in rows:
-        path = log_path(where, row.provider, instance_id)
-        if not path.exists():
-            raise UsageError(
-                f"no log of {row.provider} {row.instance_id} in {where}: job output is kept "
-                f"for sandbox instances only (set {DIR_ENV}, see `cloudbroker sandbox env`)"
-            )
-        print(f"== {row.provider} {row.instance_id} ({row.state})")
+    found = job_logs(state, placement_id, side, option_name)
+    for provider, instance_id, instance_state, path in found:
+        print(f"== {provider} {instance_id} ({instance_state})")
         sys.stdout.write(path.read_text(encoding="utf-8", errors="replace"))

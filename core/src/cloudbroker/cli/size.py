@@ -10,7 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cloudbroker import api, sizing
+from cloudbroker import api
+from cloudbroker.api import workloads as sizing
 from cloudbroker.cli import app, option_name, options
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.table import Column, FitTable, show
@@ -113,7 +114,7 @@ def size_command(
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Estimate GPU memory per GPU (weights, gradients, optimizer, activations, KV cache)."""
-    work, share = api.prepare_size(
+    result = api.size(
         model,
         params=params,
         layers=layers,
@@ -136,7 +137,6 @@ def size_command(
         conservative=conservative,
         name=option_name,
     )
-    result = sizing.report(work, share)
     if json_output:
         print_json(_as_json(result))
         return

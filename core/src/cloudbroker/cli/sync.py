@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
-from cloudbroker import plugins
+from cloudbroker.api.syncing import human_bytes, sync
 from cloudbroker.cli import app, options
+from cloudbroker.cli.context import current
 from cloudbroker.cli.output import console, err_console, print_json
-from cloudbroker.errors import DeleteRefused, NotFoundError, UsageError, VerificationError
-from cloudbroker.listing import human_bytes
+from cloudbroker.errors import DeleteRefused, UsageError, VerificationError
 from cloudbroker.models import parse_bucket
-from cloudbroker.storage import Change, DeletePlan, SyncProgress, SyncResult, sync
+
+if TYPE_CHECKING:
+    from cloudbroker.api.syncing import Change, DeletePlan, SyncProgress, SyncResult
 
 #: Objects (or differences) listed before the rest is summed up in one line.
 LISTED = 20
@@ -152,36 +154,28 @@ def sync_command(
     Example: cloudbroker sync aliyun:ckpt-bj/run1 tencent:ckpt-gz/run1
     """
     source, destination = parse_bucket(src, "SRC"), parse_bucket(dst, "DST")
-    pm = plugins.load()
-    pm.require(source.provider)
-    pm.require(destination.provider)
+    pm = current().plugins()
     show = (lambda r: print_json(r.model_dump(mode="json"))) if json_output else render
     failed: VerificationError | None = None
     refused: DeleteRefused | None = None
     with progress_bar(not json_output and not dry_run and err_console.is_terminal) as update:
         try:
             result = sync(
-                pm,
                 source,
                 destination,
                 delete=delete,
-                dry_run=dry_run,
-                progress=update,
                 allow_empty_source=allow_empty_source,
-                confirm_deletes=yes,
+                yes=yes,
+                dry_run=dry_run,
+                deadline=deadline,
+                progress=update,
+                plugins=pm,
                 before_delete=lambda plan: render_plan(plan, err_console, "deleting"),
-                deadline_seconds=deadline,
             )
         except VerificationError as exc:  # show what was found, then fail
             failed, result = exc, exc.result
         except DeleteRefused as exc:  # nothing changed: say what it would have deleted
             refused = exc
-        except NotFoundError as exc:  # in a sandbox: the buckets it has
-            from cloudbroker.sandbox.env import bucket_hint
-
-            if hint := bucket_hint(dict(os.environ)):
-                raise NotFoundError(f"{exc}{hint}") from None
-            raise
     if refused is not None:
         raise refusal(refused, show_plan=not json_output)
     show(result)

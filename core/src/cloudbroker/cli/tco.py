@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
@@ -14,14 +12,17 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from cloudbroker import plugins, tco
+from cloudbroker.api import economics
+from cloudbroker.api.economics import OnPremInput, per_useful_gpu_hour
 from cloudbroker.cli import app, option_name, options
+from cloudbroker.cli.context import current
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.table import GAP, Column, FitTable, show
 from cloudbroker.errors import UsageError
-from cloudbroker.models import Market
-from cloudbroker.money import CURRENCIES, FxRate, FxTable, Money, parse_currency
-from cloudbroker.quote import Job
+from cloudbroker.money import FxRate, Money, parse_currency
+
+if TYPE_CHECKING:
+    from cloudbroker.api.economics import OnPrem, OnPremCost, Row
 
 BAR_WIDTH = 40
 
@@ -36,61 +37,32 @@ def parse_amount(text: str, what: str, currency: str, kind: options.Number) -> M
     return Money.of(kind.parse(amount, what), unit)
 
 
-@dataclass(frozen=True)
-class Given:
-    """One on-prem input as the user gave it or as sourced, for the inputs table and JSON."""
-
-    value: Money | Decimal | int | None
-    source: str
-    as_of: date | None = None
-
-    def text(self) -> str:
-        if isinstance(self.value, Money):
-            return f"{self.value.amount:,} {self.value.currency}"
-        return "unknown" if self.value is None else f"{self.value}"
-
-    def json(self) -> dict:
-        money = isinstance(self.value, Money)
-        amount = self.value.amount if isinstance(self.value, Money) else self.value
-        return {
-            "value": None if amount is None else format(amount, "f"),
-            "currency": self.value.currency if money else None,  # type: ignore[union-attr]
-            "source": self.source,
-            "as_of": self.as_of.isoformat() if self.as_of else None,
-        }
+def _text(item: OnPremInput) -> str:
+    if isinstance(item.value, Money):
+        return f"{item.value.amount:,} {item.value.currency}"
+    return "unknown" if item.value is None else f"{item.value}"
 
 
-def _onprem(
-    args: dict, model: str, fx: FxTable, currency: str, where: tco.Country = tco.COUNTRIES["US"]
-) -> tuple[tco.OnPrem, dict[str, Given], str | None]:
-    """On-prem inputs (each override or its country's sourced default), what was used, the
-    server."""
-    server = tco.default_server(model, where.servers) if args["count"] == 8 else None
-    none = tco.Figure(None, "", f"no sourced {args['count']}-GPU {model} server; give the option")
-    given: dict[str, Given] = {}
+def _input_json(item: OnPremInput) -> dict:
+    money = isinstance(item.value, Money)
+    amount = item.value.amount if isinstance(item.value, Money) else item.value
+    return {
+        "value": None if amount is None else format(amount, "f"),
+        "currency": item.value.currency if money else None,  # type: ignore[union-attr]
+        "source": item.source,
+        "as_of": item.as_of.isoformat() if item.as_of else None,
+    }
 
-    def pick(key: str, option: str, default: tco.Figure, money: bool):
-        raw, kind = args[key], options.ONPREM[key]
-        value: Money | Decimal | int | None
-        if raw is not None:
-            value = parse_amount(raw, option, currency, kind) if money else kind.parse(raw, option)
-            given[key] = Given(value, f"{option} (user)")
-        else:
-            value = default.money() if money else default.value
-            given[key] = Given(value, default.source, default.as_of)
-        return fx.convert(value, currency) if isinstance(value, Money) else value
 
-    onprem = tco.OnPrem(
-        server_price=pick("server_price", "--server-price", server.price if server else none, True),
-        power_kw=pick("power_kw", "--power-kw", server.power_kw if server else none, False),
-        pue=pick("pue", "--pue", where.pue, False),
-        electricity_per_kwh=pick("electricity", "--electricity", where.electricity, True),
-        colo_per_kw_month=pick("colo", "--colo-per-kw-month", where.colocation, True),
-        gpus=args["count"],
-        years=args["years"],
-    )
-    name = server.name if server and args["server_price"] is None else None
-    return onprem, given, name
+def _amount(raw: str | None, key: str, currency: str) -> Money | None:
+    """An on-prem amount as given (None: the sourced default), checked in its bounds."""
+    kind = options.ONPREM[key.removesuffix("_per_kw_month")]
+    return None if raw is None else parse_amount(raw, option_name(key), currency, kind)
+
+
+def _figure(raw: str | None, key: str) -> Decimal | None:
+    """An on-prem figure as given (None: the sourced default), checked in its bounds."""
+    return None if raw is None else Decimal(options.ONPREM[key].parse(raw, option_name(key)))
 
 
 def _pct(value: Decimal | None) -> str:
@@ -101,7 +73,7 @@ def _money(value: Money | None, places: int = 2) -> str:
     return "unknown" if value is None else f"{value.rounded(places).amount:,}"
 
 
-def _breakeven(row: tco.Row) -> str:
+def _breakeven(row: Row) -> str:
     if row.option.provider is None:
         return "-"
     if row.option.fixed:
@@ -125,7 +97,7 @@ BAR = Column("bar", "")
 MIN_BAR = 8  # narrower than this, the bars tell nothing: left out
 
 
-def _cells(row: tco.Row) -> dict[str, str]:
+def _cells(row: Row) -> dict[str, str]:
     """The chart's cells of one option; the label is split back into what it is made of."""
     option = row.option
     if option.provider is None:
@@ -143,7 +115,7 @@ def _cells(row: tco.Row) -> dict[str, str]:
     }
 
 
-def _print_chart(rows: list[tco.Row], currency: str, utilization: Decimal) -> None:
+def _print_chart(rows: list[Row], currency: str, utilization: Decimal) -> None:
     """The options, cheapest first, with a bar each when the width leaves room for one."""
     title = f"Cost per useful GPU-hour at {_pct(utilization)} utilization, {currency}"
     cells = [_cells(row) for row in rows]
@@ -185,7 +157,7 @@ def _json(model, args, currency, server, given, cost, onprem, rows, fx_rates) ->
         "utilization": format(args["utilization"], "f"),
         "currency": currency,
         "server": server,
-        "inputs": {key: item.json() for key, item in given.items()},
+        "inputs": {key: _input_json(item) for key, item in given.items()},
         "onprem": {
             "capex_per_year": money(cost.capex),
             "energy_per_year": money(cost.energy),
@@ -193,7 +165,7 @@ def _json(model, args, currency, server, given, cost, onprem, rows, fx_rates) ->
             "per_year": money(per_year),
             "per_gpu_hour_at_full_use": None
             if per_year is None
-            else money(tco.per_useful_gpu_hour(per_year, onprem.gpus, Decimal(1))),
+            else money(per_useful_gpu_hour(per_year, onprem.gpus, Decimal(1))),
         },
         "options": [
             {
@@ -311,31 +283,29 @@ def tco_command(
         "electricity": electricity,
         "colo": colo,
     }
-    table = FxTable(name=option_name)
-    for rate in fx or ():
-        table.add(rate)
-    model = tco.resolve_model(gpu)
-    where = tco.country_for(country, currency)
-    onprem, given, server = _onprem(args, model, table, currency, where)
-    pm = plugins.load()
-    job = Job(
-        gpu=model,
+    found = economics.tco(
+        gpu,
         count=count,
-        hours=tco.HOURS_PER_YEAR * use,
-        markets=tuple(Market),
-        providers=tuple(provider or ()),
+        years=years,
+        utilization=use,
+        server_price=_amount(server_price, "server_price", currency),
+        power_kw=_figure(power_kw, "power_kw"),
+        pue=_figure(pue, "pue"),
+        electricity=_amount(electricity, "electricity", currency),
+        colo_per_kw_month=_amount(colo, "colo_per_kw_month", currency),
         currency=currency,
-        top=10_000,
+        fx=list(fx or ()),
+        providers=tuple(provider or ()),
+        country=country,
+        plugins=current().plugins(),
+        name=option_name,
     )
-    cloud = tco.cloud_options(pm, job, table, use, args["years"])
-    cost = tco.onprem_cost(onprem)
-    label = f"on-prem: {server or f'your {count}x {model} server'}"
-    own = tco.Option(label, None, "on-prem", fixed_per_year=cost.per_year)
-    rows = tco.compare([own, *cloud.options], cost.per_year, count, use)
-    rates = table.used(set(CURRENCIES), currency)
+    model, where, given, server = found.model, found.country, found.given, found.server
+    onprem, cost, label, rows = found.onprem, found.cost, found.label, found.rows
+    rates, cloud_failures = found.rates, found.failures
     if json_output:
         data = _json(model, args, currency, server, given, cost, onprem, rows, rates)
-        print_json(data | {"failures": cloud.failures, "country": where.name, "note": where.note})
+        print_json(data | {"failures": cloud_failures, "country": where.name, "note": where.note})
         return
     _print_inputs(given, args)
     _print_onprem(label, cost, onprem, use)
@@ -358,7 +328,7 @@ def tco_command(
     console.print(f"defaults: {where.name} (--country)", markup=False)
     if where.note:
         console.print(where.note, markup=False)
-    for name, reason in sorted(cloud.failures.items()):
+    for name, reason in sorted(cloud_failures.items()):
         console.print(Text(f"failed: {name}: {reason}", style="red"))
 
 
@@ -367,7 +337,7 @@ def _indented(text: str) -> None:
     console.print(Padding(Text(text), (0, 0, 0, 2)))
 
 
-def _print_inputs(given: dict[str, Given], args: dict) -> None:
+def _print_inputs(given: dict[str, OnPremInput], args: dict) -> None:
     table = Table(
         title="Inputs (override any with its option)", header_style="bold", box=box.SIMPLE_HEAD
     )
@@ -384,7 +354,7 @@ def _print_inputs(given: dict[str, Given], args: dict) -> None:
     for key, label in names.items():
         item = given[key]
         when = f" ({item.as_of.isoformat()})" if item.as_of else ""
-        table.add_row(label, escape(item.text()), escape(item.source + when))
+        table.add_row(label, escape(_text(item)), escape(item.source + when))
     table.add_row(
         "years",
         f"{args['years']}",
@@ -395,7 +365,7 @@ def _print_inputs(given: dict[str, Given], args: dict) -> None:
     console.print(table)
 
 
-def _print_onprem(label: str, cost: tco.OnPremCost, onprem: tco.OnPrem, use: Decimal) -> None:
+def _print_onprem(label: str, cost: OnPremCost, onprem: OnPrem, use: Decimal) -> None:
     console.print(
         f"{label}, per year: capex {_money(cost.capex, 0)} (price / {onprem.years} years) + "
         f"energy {_money(cost.energy, 0)} (kW x PUE x 8,760 h x price, max power all year) + "
@@ -408,8 +378,8 @@ def _print_onprem(label: str, cost: tco.OnPremCost, onprem: tco.OnPrem, use: Dec
             markup=False,
         )
         return
-    full = tco.per_useful_gpu_hour(cost.per_year, onprem.gpus, Decimal(1))
-    useful = tco.per_useful_gpu_hour(cost.per_year, onprem.gpus, use)
+    full = per_useful_gpu_hour(cost.per_year, onprem.gpus, Decimal(1))
+    useful = per_useful_gpu_hour(cost.per_year, onprem.gpus, use)
     console.print(
         f"on-prem per GPU-hour: {_money(full)} at 100% use, {_money(useful)} per "
         f"useful GPU-hour at {_pct(use)}",

@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import typer
 
-from cloudbroker import plugins
-from cloudbroker.broker import Broker, BrokerEvent
 from cloudbroker.cli import options
-from cloudbroker.cli.output import console, err_console
-from cloudbroker.cli.progress import Lines
+from cloudbroker.cli.context import current
+from cloudbroker.cli.output import console
 from cloudbroker.cli.table import FitTable, show
-from cloudbroker.errors import StateError
-from cloudbroker.lease import lease_ttl
-from cloudbroker.state import Store, open_store
+
+if TYPE_CHECKING:
+    from cloudbroker.api.placing import BrokerEvent, Engine
+    from cloudbroker.api.state import Store
 
 
 def _broker(
     store: Store | Callable[[], Store], on_event: Callable[[BrokerEvent], None] | None = None
-) -> Broker:
-    """The broker on a state store (or a function opening it when first needed)."""
-    from cloudbroker.storage import RcloneReplicator
-
-    pm = plugins.load(offline=False)
-    if on_event is None:  # commands that show no progress still say what they wait for
-        on_event = Lines(err_console).broker
-    return Broker(pm, store, RcloneReplicator(pm), on_event=on_event, lease_ttl=lease_ttl())
+) -> Engine:
+    """The broker on a state store (or a function opening it when first needed), with the
+    command's plugins (see :class:`~cloudbroker.cli.context.AppContext`)."""
+    return current().broker(store, on_event)
 
 
 def _show(table: FitTable) -> None:
@@ -41,19 +37,13 @@ def _show(table: FitTable) -> None:
 
 def _state(location: str | None) -> Store:
     """The existing state store: only ``place`` creates a file, so a mistyped path is an error."""
-    return open_store(location, create=False)
+    return current().state(location)
 
 
 def _state_to_read(location: str | None) -> tuple[Store, bool]:
     """The existing state store, and whether it could be opened for writing: read-only when
     it cannot (a read-only file or folder), for commands that can do with reading."""
-    try:
-        return _state(location), True
-    except StateError as exc:
-        try:
-            return open_store(location, create=False, read_only=True), False
-        except StateError:
-            raise exc from None
+    return current().state_to_read(location)
 
 
 STATE = typer.Option(

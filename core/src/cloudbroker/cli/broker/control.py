@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from cloudbroker import api, metrics
+from cloudbroker import api
+from cloudbroker.api import serve as running
 from cloudbroker.cli import app, options
 from cloudbroker.cli.broker.common import FINAL_SYNC_TIMEOUT, STATE, _broker, _state
 from cloudbroker.cli.broker.serve import TOKEN_FILE, dashboard
@@ -90,7 +91,7 @@ def watch(
         help="Serve Prometheus metrics on this port (pip install 'cloudbroker[metrics]').",
     ),
     metrics_address: str = typer.Option(
-        metrics.DEFAULT_ADDRESS,
+        running.METRICS_ADDRESS,
         "--metrics-address",
         help="Where the metrics port listens; 0.0.0.0 for every interface (firewall it).",
     ),
@@ -125,14 +126,11 @@ def watch(
         raise UsageError("--exit-after-failover watches one placement; not with --all")
     if max_placements is not None and not all_placements:
         raise UsageError("--max-placements goes with --all")
-    from cloudbroker.config import load_config, notify_urls
-    from cloudbroker.notify import notifying
-
-    urls = [*notify, *notify_urls(load_config())]
+    urls = running.notify_urls(notify)
     store = _state(state)
     with (
-        metrics.serving(metrics_port, store.reopen, metrics_address),  # scrapes' connection
-        notifying(urls, store.reopen) as notifier,
+        running.metrics(metrics_port, store.reopen, metrics_address),  # scrapes' connection
+        running.notifying(urls, store.reopen) as notifier,
         # what a check waits for shows on stderr's terminal, also when the lines are piped
         Lines(console, json_lines=json_output, quiet=quiet, live_on=err_console) as lines,
         # the pages' own broker, on a connection of its own (they run on the server's threads)
@@ -141,29 +139,25 @@ def watch(
         broker = _broker(store, lines.broker if notifier is None else notifier.tee(lines.broker))
         if pages:
             err_console.print(f"dashboard at {pages}", markup=False)
-        broker.final_sync_timeout = final_sync_timeout
-        broker.poll_interval = min(broker.poll_interval, interval)
         if all_placements:
             watch_all(
                 broker,
                 lines,
                 interval=interval,
                 failures=failures,
+                final_sync_timeout=final_sync_timeout,
                 max_placements=max_placements,
                 notifier=notifier,
             )
             return
         assert placement_id is not None
-
-        def swaps() -> int:
-            return sum(e.kind == "roles-swapped" for e in store.events(placement_id))
-
-        start = swaps()
-        stopped = broker.watch(
+        stopped = api.placing.watch(
+            broker,
             placement_id,
             interval=interval,
             failures=failures,
-            until=(lambda: swaps() > start) if exit_after_failover else (lambda: False),
+            final_sync_timeout=final_sync_timeout,
+            exit_after_failover=exit_after_failover,
         )
         if stopped and json_output:
             lines.line(stopped, record={"kind": "stopped", "placement": placement_id})

@@ -6,10 +6,10 @@ import typer
 
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _broker, _show, _state
+from cloudbroker.cli.context import current
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import when
 from cloudbroker.cli.table import Column, FitTable
-from cloudbroker.state import open_store
 
 LIST_COLUMNS = (
     Column("id", "id"),
@@ -23,7 +23,7 @@ LIST_COLUMNS = (
 @app.command("list", rich_help_panel="Placements and failover")
 def list_placements(json_output: bool = typer.Option(False, "--json"), state: str = STATE) -> None:
     """Every placement in the state store."""
-    store = open_store(state, create=False, read_only=True)
+    store = current().state(state, read_only=True)
     rows = [
         {
             "id": p.id,

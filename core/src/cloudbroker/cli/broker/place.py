@@ -12,13 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from cloudbroker import api
-from cloudbroker.broker.plan import PlannedPair
+from cloudbroker.api import plans
+from cloudbroker.api.state import check_location, open_state
 from cloudbroker.cli import app, fail, option_name, options
 from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines
 from cloudbroker.money import FxTable, Money
-from cloudbroker.state import PlacementRecord, check_location, open_store
 
 
 @app.command("place", rich_help_panel="Placements and failover")
@@ -106,7 +106,7 @@ def place(
     # location that cannot be opened is refused first, before any note of the planning.
     if state is not None:
         check_location(state)
-    broker = _broker(lambda: open_store(state, create=True))
+    broker = _broker(lambda: open_state(state, create=True))
     placement_id, spec = broker.place(request, option_name, reading)
     if json_output:
         print_json({"id": placement_id, **spec})
@@ -140,37 +140,28 @@ def place(
     )
     console.print(table)
     if pair := spec.get("pair"):
-        console.print(PlannedPair.model_validate(pair).text(), markup=False)
+        console.print(plans.pair_text(pair), markup=False)
     if "live" in spec:
         _live_plan(spec)
     if "budget" in spec or "max_hours" in spec:
         _limits(spec, broker.fx)
     if rule := spec.get("idle_stop"):
-        from cloudbroker.broker.idle import rule_text
-
         console.print(
-            f"GPUs {rule_text(rule)}: `watch` warns, syncs a last checkpoint and terminates it",
+            f"GPUs {plans.idle_rule_text(rule)}: `watch` warns, syncs a last checkpoint and "
+            "terminates it",
             markup=False,
         )
-    console.print(early_warning(broker.pm, spec), markup=False)
+    console.print(plans.early_warning(broker.pm, spec), markup=False)
     console.print(f"next: cloudbroker up {placement_id}", markup=False)
 
 
-def early_warning(pm: Any, spec: dict[str, Any]) -> str:
-    """Which of the placement's clouds warn its instances of a spot reclaim (one line)."""
-    from cloudbroker.agent import early_warning as line
-
-    providers = list(dict.fromkeys(side["provider"] for side in spec["sides"].values()))
-    notices = pm.spot_notice(providers=providers).results
-    leads = {p: notices[p].lead_seconds for p in providers if p in notices}
-    return line(leads, [p for p in providers if p not in notices])
-
-
 def _limits(spec: dict[str, Any], fx: FxTable) -> None:
-    """The budget and hours the watcher holds the placement to, and whether the plan fits."""
+    """The budget and hours the watcher holds the placement to, and whether the plan fits
+    (:func:`cloudbroker.api.plans.plan_fit` decides)."""
+    fit = plans.plan_fit(spec, fx)
     said = []
-    if budget := spec.get("budget"):
-        said.append(f"budget {Money.model_validate(budget)}")
+    if fit.budget is not None:
+        said.append(f"budget {fit.budget}")
     if spec.get("max_hours"):
         said.append(f"at most {spec['max_hours']} h")
     console.print(
@@ -178,14 +169,13 @@ def _limits(spec: dict[str, Any], fx: FxTable) -> None:
         "and terminates the placement",
         markup=False,
     )
-    hours, total = Decimal(spec["job"]["hours"]), Money.model_validate(spec["cost"]["total"])
-    if spec.get("max_hours") and Decimal(spec["max_hours"]) < hours:
+    if fit.hours_fit is False:
         console.print(
-            Text(f"the job's {hours} h do not fit in {spec['max_hours']} h", style="yellow")
+            Text(f"the job's {fit.hours} h do not fit in {spec['max_hours']} h", style="yellow")
         )
-    if budget and fx.convert(total, budget["currency"]).amount > Decimal(budget["amount"]):
+    if fit.budget_fits is False:
         console.print(
-            Text(f"the plan's {total} is more than the budget: it stops early", style="yellow")
+            Text(f"the plan's {fit.total} is more than the budget: it stops early", style="yellow")
         )
 
 
@@ -229,7 +219,7 @@ def up(
     store = _state(state)
     if not yes and _interactive():
         placement = store.require_placement(placement_id)
-        for line in _launch_plan(placement):
+        for line in _launch_plan(placement.plan, placement.primary_side):
             err_console.print(line, markup=False, soft_wrap=True)
         if not typer.confirm("launch?", default=False, err=True):
             fail(f"{placement_id} not launched: the answer was no", 1)
@@ -250,10 +240,9 @@ def _interactive() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
-def _launch_plan(placement: PlacementRecord) -> list[str]:
+def _launch_plan(spec: dict[str, Any], primary: str) -> list[str]:
     """What ``up`` launches (each side's first offer; others if that one has no stock), at
-    which hourly rate, and the plan's cost and limits."""
-    spec, primary = placement.plan, placement.primary_side
+    which hourly rate, and the plan's cost and limits: from the plan as stored."""
     launching = [primary]
     if spec["standby_mode"] == "hot":
         launching.append("b" if primary == "a" else "a")
@@ -272,7 +261,7 @@ def _launch_plan(placement: PlacementRecord) -> list[str]:
             + (f" ({more} more offer(s) if it has no stock)" if more else "")
         )
     if pair := spec.get("pair"):
-        lines.append(PlannedPair.model_validate(pair).text())
+        lines.append(plans.pair_text(pair))
     total = Money.model_validate(spec["cost"]["total"])
     plan = f"the plan: {total} for {spec['job']['hours']} h"
     if spec.get("budget"):

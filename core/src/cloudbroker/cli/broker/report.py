@@ -4,31 +4,28 @@ from __future__ import annotations
 
 import csv
 import sys
-import time
 from datetime import UTC
 
 import typer
 
-from cloudbroker import plugins
-from cloudbroker.billing import LAG
-from cloudbroker.cli import app
-from cloudbroker.cli.broker.common import STATE, _show
-from cloudbroker.cli.output import console, err_console, print_json
-from cloudbroker.cli.table import Column, FitTable
-from cloudbroker.errors import UsageError
-from cloudbroker.money import parse_currency
-from cloudbroker.report import (
+from cloudbroker.api.spending import (
+    LAG,
     LINES,
     NOT_REPORTED,
     STORAGE_NOT_COUNTED,
     PlacementReport,
-    ask_bills,
     parse_since,
     quantized,
-    report,
     rows_csv,
+    spend_report,
 )
-from cloudbroker.state import open_store
+from cloudbroker.cli import app
+from cloudbroker.cli.broker.common import STATE, _show
+from cloudbroker.cli.context import current
+from cloudbroker.cli.output import console, err_console, print_json
+from cloudbroker.cli.table import Column, FitTable
+from cloudbroker.errors import UsageError
+from cloudbroker.money import parse_currency
 
 PLACEMENT_COLUMNS = (
     Column("placement", "placement"),
@@ -58,9 +55,10 @@ def report_command(
         raise UsageError("give --json or --csv, not both")
     window = parse_since(since, "--since")
     target = None if currency is None else parse_currency(currency, "--currency")
-    store = open_store(state, create=False, read_only=True)
-    spent = report(store, since=window, now=time.time(), currency=target)
-    failed = ask_bills(plugins.load(offline=False), spent, timeout=30)
+    app_context = current()
+    spent, failed = spend_report(
+        state, since=window, currency=target, plugins=lambda: app_context.plugins(offline=False)
+    )
     for line in failed:
         err_console.print(f"billed: not asked of {line}", markup=False)
     if json_output:

@@ -2,60 +2,29 @@
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 import typer
 
-from cloudbroker.broker import Broker
+from cloudbroker.api import serve as serving
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import err_console
-from cloudbroker.config import read_text
-from cloudbroker.errors import UsageError
 
-TOKEN_LIMIT = 4096
-
-
-def dashboard_token(token_file: str | None) -> str | None:
-    """The bearer token from ``--token-file`` or ``$CLOUDBROKER_DASHBOARD_TOKEN`` (never
-    argv: a command line is visible to every user of the host)."""
-    from cloudbroker.web import TOKEN_ENV
-
-    if token_file:
-        token = read_text(Path(token_file).expanduser(), "--token-file", TOKEN_LIMIT).strip()
-        if not token:
-            raise UsageError("--token-file is empty: put the token on its first line")
-        return token
-    return os.environ.get(TOKEN_ENV, "").strip() or None
+if TYPE_CHECKING:
+    from cloudbroker.api.placing import Engine
 
 
-@contextmanager
 def dashboard(
-    broker: Callable[[], Broker], port: int | None, address: str, token_file: str | None
-) -> Iterator[str | None]:
+    broker: Callable[[], Engine], port: int | None, address: str, token_file: str | None
+) -> AbstractContextManager[str | None]:
     """The dashboard served for the block when ``port`` is given (on the broker ``broker()``
-    makes then); its URL, None without a port."""
-    if port is None:
-        yield None
-        return
-    from cloudbroker import api
-    from cloudbroker.web import Dashboard, loopback, serve
-
-    board = Dashboard(
-        broker(),
-        dashboard_token(token_file),
-        open_reads=loopback(address),
-        quote=api.quote,
-    )
-    server = serve(board, port, address)
-    try:
-        yield server.url
-    finally:
-        server.close()
+    makes then; the token read only then); its URL, None without a port."""
+    token = None if port is None else serving.dashboard_token(token_file, "--token-file")
+    return serving.dashboard(broker, port, address, token)
 
 
 TOKEN_FILE = typer.Option(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.cells import cell_len
@@ -10,14 +10,15 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from cloudbroker.broker import Broker
-from cloudbroker.broker.idle import gpu_now
-from cloudbroker.broker.records import ASKED, span
+from cloudbroker.api.plans import ASKED, span, status_report
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _broker, _show, _state_to_read
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines, clock, when
 from cloudbroker.cli.table import Column, FitTable
+
+if TYPE_CHECKING:
+    from cloudbroker.api.placing import Engine
 
 #: Events ``status`` lists (the latest); ``--json`` has every one.
 EVENTS_SHOWN = 15
@@ -54,12 +55,9 @@ def status(
     with Lines(err_console) as lines:
         broker = _broker(store, lines.broker)
         report = _asking_clouds(broker, lines, placement_id, refresh=writable)  # recorded
-        spent = broker.spend(placement_id)
-        placement = broker.store.require_placement(placement_id)
         # the agent's marker is read from storage, and a failed read is recorded: not read-only
-        agent = broker.agent_report(placement, placement.primary_side) if writable else None
-        if writable:
-            broker.keep_gpu(placement, agent)  # what the metrics show too
+        shown = status_report(broker, placement_id, report, writable=writable)
+    report, spent, kept = shown.report, shown.spent, shown.kept
     if not writable:
         err_console.print(
             f"note: {store.location} cannot be written: instance states as last recorded "
@@ -67,10 +65,6 @@ def status(
             markup=False,
             highlight=False,
         )
-    report["spend"] = spent.model_dump(mode="json")
-    report["gpu"] = None if agent is None else agent.gpu
-    kept = broker.store.gpu(placement_id) if placement.status == "up" else None
-    report["gpu_now"] = gpu_now(kept, placement.primary_side, broker.clock())
     if json_output:
         print_json(report)
         return
@@ -144,7 +138,7 @@ def _failover_line(last: dict[str, Any]) -> None:
 
 
 def _asking_clouds(
-    broker: Broker, lines: Lines, placement_id: str, refresh: bool
+    broker: Engine, lines: Lines, placement_id: str, refresh: bool
 ) -> dict[str, Any]:
     """``broker.status``; on a terminal, a live line saying which clouds it is asking (all
     at once) while it waits for them."""

@@ -10,23 +10,24 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cloudbroker import cli, limits
-from cloudbroker.broker import Broker, BrokerEvent
-from cloudbroker.broker.watch_all import WatchAll
+from cloudbroker.api import placing
 from cloudbroker.cli import options
 from cloudbroker.cli.progress import Lines
 
 if TYPE_CHECKING:
-    from cloudbroker.notify import Notifier
+    from cloudbroker.api.placing import BrokerEvent, Engine, WatchAll
+    from cloudbroker.api.serve import Notifier
 
 MAX_PLACEMENTS = options.Number(limits.PLACEMENTS)
 
 
 def watch_all(
-    broker: Broker,
+    broker: Engine,
     lines: Lines,
     *,
     interval: float,
     failures: int,
+    final_sync_timeout: float,
     max_placements: int | None,
     notifier: Notifier | None = None,
 ) -> None:
@@ -51,7 +52,13 @@ def watch_all(
             lines.broker(event)
 
     broker.on_event = said if notifier is None else notifier.tee(said)
-    watcher = WatchAll(broker, interval=interval, failures=failures, max_placements=max_placements)
+    watcher = placing.watcher(
+        broker,
+        interval=interval,
+        failures=failures,
+        final_sync_timeout=final_sync_timeout,
+        max_placements=max_placements,
+    )
     with _stopping_on_signals(watcher):
         watcher.run()
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import typer
 
+from cloudbroker.api.serve import watchers_report
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE
+from cloudbroker.cli.context import current
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.progress import when
-from cloudbroker.state import open_store
-from cloudbroker.web.data import watchers_report
 
 
 @app.command("watchers", rich_help_panel="Placements and failover")
 def watchers(json_output: bool = typer.Option(False, "--json"), state: str = STATE) -> None:
     """The live `watch --all` processes (host, pid, last heartbeat) and the placements each
     holds the lease of; other lease holders; placements that are up and watched by no one."""
-    store = open_store(state, create=False, read_only=True)
+    store = current().state(state, read_only=True)
     found = watchers_report(store)
     if json_output:
         print_json(found)
