@@ -32,34 +32,6 @@ ALLOWED = (
     "cloudbroker.__version__",
 )
 
-#: The quote commands' present imports, owned by another change (issue 30, item 2) that
-#: moves them onto the API; the coordinator empties this when it merges.
-PENDING = {
-    ("fast.py", "cloudbroker.catalog_index"),
-    ("fast.py", "cloudbroker.config"),
-    ("fast.py", "cloudbroker.currency"),
-    ("fast.py", "cloudbroker.fast_quote"),
-    ("fast.py", "cloudbroker.provider_paths"),
-    ("fast.py", "cloudbroker.regions"),
-    ("fast.py", "cloudbroker.vocabulary"),
-    ("quote.py", "cloudbroker.availability"),
-    ("quote.py", "cloudbroker.catalog_index"),
-    ("quote.py", "cloudbroker.plugins"),
-    ("quote.py", "cloudbroker.quote"),
-    ("quote_render.py", "cloudbroker.agent"),
-    ("quote_render.py", "cloudbroker.gpus"),
-    ("quote_render.py", "cloudbroker.quote"),
-    ("quote_render.py", "cloudbroker.vocabulary"),
-}
-
-#: What runs before any command is parsed, on the path of every plain quote and cached help
-#: page, where importing the API (pydantic, the plugins) would cost each of them: the help
-#: cache's folder (the compiled index's, pydantic-free) and the gone-sandbox check.
-FAST_PATH = {
-    ("__init__.py", "cloudbroker.sandbox.env"),
-    ("help_cache.py", "cloudbroker.catalog_index"),
-}
-
 
 def _allowed(module: str) -> bool:
     if module != "cloudbroker" and not module.startswith("cloudbroker."):
@@ -115,8 +87,7 @@ def test_the_walk_sees_function_level_and_type_checking_imports():
 
 def test_the_cli_imports_nothing_of_the_core_but_the_api():
     found = set().union(*(offending(p) for p in sorted(CLI.rglob("*.py"))))
-    assert found - PENDING - FAST_PATH == set(), "import these through cloudbroker.api"
-    assert (PENDING | FAST_PATH) - found == set(), "done: take them off their list"
+    assert found == set(), "import these through cloudbroker.api"
 
 
 def test_a_command_runs_on_the_clouds_its_context_is_given(clean_env, tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import parse_bucket
 from cloudbroker.plugins import PluginManager
-from cloudbroker.state import PlacementRecord, Plan, open_store
+from cloudbroker.state import open_store
 
 
 class RegionalCloud(FakeCloud):
@@ -176,7 +176,7 @@ def test_place_names_the_pair_and_how_near_in_text_json_and_ups_plan(cli_world, 
     )
     from cloudbroker.cli.broker.place import _launch_plan
 
-    lines = _launch_plan(PlacementRecord("pl-far", 0.0, "a", "planned", Plan(spec)))
+    lines = _launch_plan(spec, "a")
     said = "pair: tencent sa-saopaulo -> standby aws us-east-1: same continent (Americas)"
     assert f"{said}, chosen by cost alone" in lines
 

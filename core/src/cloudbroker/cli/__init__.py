@@ -78,7 +78,7 @@ def _refuse_a_gone_sandbox(args: list[str]) -> None:
     with "connection refused"."""
     if not os.environ.get("CLOUDBROKER_SANDBOX") or args[:1] == ["sandbox"]:
         return
-    from cloudbroker.sandbox.env import gone
+    from cloudbroker.api.early import gone_sandbox as gone
 
     where = gone(dict(os.environ))
     if where is not None:

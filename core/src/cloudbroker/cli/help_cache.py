@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
 
-from cloudbroker.catalog_index import cache_dir, write_atomic
+from cloudbroker.api.early import cache_dir, write_atomic
 
 #: Variables rich, typer (``typer.rich_utils`` and ``typer.core``, read when imported) and
 #: gettext (typer's and click's messages) read when they render.
