@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from cloudbroker.context import HookContext
 from cloudbroker.gpus import BY_NAME
 from cloudbroker.models import InstanceType, Market
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aws.plugin import plugin as aws
 
 #: gpuhunt 0.1.34, gpuhunt/_internal/storage.py, CATALOG_V2_FIELDS (provider is the file name).

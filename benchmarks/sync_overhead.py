@@ -8,7 +8,7 @@ checked) hold the same 200 x 1 MiB; each round copies them into a fresh, empty d
 bucket with:
 
 * plain   -- ``rclone sync --checksum SRC DST`` with the very remotes our sync uses, nothing else;
-* library -- :func:`cloudbroker.storage.sync`: probes and lists both sides, copies with JSON
+* library -- :func:`cloudbroker.storage.syncing.sync`: probes and lists both sides, copies with JSON
   stats, verifies by listing the destination again and comparing it with the source's listing
   (in Python, not ``rclone check``), prices the egress (what the broker calls);
 * cli     -- the whole ``cloudbroker sync`` process, Python start-up included (information).
@@ -31,9 +31,10 @@ sys.path.insert(0, str(ROOT / "tests"))  # the tests' S3 servers, not a copy of 
 
 from support.s3 import S3Server, cloud_env, put_files  # noqa: E402
 
-from cloudbroker import plugins, rclone  # noqa: E402
+from cloudbroker import plugins  # noqa: E402
 from cloudbroker.models import BucketRef  # noqa: E402
-from cloudbroker.storage import sync  # noqa: E402
+from cloudbroker.storage import rclone  # noqa: E402
+from cloudbroker.storage.syncing import sync  # noqa: E402
 
 FILES, SIZE, ROUNDS = 200, 2**20, 7
 

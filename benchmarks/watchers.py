@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "tests"))  # the tests' PostgreSQL server and fake
 
 from support.broker_fakes import FakeCloud, FakeReplicator  # noqa: E402
 
-from cloudbroker.hookspecs import hookimpl  # noqa: E402
 from cloudbroker.models import Instance, InstanceState  # noqa: E402
 from cloudbroker.plugins import PluginManager  # noqa: E402
+from cloudbroker.plugins.hookspecs import hookimpl  # noqa: E402
 
 PRICES = {"ali": "20", "ten": "25"}
 

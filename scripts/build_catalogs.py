@@ -5,7 +5,8 @@ Reads ``prices/aws.csv``, ``prices/aliyun.csv``, ``prices/tencent.csv``, ``price
 and the mainland Aliyun list prices of ``prices-china-2.md`` section 1 from the reference folder
 (default ``../shared/reference`` relative to the repository root) and writes
 ``providers/<cloud>/src/cloudbroker_<cloud>/data/catalog.csv`` in the column format of
-``cloudbroker.catalog``. Standard library only; the output is deterministic (sorted rows, LF
+``cloudbroker.catalogs.catalog``. Standard library only; the output is deterministic (sorted rows,
+LF
 line ends), so running it twice on the same reference gives byte-identical files.
 
 Every price is copied as the exact string of the reference cell: nothing is recomputed,

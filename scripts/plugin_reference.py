@@ -29,8 +29,9 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from cloudbroker import hookspecs, models
-from cloudbroker.context import HookContext
+from cloudbroker import models
+from cloudbroker.plugins import hookspecs
+from cloudbroker.plugins.context import HookContext
 from cloudbroker.testing import emulator
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"

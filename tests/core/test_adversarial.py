@@ -23,12 +23,12 @@ from support.cli import PLACE, one_line, run_cli
 
 from cloudbroker import plugins
 from cloudbroker.errors import PluginError
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
     CredentialStatus,
     InstanceRef,
     ProviderInfo,
 )
+from cloudbroker.plugins.hookspecs import hookimpl
 
 # -- hostile plugins -------------------------------------------------------------------------
 

@@ -67,7 +67,7 @@ def fake_clouds(monkeypatch, tmp_path):
     pm, clouds = fake_world(aliyun="20", tencent="25")
     replicator = FakeReplicator(clouds)
     monkeypatch.setattr(api, "load_plugins", lambda **_: pm)
-    monkeypatch.setattr("cloudbroker.storage.RcloneReplicator", lambda _pm: replicator)
+    monkeypatch.setattr("cloudbroker.storage.syncing.RcloneReplicator", lambda _pm: replicator)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.sh").write_text("#!/bin/bash\nexec python train.py --resume-latest\n")
     return clouds, replicator

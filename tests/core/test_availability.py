@@ -10,10 +10,9 @@ from decimal import Decimal
 
 import pytest
 
-from cloudbroker import availability
-from cloudbroker.availability import Ask, Board, Cache, Live, Reading
+from cloudbroker.catalogs import availability
+from cloudbroker.catalogs.availability import Ask, Board, Cache, Live, Reading
 from cloudbroker.errors import ProviderUnavailable
-from cloudbroker.hookspecs import FAN_OUT_HOOKS, hookimpl
 from cloudbroker.models import (
     Availability,
     AvailabilityStatus,
@@ -23,6 +22,7 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins.hookspecs import FAN_OUT_HOOKS, hookimpl
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SOURCE = Source(name="Fake cloud stock API", as_of=date(2026, 11, 30))
@@ -571,7 +571,9 @@ def test_place_live_cli_says_each_offers_availability_and_read_time(
     clouds["ten"].stock_down = True
     monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: broker.pm)
     # place checks the buckets: on these fake clouds, in memory (rclone would ask the network)
-    monkeypatch.setattr("cloudbroker.storage.RcloneReplicator", lambda pm: broker.replicator)
+    monkeypatch.setattr(
+        "cloudbroker.storage.syncing.RcloneReplicator", lambda pm: broker.replicator
+    )
     env = {**clean_env, "CLOUDBROKER_DATA_DIR": str(tmp_path / "data")}
     args = ("place", "--gpu", "A100", "--count", "8", "--hours", "72", "--primary", "ali",
             "--standby", "ten", "--bucket", "ali:ckpt-a/run1", "--standby-bucket",

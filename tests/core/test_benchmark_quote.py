@@ -20,8 +20,8 @@ from types import ModuleType
 import pytest
 from support.machine import within
 
-from cloudbroker.context import HookContext
 from cloudbroker.models import Market
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aws.plugin import plugin as aws
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from cloudbroker.billing import MAX_CYCLES, Tally, covered, cycles, own
 from cloudbroker.models import InstanceRef
 from cloudbroker.money import Money
+from cloudbroker.plugins.billing import MAX_CYCLES, Tally, covered, cycles, own
 
 
 def _at(year: int, month: int, day: int = 1) -> float:

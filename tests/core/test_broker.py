@@ -355,7 +355,7 @@ def test_two_watchers_never_both_fail_over(tmp_path):
 
 
 def test_gc_finds_lost_launches_of_its_own_placements_and_leaves_others_alone(tmp_path):
-    from cloudbroker.launching import launch_request
+    from cloudbroker.plugins.launching import launch_request
 
     broker, clouds, _ = setup(tmp_path)
     pid, _ = place(broker)
@@ -556,7 +556,7 @@ def test_a_launch_killed_in_flight_is_not_cleared_before_it_could_show_up(tmp_pa
 
 
 def launch_request_of(broker, pid):
-    from cloudbroker.launching import launch_request
+    from cloudbroker.plugins.launching import launch_request
 
     [row] = broker.store.instances(pid)
     return launch_request(
@@ -637,7 +637,7 @@ def test_a_dead_holders_lease_expires_and_a_new_watcher_finishes_its_failover(tm
 
 
 def test_manual_failover_waits_out_a_dead_holder_but_leaves_a_live_watcher_alone(tmp_path):
-    from cloudbroker.lease import Lease
+    from cloudbroker.broker.lease import Lease
 
     ttl = 0.3 * factor()  # the live watcher's heartbeat renews in time on a busy machine too
     broker, clouds, _ = setup(tmp_path, lease_ttl=ttl, sleep=time.sleep)

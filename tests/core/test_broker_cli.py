@@ -9,7 +9,7 @@ from support.broker_fakes import FakeReplicator, fake_world
 from support.cli import PLACE, one_line, run_cli
 
 from cloudbroker.broker import Broker
-from cloudbroker.launching import launch_request
+from cloudbroker.plugins.launching import launch_request
 from cloudbroker.state import open_store
 
 

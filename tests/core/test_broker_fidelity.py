@@ -198,7 +198,7 @@ def test_each_offer_gets_the_storage_endpoint_of_its_own_region(tmp_path):
     region reaches it at the remote's endpoint for that region (an internal one)."""
     from support.broker_fakes import FakeCloud
 
-    from cloudbroker.hookspecs import hookimpl
+    from cloudbroker.plugins.hookspecs import hookimpl
 
     original = FakeCloud.sync_storage
 

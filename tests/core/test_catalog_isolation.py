@@ -17,9 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.cli import run_cli
 
-from cloudbroker.catalog import load_catalog
-from cloudbroker.catalog_refresh import refresh, reset
-from cloudbroker.hookspecs import hookimpl
+from cloudbroker.catalogs.catalog import load_catalog
+from cloudbroker.catalogs.catalog_refresh import refresh, reset
 from cloudbroker.models import (
     BillingRule,
     ComputePrice,
@@ -31,7 +30,13 @@ from cloudbroker.models import (
 )
 from cloudbroker.money import Money
 from cloudbroker.plugins import PluginManager
-from cloudbroker.provider import CatalogProvider, Description, api_endpoint, user_catalog_dir
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.provider import (
+    CatalogProvider,
+    Description,
+    api_endpoint,
+    user_catalog_dir,
+)
 
 TODAY = date(2026, 12, 1)
 API = Source(name="Demo API DescribePrice", url="https://api.demo.example/price", as_of=TODAY)

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cloudbroker.catalog import load_catalog
-from cloudbroker.catalog_refresh import dated_terms, refresh, write_catalog
+from cloudbroker.catalogs.catalog import load_catalog
+from cloudbroker.catalogs.catalog_refresh import dated_terms, refresh, write_catalog
 from cloudbroker.errors import CloudBrokerError, ProviderUnavailable, UsageError
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
     BillingRule,
     ComputePrice,
@@ -24,7 +23,8 @@ from cloudbroker.models import (
 )
 from cloudbroker.money import Money
 from cloudbroker.plugins import PluginManager
-from cloudbroker.provider import CatalogProvider, Description, user_catalog_dir
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.provider import CatalogProvider, Description, user_catalog_dir
 
 REFRESHED = date(2026, 12, 3)
 TERMS = """\

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudbroker.catalog import Catalog, load_catalog
+from cloudbroker.catalogs.catalog import Catalog, load_catalog
 from cloudbroker.gpus import KNOWN_MODELS
 from cloudbroker.models import Market
 
@@ -410,7 +410,7 @@ def test_malformed_row_is_skipped_with_a_warning(
     bad[8] = "test-az9"  # a zone of its own, so the row's GPU spec is parsed too
     bad[3] = "eight"  # gpu_count: not an integer
     csv_file.write_text("\n".join([*lines, ",".join(bad)]) + "\n", encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="cloudbroker.catalog"):
+    with caplog.at_level(logging.WARNING, logger="cloudbroker.catalogs.catalog"):
         catalog = load_catalog("aws", copy)
     bad_line = len(lines) + 1
     assert len(catalog.skipped) == 1

@@ -77,10 +77,10 @@ def test_the_walk_sees_function_level_and_type_checking_imports():
     source = (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from cloudbroker.state import Store\n"
-        "def f():\n    from cloudbroker import plugins\n    import cloudbroker.tco\n"
+        "def f():\n    from cloudbroker import plugins\n    import cloudbroker.economics.tco\n"
     )
     modules = [m for m, _ in imported(source) if not _allowed(m)]
-    assert modules == ["cloudbroker.state", "cloudbroker.plugins", "cloudbroker.tco"]
+    assert modules == ["cloudbroker.state", "cloudbroker.plugins", "cloudbroker.economics.tco"]
     assert _allowed("cloudbroker.api.placing") and _allowed("rich.table")
     assert not _allowed("cloudbroker.apiary") and not _allowed("cloudbroker")
 

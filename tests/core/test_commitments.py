@@ -12,8 +12,8 @@ from importlib.resources import files
 import pytest
 from support.cli import run_cli
 
-from cloudbroker import commitments
-from cloudbroker.catalog import CatalogError
+from cloudbroker.catalogs.catalog import CatalogError
+from cloudbroker.economics import commitments
 from cloudbroker.errors import UsageError
 from cloudbroker.models import BillingRule, ComputePrice, Gpu, InstanceType, Market, Source
 from cloudbroker.money import FxTable, Money

@@ -14,7 +14,7 @@ pytest_plugins = ["pytester"]
 
 CONTRACT = """
 import pytest
-from cloudbroker.provider import CatalogProvider, Description
+from cloudbroker.plugins.provider import CatalogProvider, Description
 from cloudbroker.testing.contract import LiveTarget, ProviderContract, ProviderUnderTest
 
 # AWS's packaged catalog, served under another name: a catalog-only provider
@@ -25,7 +25,10 @@ class TestDemoContract(ProviderContract):
     @pytest.fixture
     def provider_under_test(self, cloudbroker_plugins):
         return ProviderUnderTest(
-            cloudbroker_plugins(plugin, "demo"), "demo", module="cloudbroker.provider", live=LIVE
+            cloudbroker_plugins(plugin, "demo"),
+            "demo",
+            module="cloudbroker.plugins.provider",
+            live=LIVE,
         )
 """
 

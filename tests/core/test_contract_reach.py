@@ -14,10 +14,10 @@ from datetime import date
 
 import pytest
 
-from cloudbroker.catalog import load_catalog
-from cloudbroker.hookspecs import hookimpl
+from cloudbroker.catalogs.catalog import load_catalog
 from cloudbroker.models import InstanceState, StorageRemote
-from cloudbroker.provider import CatalogProvider
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.provider import CatalogProvider
 from cloudbroker.scaffold import new_plugin
 from cloudbroker.testing.contract import LiveTarget, ProviderUnderTest, ReachChecks
 

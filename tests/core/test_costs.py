@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cloudbroker.costs import (
+from cloudbroker.models import BandwidthTier, BillingRule, EgressTerms, Rate, Route, Source, Tier
+from cloudbroker.money import Money
+from cloudbroker.quote.costs import (
     bandwidth_cost,
     bandwidth_needed,
     billed_seconds,
@@ -19,8 +21,6 @@ from cloudbroker.costs import (
     storage_cost,
     tiered,
 )
-from cloudbroker.models import BandwidthTier, BillingRule, EgressTerms, Rate, Route, Source, Tier
-from cloudbroker.money import Money
 
 SRC = Source(name="test", as_of=date(2026, 11, 29))
 

@@ -172,7 +172,7 @@ def test_the_watchers_report_reads_no_plan(broker, monkeypatch):
 
 def test_a_watcher_gives_back_3_or_30_leases_in_the_same_statements(store_location):
     """One statement per batch, not one per lease (2,000 leases took minutes to give back)."""
-    from cloudbroker.lease import LeaseSet
+    from cloudbroker.broker.lease import LeaseSet
 
     counts = []
     for count in (3, 30):
@@ -229,7 +229,7 @@ def test_a_fleet_read_holds_the_garbage_collector_off_and_gives_it_back(broker, 
 
 def events_parsed_by_checks(broker: Broker, pid: str, monkeypatch) -> int:
     """The events a watcher's lease take and two checks of ``pid`` read from the store."""
-    from cloudbroker.lease import Lease
+    from cloudbroker.broker.lease import Lease
 
     parsed: list[int] = []
     for name in ("events", "latest"):

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cloudbroker import gpus, sizing
-from cloudbroker.catalog import packaged
+from cloudbroker.catalogs.catalog import packaged
 from cloudbroker.errors import UsageError
 from cloudbroker.gpus import KNOWN_MODELS, normalise_gpu
 from cloudbroker.models import Gpu, InstanceType, Source

@@ -7,8 +7,8 @@ import ast
 import inspect
 from typing import get_args
 
-from cloudbroker import errors, hookspecs, plugins
-from cloudbroker.plugins import manager, registry
+from cloudbroker import errors, plugins
+from cloudbroker.plugins import hookspecs, manager, registry
 
 
 def test_a_hooks_kind_is_defined_once_in_hookspecs():
@@ -41,7 +41,7 @@ def test_errors_imports_nothing_of_cloudbroker():
 
 
 def test_a_sync_error_still_carries_its_result_typed_by_the_raiser():
-    from cloudbroker.storage import DeleteRefused, VerificationError
+    from cloudbroker.storage.syncing import DeleteRefused, VerificationError
 
     assert DeleteRefused is errors.DeleteRefused and VerificationError is errors.VerificationError
     raised = errors.VerificationError("2 objects differ", result=("a", "b"))

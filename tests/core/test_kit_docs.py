@@ -20,11 +20,11 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
 KIT = {
     "cloudbroker.testing.emulator": None,
     "cloudbroker.testing.contract": None,
-    "cloudbroker.provider": None,
-    "cloudbroker.rest": ("JsonApi", "bearer", "error_fields", "Auth"),
-    "cloudbroker.s3_remote": ("s3_remote",),
-    "cloudbroker.zone_stock": ("zone_figures", "NOT_LISTED"),
-    "cloudbroker.launching": (
+    "cloudbroker.plugins.provider": None,
+    "cloudbroker.plugins.rest": ("JsonApi", "bearer", "error_fields", "Auth"),
+    "cloudbroker.storage.s3_remote": ("s3_remote",),
+    "cloudbroker.catalogs.zone_stock": ("zone_figures", "NOT_LISTED"),
+    "cloudbroker.plugins.launching": (
         "launch_request", "idempotency_key", "encoded_user_data", "image_for", "redact",
         "MANAGED_TAG", "KEY_TAG", "PLACEMENT_TAG", "KEYS_BEGIN", "KEYS_END",
     ),
@@ -37,9 +37,11 @@ MEMBERS = {
         "from_catalog",
     ),
     "cloudbroker.testing.emulator:Request": ("query_all",),
-    "cloudbroker.rest:JsonApi": ("call", "endpoint", "translate"),
-    "cloudbroker.provider:CatalogProvider": ("catalog", "live_instance_types", "live_price"),
-    "cloudbroker.provider:Description": (
+    "cloudbroker.plugins.rest:JsonApi": ("call", "endpoint", "translate"),
+    "cloudbroker.plugins.provider:CatalogProvider": (
+        "catalog", "live_instance_types", "live_price",
+    ),
+    "cloudbroker.plugins.provider:Description": (
         "storage_credential_env", "storage_credential_hint", "storage_credentials",
     ),
 }  # fmt: skip
@@ -84,7 +86,7 @@ def test_every_public_kit_name_is_documented(name):
 
 def test_an_undocumented_name_is_caught():
     assert not documented("zone_figures", "zone figures without code marks")
-    assert documented("zone_figures", "call `cloudbroker.zone_stock.zone_figures(zones)`")
+    assert documented("zone_figures", "call `cloudbroker.catalogs.zone_stock.zone_figures(zones)`")
 
 
 def test_the_guide_has_the_sandbox_and_storage_access_sections():

@@ -16,10 +16,9 @@ import pytest
 from support.broker_fakes import FakeCloud
 from support.cli import run_cli
 
-from cloudbroker import retry
 from cloudbroker.errors import AuthError, ProviderUnavailable, ThrottledError
-from cloudbroker.hookspecs import hookimpl
-from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins import PluginManager, retry
+from cloudbroker.plugins.hookspecs import hookimpl
 
 SECRET = "s3cr3t-never-logged"
 LIBRARY = Path(__file__).resolve().parents[2] / "core" / "src" / "cloudbroker"
@@ -96,7 +95,7 @@ def test_json_log_format_is_one_object_per_line_the_error_too(quote):
         "r1",
         "req-42",
     )
-    assert call["logger"] == "cloudbroker.provider.fake" and call["attempt"] == 1
+    assert call["logger"] == "cloudbroker.plugins.provider.fake" and call["attempt"] == 1
     assert isinstance(call["seconds"], float)
     assert error["level"] == "error" and error["exit_code"] == 2
     assert "Z9000" in error["message"]
@@ -125,9 +124,9 @@ class Flaky:
 
 
 def test_every_attempt_is_logged_with_why_it_failed_and_the_retry(caplog):
-    log = logging.getLogger("cloudbroker.provider.test")
+    log = logging.getLogger("cloudbroker.plugins.provider.test")
     flaky = Flaky({"Response": 1, "RequestId": "r-2"}, ThrottledError("slow down"))
-    with caplog.at_level(logging.INFO, logger="cloudbroker.provider"):
+    with caplog.at_level(logging.INFO, logger="cloudbroker.plugins.provider"):
         retry.call(
             flaky,
             translate=lambda exc: ProviderUnavailable(str(exc)),
@@ -154,7 +153,7 @@ def test_a_refused_call_is_logged_with_the_request_id_of_the_error(caplog):
             action="DescribeZones",
         )
     [record] = caplog.records
-    assert record.name == "cloudbroker.provider" and record.request_id == "tc-req-7"
+    assert record.name == "cloudbroker.plugins.provider" and record.request_id == "tc-req-7"
     assert record.getMessage().endswith("request tc-req-7; failed: AuthError: AuthFailure")
 
 

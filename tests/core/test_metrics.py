@@ -24,9 +24,9 @@ from support.machine import within
 
 from cloudbroker import metrics
 from cloudbroker.errors import ConfigError, NotFoundError, ProviderUnavailable, UsageError
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.metrics.collector import reason_class
 from cloudbroker.models import InstanceRef, parse_bucket
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.state import Store, open_store
 
 Scrape = dict[str, dict[tuple[tuple[str, str], ...], float]]
@@ -370,7 +370,7 @@ def world(clean_env, tmp_path, monkeypatch):
     pm, clouds = fake_world(ali="20", ten="25")
     replicator = ScrapingReplicator(clouds)
     monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
-    monkeypatch.setattr("cloudbroker.storage.RcloneReplicator", lambda pm: replicator)
+    monkeypatch.setattr("cloudbroker.storage.syncing.RcloneReplicator", lambda pm: replicator)
     env = {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
     state = str(tmp_path / "state.db")
 

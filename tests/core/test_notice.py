@@ -16,11 +16,11 @@ from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_reque
 from cloudbroker import agent
 from cloudbroker.agent import notice_agent
 from cloudbroker.broker import Broker
-from cloudbroker.hookspecs import hookimpl
-from cloudbroker.lease import Lease
+from cloudbroker.broker.lease import Lease
 from cloudbroker.models import BucketRef, Market, SpotNotice
 from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.sandbox.metadata import MetadataServer
 from cloudbroker.state import open_store
 

@@ -10,12 +10,11 @@ from support.broker_fakes import Clock, FakeReplicator, ali_ten_request, fake_wo
 from support.cli import one_line, run_cli
 from support.webhook import SECRET, Receiver
 
-from cloudbroker import notify
-from cloudbroker.broker import Broker, BrokerEvent, PlaceRequest
+from cloudbroker.broker import Broker, BrokerEvent, PlaceRequest, notify
+from cloudbroker.broker.notify import Notifier, alert_of, check_urls, notifying
 from cloudbroker.errors import CapacityError, ConfigError, UsageError
 from cloudbroker.models import parse_bucket
 from cloudbroker.money import Money
-from cloudbroker.notify import Notifier, alert_of, check_urls, notifying
 from cloudbroker.state import open_store
 
 

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from cloudbroker import catalog, hookspecs
-from cloudbroker.catalog import CatalogError
-from cloudbroker.launching import KEY_TAG, idempotency_key, launch_request
+from cloudbroker.catalogs import catalog
+from cloudbroker.catalogs.catalog import CatalogError
 from cloudbroker.models import Source
+from cloudbroker.plugins import hookspecs
+from cloudbroker.plugins.launching import KEY_TAG, idempotency_key, launch_request
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
 SIGNATURE_LINE = re.compile(r"^### `(?P<name>\w+)(?P<signature>\(.*\) -> .+)`$")

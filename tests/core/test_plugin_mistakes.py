@@ -16,9 +16,9 @@ from support.broker_fakes import FakeReplicator, fake_world
 from support.cli import run_cli
 
 from cloudbroker.broker import Broker
-from cloudbroker.catalog import load_catalog
+from cloudbroker.catalogs.catalog import load_catalog
 from cloudbroker.plugins import PluginManager
-from cloudbroker.provider import CatalogProvider, Description
+from cloudbroker.plugins.provider import CatalogProvider, Description
 from cloudbroker.state import open_store
 
 EXAMPLE_DATA = (
@@ -63,7 +63,7 @@ def test_a_gpu_model_not_in_the_published_list_is_rejected_with_a_did_you_mean(
             "l40s.xlarge,", "l40s.2xlarge,"
         ),
     )
-    with caplog.at_level(logging.WARNING, logger="cloudbroker.catalog"):
+    with caplog.at_level(logging.WARNING, logger="cloudbroker.catalogs.catalog"):
         catalog = load_catalog("example", folder)
     [skipped] = catalog.skipped
     assert skipped.startswith(f"{folder / 'catalog.csv'}:3: skipped malformed row (gpu_model ")
@@ -91,11 +91,11 @@ def test_a_zero_or_negative_price_rejects_the_whole_row_with_one_warning(
     monkeypatch.setenv("CLOUDBROKER_DATA_DIR", str(tmp_path))
     pm = PluginManager(env={})
     pm.register(CatalogProvider(Description("example", "E", "EUR", (), (), "", "x")), "example")
-    with caplog.at_level(logging.WARNING, logger="cloudbroker.catalog"):
+    with caplog.at_level(logging.WARNING, logger="cloudbroker.catalogs.catalog"):
         types, sheets, failures = pm.catalogs(["example"])  # both hooks at once, as quote asks
     assert failures == {}
     assert types["example"] == [] and sheets["example"].compute == ()  # no priceless type left
-    with caplog.at_level(logging.WARNING, logger="cloudbroker.catalog"):
+    with caplog.at_level(logging.WARNING, logger="cloudbroker.catalogs.catalog"):
         again = load_catalog("example", tmp_path / "catalogs" / "example")  # as an emulator does
     [warning] = [r.getMessage() for r in caplog.records]  # one warning, however many loads
     assert f"skipped malformed row (price {price} must be > 0 (leave it empty when unknown))" in (

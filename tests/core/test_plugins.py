@@ -14,7 +14,6 @@ from support.machine import within
 
 from cloudbroker import plugins
 from cloudbroker.errors import CapacityError, PluginError, UsageError
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
     CredentialStatus,
     Instance,
@@ -22,7 +21,8 @@ from cloudbroker.models import (
     InstanceState,
     ProviderInfo,
 )
-from cloudbroker.provider import CatalogProvider, Description
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.provider import CatalogProvider, Description
 from cloudbroker.testing.contract import DEFAULT_SDK_MODULES
 
 BUILT_IN = ["aliyun", "aws", "huawei", "tencent"]

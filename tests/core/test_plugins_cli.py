@@ -18,7 +18,7 @@ import pytest
 THIRD_PARTY_MODULE = """
 from datetime import date
 
-from cloudbroker.hookspecs import hookimpl
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.models import CredentialStatus, ProviderInfo
 
 
@@ -136,7 +136,7 @@ def test_plugin_new_writes_a_complete_distribution(clean_env, tmp_path):
 
 
 def test_the_scaffolded_catalog_invents_no_price(tmp_path):
-    from cloudbroker.catalog import load_catalog
+    from cloudbroker.catalogs.catalog import load_catalog
     from cloudbroker.scaffold import new_plugin
 
     data = new_plugin("acmegpu", tmp_path) / "src" / "cloudbroker_acmegpu" / "data"

@@ -8,15 +8,15 @@ from datetime import date
 
 import pytest
 
-from cloudbroker import commitments
-from cloudbroker.catalog import CatalogError
+from cloudbroker.catalogs.catalog import CatalogError
+from cloudbroker.catalogs.provider_data import data_package
+from cloudbroker.economics import commitments
 from cloudbroker.plugins import PluginManager
-from cloudbroker.provider import CatalogProvider, Description
-from cloudbroker.provider_data import data_package
+from cloudbroker.plugins.provider import CatalogProvider, Description
 from cloudbroker.testing.contract import ProviderContract, ProviderUnderTest
 
 PLUGIN = '''
-from cloudbroker.hookspecs import hookimpl
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.models import CredentialStatus, ProviderInfo
 
 

@@ -8,12 +8,12 @@ from decimal import Decimal
 
 from support.broker_fakes import FakeCloud, FakeReplicator
 
-from cloudbroker.availability import Cache, Live
 from cloudbroker.broker import Broker, PlaceRequest
+from cloudbroker.catalogs.availability import Cache, Live
 from cloudbroker.errors import ProviderUnavailable
-from cloudbroker.hookspecs import FAN_OUT_HOOKS, hookimpl
 from cloudbroker.models import Availability, AvailabilityStatus, Quota, Source, parse_bucket
 from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins.hookspecs import FAN_OUT_HOOKS, hookimpl
 from cloudbroker.state import open_store
 
 SOURCE = Source(name="Fake quota API", as_of=date(2026, 12, 1))

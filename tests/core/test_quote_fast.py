@@ -21,10 +21,11 @@ from support import docs
 from support.cli import environment, run_cli
 from support.fast_cli import fast_cli, indexed, same_as_full
 
-from cloudbroker import api, catalog_index, fast_quote, plugins
+from cloudbroker import api, plugins
+from cloudbroker.catalogs import catalog_index
 from cloudbroker.cli import fast
 from cloudbroker.money import FxTable
-from cloudbroker.quote import quote
+from cloudbroker.quote import fast_quote, quote
 
 
 @pytest.fixture

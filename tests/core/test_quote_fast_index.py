@@ -1,4 +1,4 @@
-"""The compiled catalog index (cloudbroker.catalog_index), and the fast ``providers`` and
+"""The compiled catalog index (cloudbroker.catalogs.catalog_index), and the fast ``providers`` and
 ``--help``: stale when anything they depend on changes, ignored when broken, never an error.
 """
 
@@ -15,7 +15,8 @@ import pytest
 from support.cli import environment, run_cli
 from support.fast_cli import fast_cli, indexed, same_as_full
 
-from cloudbroker import catalog_index, plugins
+from cloudbroker import plugins
+from cloudbroker.catalogs import catalog_index
 
 
 @pytest.fixture
@@ -122,8 +123,8 @@ def test_an_unwritable_cache_only_means_the_full_path(clean_env, tmp_path):
 
 
 def test_a_plugin_overriding_the_catalog_hooks_is_not_indexed():
-    from cloudbroker.hookspecs import hookimpl
-    from cloudbroker.provider import CatalogProvider
+    from cloudbroker.plugins.hookspecs import hookimpl
+    from cloudbroker.plugins.provider import CatalogProvider
 
     pm = plugins.load(env={"CLOUDBROKER_PLUGINS": "aws"})
     aws = pm.plugin("aws")

@@ -278,7 +278,7 @@ def test_piped_without_columns_the_width_is_100(monkeypatch):
 
 BRACKETED_PLUGIN = """
 from cloudbroker.errors import PluginError
-from cloudbroker.hookspecs import hookimpl
+from cloudbroker.plugins.hookspecs import hookimpl
 
 
 class Bracketed:

@@ -11,10 +11,10 @@ from support.cli import run_cli
 
 from cloudbroker.cli.quote_render import COLUMNS
 from cloudbroker.cli.table import FitTable
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import BillingRule, Market
 from cloudbroker.money import FxTable, Money
 from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.quote import Job, quote
 
 TEN_MINUTES = BillingRule(

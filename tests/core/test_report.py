@@ -14,12 +14,12 @@ from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_reque
 from support.cli import one_line, run_cli
 
 from cloudbroker.broker import Broker, PlaceRequest, spend
+from cloudbroker.economics.report import ask_bills, parse_since, report
 from cloudbroker.errors import UsageError
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import Bill
 from cloudbroker.money import Money
 from cloudbroker.plugins import PluginManager
-from cloudbroker.report import ask_bills, parse_since, report
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.state import Event, InstanceRow, PlacementRecord, Plan, open_store
 
 GB = 2**30

@@ -1,4 +1,5 @@
-"""cloudbroker.rest (a REST cloud's client) against cloudbroker.testing.emulator.JsonEmulator.
+"""cloudbroker.plugins.rest (a REST cloud's client) against
+cloudbroker.testing.emulator.JsonEmulator.
 
 Both halves are what a plugin for a JSON cloud with one API key is built from; here they
 meet over real HTTP on 127.0.0.1, as a plugin and its emulator do.
@@ -12,7 +13,6 @@ from typing import ClassVar
 import pytest
 from support.machine import within
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     AuthError,
     CapacityError,
@@ -21,7 +21,8 @@ from cloudbroker.errors import (
     ThrottledError,
     UsageError,
 )
-from cloudbroker.rest import JsonApi, bearer, error_fields
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.rest import JsonApi, bearer, error_fields
 from cloudbroker.testing.emulator import ApiError, Instance, JsonEmulator, Request, Response
 
 KEY = "test-api-key"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cloudbroker import retry
 from cloudbroker.errors import AuthError, ProviderUnavailable, ThrottledError
+from cloudbroker.plugins import retry
 
 
 class SilentEndpoint:

@@ -11,8 +11,8 @@ import pytest
 from support.cli import run_cli
 
 from cloudbroker.errors import UsageError
-from cloudbroker.launching import user_data
 from cloudbroker.models import InstanceCredentials, StorageRemote
+from cloudbroker.plugins.launching import user_data
 from cloudbroker.sandbox import env as sandbox_env
 from cloudbroker.sandbox import faults, supervisor
 from cloudbroker.sandbox.env import environment, shell_exports, write_info

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.cli import run_cli
 
-from cloudbroker import spot_risk
-from cloudbroker.catalog import CatalogError, packaged
+from cloudbroker.catalogs.catalog import CatalogError, packaged
+from cloudbroker.economics import spot_risk
 from cloudbroker.models import Source
 from cloudbroker.money import Money
 

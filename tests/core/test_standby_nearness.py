@@ -1,7 +1,7 @@
 """Issue 33 item 6: a placement's standby is chosen near its primary, in its jurisdiction.
 
 Fake clouds named as the real ones, with regions of their real region lists, so that the
-region table (cloudbroker.geography) places them; the prices are the tests' own.
+region table (cloudbroker.catalogs.geography) places them; the prices are the tests' own.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from support.broker_fakes import FakeCloud, FakeReplicator
 from support.cli import run_cli
 
-from cloudbroker import geography, regions
 from cloudbroker.broker import Broker, PlaceRequest
-from cloudbroker.hookspecs import hookimpl
+from cloudbroker.catalogs import geography, regions
 from cloudbroker.models import parse_bucket
 from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.state import open_store
 
 
@@ -155,7 +155,9 @@ def test_an_unknown_location_ranks_after_known_near_ones_and_is_said(tmp_path):
 def cli_world(tmp_path, monkeypatch, clean_env):
     broker = world(tmp_path, aws={"us-east-1": "30"}, tencent=US)
     monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: broker.pm)
-    monkeypatch.setattr("cloudbroker.storage.RcloneReplicator", lambda pm: broker.replicator)
+    monkeypatch.setattr(
+        "cloudbroker.storage.syncing.RcloneReplicator", lambda pm: broker.replicator
+    )
     return {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
 
 

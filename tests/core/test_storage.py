@@ -20,7 +20,6 @@ import pytest
 from pydantic import SecretStr
 from support.machine import within
 
-from cloudbroker import rclone, rclone_session
 from cloudbroker.errors import (
     AuthError,
     ConfigError,
@@ -28,8 +27,6 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     UsageError,
 )
-from cloudbroker.hookspecs import hookimpl
-from cloudbroker.listing import Entry, named, parse_listing, shown
 from cloudbroker.models import (
     BucketRef,
     EgressTerms,
@@ -43,9 +40,12 @@ from cloudbroker.models import (
     parse_bucket,
 )
 from cloudbroker.money import Money
-from cloudbroker.rclone import DeadlineExceeded
-from cloudbroker.rclone_session import Side, TransferLog
-from cloudbroker.storage import (
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.storage import rclone, rclone_session
+from cloudbroker.storage.listing import Entry, named, parse_listing, shown
+from cloudbroker.storage.rclone import DeadlineExceeded
+from cloudbroker.storage.rclone_session import Side, TransferLog
+from cloudbroker.storage.syncing import (
     DeletePlan,
     DeleteRefused,
     RcloneReplicator,
@@ -701,7 +701,7 @@ def aliyun_side(role: str, region: str) -> Side:
 )
 def test_cross_region_sync_is_priced_by_the_route_to_the_destination(to, per_gb, via):
     """Aliyun prices per destination area (its default is unknown): the area decides."""
-    from cloudbroker.catalog import packaged
+    from cloudbroker.catalogs.catalog import packaged
 
     sheet = packaged("aliyun", "cloudbroker_aliyun").price_sheet(None)
     source, destination = aliyun_side("source", "cn-beijing"), aliyun_side("destination", to)
@@ -711,7 +711,7 @@ def test_cross_region_sync_is_priced_by_the_route_to_the_destination(to, per_gb,
 
 
 def test_a_route_the_source_does_not_price_stays_unknown():
-    from cloudbroker.catalog import packaged
+    from cloudbroker.catalogs.catalog import packaged
 
     sheet = packaged("aliyun", "cloudbroker_aliyun").price_sheet(None)
     source = aliyun_side("source", "ap-southeast-1")  # prices Asia-Pacific routes only

@@ -16,7 +16,7 @@ from support.cli import run_cli
 from cloudbroker.cli import sync as sync_cli
 from cloudbroker.errors import ProviderUnavailable
 from cloudbroker.money import Money
-from cloudbroker.storage import Change, DeletePlan, DeleteRefused, SyncProgress, SyncResult
+from cloudbroker.storage.syncing import Change, DeletePlan, DeleteRefused, SyncProgress, SyncResult
 
 
 def test_the_bar_shows_bytes_speed_and_eta_from_rclone_stats(monkeypatch):
@@ -114,7 +114,7 @@ def fake_sync(monkeypatch):
             seen.append(kwargs)
             return behave(kwargs)
 
-        monkeypatch.setattr("cloudbroker.storage.sync", fake)
+        monkeypatch.setattr("cloudbroker.storage.syncing.sync", fake)
         return seen
 
     return install
@@ -206,7 +206,7 @@ def test_any_deadline_text_is_accepted_or_refused_in_one_line(value):
     def reached(pm, src, dst, **kwargs):
         raise ProviderUnavailable(f"reached with {kwargs['deadline_seconds']!r}")
 
-    from cloudbroker import storage
+    from cloudbroker.storage import syncing as storage
 
     original, storage.sync = storage.sync, reached
     try:

@@ -8,12 +8,12 @@ from decimal import Decimal
 from support.broker_fakes import Clock, FakeCloud, FakeReplicator
 
 from cloudbroker.broker import Broker, PlaceRequest
-from cloudbroker.catalog import packaged
-from cloudbroker.hookspecs import hookimpl
-from cloudbroker.launching import DEFAULT_DISK_GB, launch_request, system_disk_gb
+from cloudbroker.catalogs.catalog import packaged
 from cloudbroker.models import parse_bucket
 from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.launching import DEFAULT_DISK_GB, launch_request, system_disk_gb
 from cloudbroker.quote import Job, quote
 from cloudbroker.state import open_store
 

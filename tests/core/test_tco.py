@@ -9,7 +9,7 @@ from importlib.resources import files
 import pytest
 from support.cli import CliResult, run_cli
 
-from cloudbroker import commitments, tco
+from cloudbroker.economics import commitments, tco
 from cloudbroker.errors import UsageError
 from cloudbroker.money import Money
 

@@ -13,8 +13,8 @@ from support.broker_fakes import FakeReplicator, ali_ten_request, fake_world
 from support.cli import run_cli
 
 from cloudbroker.broker import Broker, PlaceRequest
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import CredentialStatus, ProviderInfo, parse_bucket
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.state import open_store
 
 #: The module (``cloudbroker.cli.broker.place`` the attribute is the command function).

@@ -20,10 +20,7 @@ from support.cli import run_cli
 
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.cli.providers_table import _credentials
-from cloudbroker.context import HookContext
 from cloudbroker.errors import ThrottledError, UsageError
-from cloudbroker.hookspecs import hookimpl
-from cloudbroker.launching import KEYS_FILE, launch_request, redact, user_data
 from cloudbroker.models import (
     BucketRef,
     InstanceCredentials,
@@ -32,14 +29,17 @@ from cloudbroker.models import (
     parse_bucket,
 )
 from cloudbroker.plugins import PluginManager
-from cloudbroker.provider import Description
-from cloudbroker.rest import JsonApi, bearer
-from cloudbroker.s3_remote import s3_remote
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.launching import KEYS_FILE, launch_request, redact, user_data
+from cloudbroker.plugins.provider import Description
+from cloudbroker.plugins.rest import JsonApi, bearer
 from cloudbroker.sandbox import clouds
 from cloudbroker.sandbox.env import environment
 from cloudbroker.sandbox.instances import localise
 from cloudbroker.sandbox.metadata import Credentials, MetadataServer, Service
 from cloudbroker.state import open_store
+from cloudbroker.storage.s3_remote import s3_remote
 from cloudbroker.testing.emulator import JsonEmulator, Request, Response
 
 # -- 1. the sandbox runs a plugin's cloud ---------------------------------------------------
@@ -307,11 +307,11 @@ TERMS = {
 
 
 def test_cross_region_as_internet_shares_the_free_allowance_and_the_tiers():
-    from cloudbroker import catalog
-    from cloudbroker.costs import egress_cost
+    from cloudbroker.catalogs import catalog
     from cloudbroker.models import PriceSheet, Source
-    from cloudbroker.rclone_session import Side
-    from cloudbroker.storage import BYTES_PER_GB, price_egress
+    from cloudbroker.quote.costs import egress_cost
+    from cloudbroker.storage.rclone_session import Side
+    from cloudbroker.storage.syncing import BYTES_PER_GB, price_egress
 
     sources = {"s": Source(name="a source", as_of="2026-11-01")}
     terms = catalog._region_terms({**TERMS, "cross_region_as_internet": True}, sources, "t")

@@ -11,13 +11,14 @@ import pytest
 from support.broker_fakes import FakeCloud, FakeReplicator, fake_world
 from support.machine import within
 
-from cloudbroker import answers, hookspecs, models, plugins, tco
+from cloudbroker import models, plugins
 from cloudbroker.broker import Broker, PlacementSpec, PlaceRequest
+from cloudbroker.economics import tco
 from cloudbroker.errors import CloudBrokerError, PluginError, ProviderUnavailable
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import Market, parse_bucket
 from cloudbroker.money import FxTable
-from cloudbroker.plugins import FanOut, PluginManager
+from cloudbroker.plugins import FanOut, PluginManager, answers, hookspecs
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.quote import Job
 from cloudbroker.state import open_store
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from cloudbroker.launching import user_data
 from cloudbroker.models import InstanceCredentials, StorageRemote
+from cloudbroker.plugins.launching import user_data
 from cloudbroker.sandbox.instances import ProcessRunner, localise
 from cloudbroker.sandbox.metadata import Credentials, MetadataServer
 from cloudbroker.sandbox.processes import PidBook

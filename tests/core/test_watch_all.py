@@ -20,8 +20,8 @@ from support.broker_fakes import FakeReplicator, fake_world
 from support.machine import factor, within
 
 from cloudbroker.broker import Broker
+from cloudbroker.broker.lease import LeaseSet
 from cloudbroker.broker.watch_all import WatchAll
-from cloudbroker.lease import LeaseSet
 from cloudbroker.state import StateError, open_store
 
 #: Seconds: a dead watcher's placements are taken within about this. Scaled by how busy the

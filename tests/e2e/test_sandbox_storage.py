@@ -15,8 +15,8 @@ import urllib.request
 import pytest
 from support.cli import run_cli, run_process
 
-from cloudbroker.rclone import find_rclone
 from cloudbroker.sandbox.env import read_info
+from cloudbroker.storage.rclone import find_rclone
 
 pytestmark = pytest.mark.slow
 

@@ -24,12 +24,12 @@ from support.cli import CliResult, run_cli
 from support.machine import within
 from support.s3 import S3Server, SilentEndpoint, cloud_env, put_files, refusing_endpoint
 
-from cloudbroker import rclone
 from cloudbroker.errors import NotFoundError, ProviderUnavailable
 from cloudbroker.models import BucketRef
 from cloudbroker.plugins import PluginManager
-from cloudbroker.rclone import DeadlineExceeded
-from cloudbroker.storage import (
+from cloudbroker.storage import rclone
+from cloudbroker.storage.rclone import DeadlineExceeded
+from cloudbroker.storage.syncing import (
     DeletePlan,
     DeleteRefused,
     RcloneReplicator,

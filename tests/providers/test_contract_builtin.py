@@ -71,9 +71,9 @@ class TestHuaweiContract(BuiltinContract):
 
 SUITE_SELF_TEST = """
 import pytest
-from cloudbroker.hookspecs import hookimpl
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.money import Money
-from cloudbroker.provider import CatalogProvider
+from cloudbroker.plugins.provider import CatalogProvider
 from cloudbroker.testing.contract import ProviderContract, ProviderUnderTest
 from cloudbroker_aws.plugin import DESCRIPTION
 
@@ -100,7 +100,7 @@ class TestZeroPrice(TestCatalogOnly):
 
 
 class TestImportsAnSdk(TestCatalogOnly):
-    sdk_modules = ("cloudbroker.provider",)  # stands in for an SDK the plugin imports
+    sdk_modules = ("cloudbroker.plugins.provider",)  # stands in for an SDK the plugin imports
 """
 
 

@@ -7,8 +7,8 @@ import importlib
 
 import pytest
 
-from cloudbroker import hookspecs
-from cloudbroker.provider import ModularProvider
+from cloudbroker.plugins import hookspecs
+from cloudbroker.plugins.provider import ModularProvider
 
 PACKAGES = ("cloudbroker_aws", "cloudbroker_aliyun", "cloudbroker_tencent", "cloudbroker_huawei")
 

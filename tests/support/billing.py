@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from cloudbroker.economics.report import PlacementReport, SpendReport
 from cloudbroker.models import InstanceRef
 from cloudbroker.money import FxTable
-from cloudbroker.report import PlacementReport, SpendReport
 
 MONTH = 31 * 86400
 

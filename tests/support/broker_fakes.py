@@ -11,7 +11,6 @@ from typing import Any
 
 from cloudbroker.broker import PlaceRequest
 from cloudbroker.errors import CapacityError, NotFoundError, ProviderUnavailable
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
     BillingRule,
     BucketRef,
@@ -35,6 +34,7 @@ from cloudbroker.models import (
 )
 from cloudbroker.money import Money
 from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins.hookspecs import hookimpl
 
 SRC = Source(name="fake", as_of=date(2026, 11, 29))
 RULE = BillingRule(increment_seconds=1, minimum_seconds=60, description="per s", source=SRC)

@@ -13,7 +13,7 @@ import io
 from importlib.resources import files
 from pathlib import Path
 
-from cloudbroker.catalog import COLUMNS
+from cloudbroker.catalogs.catalog import COLUMNS
 
 SOURCE = "synthetic test catalog"
 

@@ -18,6 +18,8 @@ import importlib
 import sys
 import types
 
+from cloudbroker import _moved
+
 TYPE_CHECKING = False  # not imported from typing: importing it costs more than the package
 
 #: Public name -> the module that defines it.
@@ -34,8 +36,8 @@ _SOURCES = {
     "Quote": "cloudbroker.quote",
     "CostLine": "cloudbroker.quote",
     "SizeResult": "cloudbroker.sizing",
-    "SyncResult": "cloudbroker.storage",
-    "SyncProgress": "cloudbroker.storage",
+    "SyncResult": "cloudbroker.storage.syncing",
+    "SyncProgress": "cloudbroker.storage.syncing",
     "Placement": "cloudbroker.placements",
     "PlacementStatus": "cloudbroker.placements",
     "InstanceStatus": "cloudbroker.placements",
@@ -96,7 +98,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each is loaded
     from cloudbroker.plugins import PluginManager  # noqa: F401
     from cloudbroker.quote import CostLine, Quote, QuoteResult  # noqa: F401
     from cloudbroker.sizing import SizeResult  # noqa: F401
-    from cloudbroker.storage import SyncProgress, SyncResult  # noqa: F401
+    from cloudbroker.storage.syncing import SyncProgress, SyncResult  # noqa: F401
 
     __version__: str
 
@@ -137,3 +139,5 @@ class _Package(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
+
+_moved.install()  # old import paths, for one minor release

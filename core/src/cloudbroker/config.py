@@ -156,7 +156,7 @@ SETTINGS: dict[str, Callable[[Any], Problem]] = {
     ),
     "disk_category": _text,
     "profile": _text,
-    "instance_role": _text,  # see cloudbroker.launching.ROLE_SETTING
+    "instance_role": _text,  # see cloudbroker.plugins.launching.ROLE_SETTING
     "metadata_endpoint": _text,
     "regions": _texts,
     "images": _images,

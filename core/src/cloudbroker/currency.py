@@ -1,7 +1,7 @@
 """Currency codes, the pivot, the default dated rate and number parsing: no pydantic.
 
 :mod:`cloudbroker.money` builds its models on these; the fast quote
-(:mod:`cloudbroker.fast_quote`) reads them without importing pydantic.
+(:mod:`cloudbroker.quote.fast_quote`) reads them without importing pydantic.
 """
 
 from __future__ import annotations

@@ -108,7 +108,8 @@ class DeadlineExceeded(ProviderUnavailable):
 
 class VerificationError(CloudBrokerError, Generic[Carried]):
     """A sync's destination does not hold what its source does, or rclone logged an error;
-    ``result`` (a :class:`cloudbroker.storage.SyncResult`) lists the differences and errors."""
+    ``result`` (a :class:`cloudbroker.storage.syncing.SyncResult`) lists the differences and
+    errors."""
 
     def __init__(self, message: str, result: Carried) -> None:
         super().__init__(message)
@@ -117,7 +118,7 @@ class VerificationError(CloudBrokerError, Generic[Carried]):
 
 class DeleteRefused(UsageError, Generic[Carried]):
     """A mirror was stopped before it deleted anything; ``plan`` (a
-    :class:`cloudbroker.storage.DeletePlan`) says what it would delete."""
+    :class:`cloudbroker.storage.syncing.DeletePlan`) says what it would delete."""
 
     def __init__(self, message: str, plan: Carried) -> None:
         super().__init__(message)

@@ -70,7 +70,7 @@ class PlannedSide(BaseModel):
 
 
 class PlannedPair(BaseModel):
-    """Where the two sides are, and how near (``cloudbroker.geography``): what ``place``
+    """Where the two sides are, and how near (``cloudbroker.catalogs.geography``): what ``place``
     and ``up`` say about the pair."""
 
     primary: str  # "aws us-east-1"

@@ -4,7 +4,7 @@
 Its own small module so that the plugin registry (:mod:`cloudbroker.plugins.registry`) and
 the quote's fast path, which must not import the registry's machinery (pluggy, the models),
 find and decide the same way: :func:`discover` is the one discovery, which the registry
-loads from and the compiled index caches (:func:`cloudbroker.catalog_index.installed`).
+loads from and the compiled index caches (:func:`cloudbroker.catalogs.catalog_index.installed`).
 """
 
 from __future__ import annotations

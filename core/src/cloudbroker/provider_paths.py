@@ -1,7 +1,7 @@
 """Where a provider's things are: its refreshed catalog, its API address, its credentials.
 
-Kept apart from :mod:`cloudbroker.provider` (which imports the catalog models) so that the
-compiled catalog index (:mod:`cloudbroker.catalog_index`) and the fast ``providers`` list
+Kept apart from :mod:`cloudbroker.plugins.provider` (which imports the catalog models) so that the
+compiled catalog index (:mod:`cloudbroker.catalogs.catalog_index`) and the fast ``providers`` list
 (:mod:`cloudbroker.cli.fast`) find the same folder and credentials without them.
 """
 

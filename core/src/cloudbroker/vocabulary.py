@@ -1,6 +1,6 @@
 """Words shared by the contract models and the fast quote: markets, ranking, price cautions.
 
-Kept free of pydantic so that a plain ``cloudbroker quote`` (:mod:`cloudbroker.fast_quote`)
+Kept free of pydantic so that a plain ``cloudbroker quote`` (:mod:`cloudbroker.quote.fast_quote`)
 uses the very same enums and rules as the models without importing them.
 """
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 from cloudbroker.errors import AuthError
-from cloudbroker.launching import idempotency_key, launch_request
 from cloudbroker.models import InstanceRef, Market
+from cloudbroker.plugins.launching import idempotency_key, launch_request
 from cloudbroker.testing.contract import LiveTarget, ProviderContract, ProviderUnderTest
 
 from cloudbroker_example.emulator import ExampleEmulator

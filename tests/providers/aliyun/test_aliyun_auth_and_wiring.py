@@ -12,7 +12,6 @@ from types import SimpleNamespace
 import pytest
 from support.cli import run_cli
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     AuthError,
     CapacityError,
@@ -23,6 +22,7 @@ from cloudbroker.errors import (
     ThrottledError,
 )
 from cloudbroker.models import BucketRef, InstanceRef
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aliyun import client, errors
 
 REF = InstanceRef(provider="aliyun", region="cn-hangzhou", instance_id="i-bp1x")

@@ -8,9 +8,9 @@ from decimal import Decimal
 from support.billing import MONTH, asked, spent_on
 from support.billing import cycle as _cycle
 
-from cloudbroker.billing import cycles
+from cloudbroker.economics.report import ask_bills
 from cloudbroker.money import Money
-from cloudbroker.report import ask_bills
+from cloudbroker.plugins.billing import cycles
 
 from .conftest import REGION
 

@@ -10,10 +10,10 @@ import urllib.request
 
 import pytest
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import CapacityError, ConfigError
-from cloudbroker.launching import MANAGED_TAG, launch_request
 from cloudbroker.models import Market
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.launching import MANAGED_TAG, launch_request
 from cloudbroker_aliyun import instances
 from cloudbroker_aliyun.client import Session
 from cloudbroker_aliyun.errors import CAPACITY_CODES

@@ -9,11 +9,11 @@ import time
 import pytest
 from support.machine import within
 
-from cloudbroker import retry
 from cloudbroker.errors import CapacityError, NotFoundError, ThrottledError
-from cloudbroker.launching import MANAGED_TAG, launch_request
 from cloudbroker.models import Instance, InstanceRef, InstanceState, Market
 from cloudbroker.money import Money
+from cloudbroker.plugins import retry
+from cloudbroker.plugins.launching import MANAGED_TAG, launch_request
 
 REGION = "cn-hangzhou"
 A10 = "ecs.gn7i-c8g1.2xlarge"

@@ -8,9 +8,9 @@ from typing import Any
 
 from support.cli import run_cli
 
-from cloudbroker.context import HookContext
 from cloudbroker.models import Market
-from cloudbroker.provider import user_catalog_dir
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.provider import user_catalog_dir
 from cloudbroker_aliyun.plugin import DESCRIPTION, AliyunProvider
 from cloudbroker_aliyun.testing.emulator import AliyunEcsEmulator
 

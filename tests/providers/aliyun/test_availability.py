@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cloudbroker import availability, retry
+from cloudbroker.catalogs import availability
 from cloudbroker.models import AvailabilityStatus, Market
+from cloudbroker.plugins import retry
 
 from .conftest import REGION
 

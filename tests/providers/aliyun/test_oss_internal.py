@@ -3,8 +3,8 @@ OSS's internal endpoint (free, no public IP needed); the controller keeps the pu
 
 from __future__ import annotations
 
-from cloudbroker.launching import user_data
 from cloudbroker.models import BucketRef
+from cloudbroker.plugins.launching import user_data
 
 BUCKET = BucketRef(provider="aliyun", bucket="ckpts", path="run-1", region="cn-beijing")
 

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from cloudbroker.rclone import find_rclone
 from cloudbroker.sandbox.stores import Store, oss_refusal
+from cloudbroker.storage.rclone import find_rclone
 
 TRAILER = {
     "Content-Encoding": "aws-chunked",

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from cloudbroker import availability, retry
+from cloudbroker.catalogs import availability
 from cloudbroker.models import AvailabilityStatus, Market
+from cloudbroker.plugins import retry
 
 REGION = "us-east-1"
 G5 = "g5.xlarge"

@@ -18,9 +18,9 @@ from cloudbroker.errors import (
     ThrottledError,
     UsageError,
 )
-from cloudbroker.launching import MANAGED_TAG, PLACEMENT_TAG, launch_request
 from cloudbroker.models import InstanceRef, InstanceState, Market
 from cloudbroker.money import Money
+from cloudbroker.plugins.launching import MANAGED_TAG, PLACEMENT_TAG, launch_request
 
 REGION = "us-east-1"
 

@@ -11,7 +11,7 @@ import pytest
 
 from cloudbroker.errors import AuthError
 from cloudbroker.models import BucketRef, StorageRemote
-from cloudbroker.rclone import find_rclone
+from cloudbroker.storage.rclone import find_rclone
 
 
 def rclone_env(remote: StorageRemote, config_dir: Path) -> dict[str, str]:

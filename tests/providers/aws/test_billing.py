@@ -9,8 +9,8 @@ from decimal import Decimal
 
 from support.billing import MONTH, asked, cycle, spent_on
 
+from cloudbroker.economics.report import ask_bills
 from cloudbroker.money import Money
-from cloudbroker.report import ask_bills
 
 from .conftest import REGION
 

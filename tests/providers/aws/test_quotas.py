@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from cloudbroker import availability
+from cloudbroker.catalogs import availability
 from cloudbroker.models import AvailabilityStatus, Market
 from cloudbroker_aws.quotas import quota_of
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from support.machine import within
 
-from cloudbroker.launching import idempotency_key, launch_request
 from cloudbroker.models import LaunchRequest, Market
 from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins.launching import idempotency_key, launch_request
 from cloudbroker_huawei.plugin import DESCRIPTION, HuaweiProvider
 from cloudbroker_huawei.testing.emulator import HuaweiEcsEmulator
 

@@ -11,9 +11,9 @@ import pytest
 from support.machine import within
 
 from cloudbroker.errors import AuthError, CapacityError, ConfigError, NotFoundError
-from cloudbroker.launching import MANAGED_TAG, PLACEMENT_TAG
 from cloudbroker.models import InstanceRef, InstanceState, Market
 from cloudbroker.money import Money
+from cloudbroker.plugins.launching import MANAGED_TAG, PLACEMENT_TAG
 from cloudbroker_huawei.errors import translate
 from cloudbroker_huawei.instances import IDEMPOTENCY_TAG, client_token
 from cloudbroker_huawei.plugin import DESCRIPTION, HuaweiProvider

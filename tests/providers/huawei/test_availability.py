@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from cloudbroker import availability, retry
+from cloudbroker.catalogs import availability
 from cloudbroker.models import AvailabilityStatus, Market, Source
+from cloudbroker.plugins import retry
 from cloudbroker_huawei import offers
 
 from .conftest import REGION

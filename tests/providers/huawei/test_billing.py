@@ -8,9 +8,9 @@ from decimal import Decimal
 
 from support.billing import MONTH, asked, cycle, spent_on
 
-from cloudbroker.billing import cycles
+from cloudbroker.economics.report import ask_bills
 from cloudbroker.money import Money
-from cloudbroker.report import ask_bills
+from cloudbroker.plugins.billing import cycles
 from cloudbroker_huawei.plugin import DESCRIPTION, HuaweiProvider
 
 from .conftest import REGION, SETTINGS

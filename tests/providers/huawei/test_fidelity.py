@@ -9,8 +9,8 @@ import time
 import pytest
 
 from cloudbroker.errors import CapacityError, NotFoundError
-from cloudbroker.launching import MANAGED_TAG
 from cloudbroker.models import InstanceState
+from cloudbroker.plugins.launching import MANAGED_TAG
 from cloudbroker_huawei.instances import client_token
 
 #: ECS error table (https://support.huaweicloud.com/intl/en-us/api-ecs/ecs_07_0002.html):

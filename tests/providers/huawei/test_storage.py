@@ -15,7 +15,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from cloudbroker.models import BucketRef
-from cloudbroker.rclone import find_rclone
+from cloudbroker.storage.rclone import find_rclone
 from cloudbroker_huawei.plugin import DESCRIPTION, HuaweiProvider
 
 REGION = "cn-north-4"

@@ -8,7 +8,6 @@ from decimal import Decimal
 
 import pytest
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     AuthError,
     CapacityError,
@@ -21,6 +20,7 @@ from cloudbroker.errors import (
 )
 from cloudbroker.models import InstanceState, LaunchRequest, Market
 from cloudbroker.money import Money
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_huawei import credentials, instances, offers
 from cloudbroker_huawei.errors import classify, translate
 

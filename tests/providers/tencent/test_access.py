@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     AuthError,
     CapacityError,
@@ -18,6 +17,7 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     ThrottledError,
 )
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_tencent.client import Endpoint, api_endpoint
 from cloudbroker_tencent.credentials import CHECK_CREDENTIALS, credentials
 from cloudbroker_tencent.errors import translate

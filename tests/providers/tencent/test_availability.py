@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from cloudbroker import availability, retry
+from cloudbroker.catalogs import availability
 from cloudbroker.models import AvailabilityStatus, Market
+from cloudbroker.plugins import retry
 from cloudbroker_tencent.offers import stock_status
 from cloudbroker_tencent.testing.emulator import offering
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cloudbroker.launching import launch_request
+from cloudbroker.plugins.launching import launch_request
 from cloudbroker_tencent.testing.emulator import tc3_signature
 
 

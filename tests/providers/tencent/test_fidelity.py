@@ -9,10 +9,10 @@ import time
 import pytest
 from support.machine import within
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import CapacityError, ConfigError, NotFoundError
-from cloudbroker.launching import launch_request
 from cloudbroker.models import Instance, InstanceState
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.launching import launch_request
 from cloudbroker_tencent import instances
 from cloudbroker_tencent.client import CvmApi
 

@@ -12,9 +12,9 @@ import pytest
 from support.machine import within
 
 from cloudbroker.errors import CapacityError, ConfigError, NotFoundError, UsageError
-from cloudbroker.launching import KEY_TAG, MANAGED_TAG, PLACEMENT_TAG, launch_request
 from cloudbroker.models import Instance, InstanceRef, InstanceState, Market
 from cloudbroker.money import Money
+from cloudbroker.plugins.launching import KEY_TAG, MANAGED_TAG, PLACEMENT_TAG, launch_request
 from cloudbroker_tencent import instances as instances_module
 from cloudbroker_tencent.testing.emulator import offering
 

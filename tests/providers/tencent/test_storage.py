@@ -11,7 +11,7 @@ import pytest
 
 from cloudbroker.errors import ConfigError
 from cloudbroker.models import BucketRef
-from cloudbroker.rclone import find_rclone
+from cloudbroker.storage.rclone import find_rclone
 
 BUCKET = BucketRef(provider="tencent", bucket="ckpt-1250000000", path="run-1", region="ap-shanghai")
 

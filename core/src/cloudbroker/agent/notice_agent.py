@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """cloudbroker's agent on a placement's instance: the spot reclaim notice, and GPU use.
 
-Installed and started by the launch preamble (:func:`cloudbroker.launching.user_data`) beside
+Installed and started by the launch preamble
+(:func:`cloudbroker.plugins.launching.user_data`) beside
 the job, whose pid it is given. Python 3.9+ standard library only: it runs on the cloud's
 image, not in cloudbroker's environment, and reaches storage with the instance's own
 ``rclone`` (the preamble's wrapper: the instance role's credentials, no key of its own).

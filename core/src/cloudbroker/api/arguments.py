@@ -21,7 +21,7 @@ Names = str | Iterable[str]
 def _names(value: Names | None) -> tuple[str, ...]:
     """``"aws"``, ``"aws,aliyun"`` or ``["aws", "aliyun"]`` -> a tuple (a string is one name
     or a comma list, not letters)."""
-    from cloudbroker.regions import split
+    from cloudbroker.catalogs.regions import split
 
     if value is None:
         return ()

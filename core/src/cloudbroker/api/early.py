@@ -4,8 +4,8 @@ help page: so, like :mod:`cloudbroker.api.plain`, without pydantic or the plugin
 
 from __future__ import annotations
 
-from cloudbroker.catalog_index import cache_dir as cache_dir
-from cloudbroker.catalog_index import write_atomic as write_atomic
+from cloudbroker.catalogs.catalog_index import cache_dir as cache_dir
+from cloudbroker.catalogs.catalog_index import write_atomic as write_atomic
 from cloudbroker.sandbox.env import gone as gone_sandbox
 
 __all__ = ["cache_dir", "gone_sandbox", "write_atomic"]

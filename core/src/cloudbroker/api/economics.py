@@ -1,7 +1,8 @@
 """Rent how, or buy? ``tco`` (on-prem against every cloud option), the commitments a job
 could take, and spot risk with checkpoints: the decisions of ``cloudbroker tco`` and of the
-quote's "rent how?" sections, as functions. The figures' types are :mod:`cloudbroker.tco`'s,
-:mod:`cloudbroker.commitments`' and :mod:`cloudbroker.spot_risk`'s, re-exported here."""
+quote's "rent how?" sections, as functions. The figures' types are those of
+:mod:`cloudbroker.economics.tco`, :mod:`cloudbroker.economics.commitments` and
+:mod:`cloudbroker.economics.spot_risk`, re-exported here."""
 
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ from cloudbroker.models import Market
 from cloudbroker.money import CURRENCIES, FxRate, FxTable, Money, parse_currency
 
 if TYPE_CHECKING:
-    from cloudbroker.commitments import CommitmentOffer as CommitmentOffer
-    from cloudbroker.commitments import CommitmentReport
+    from cloudbroker.economics.commitments import CommitmentOffer as CommitmentOffer
+    from cloudbroker.economics.commitments import CommitmentReport
+    from cloudbroker.economics.spot_risk import InterruptionRate as InterruptionRate
+    from cloudbroker.economics.spot_risk import SpotCost, SpotSettings
+    from cloudbroker.economics.spot_risk import SpotPlan as SpotPlan
+    from cloudbroker.economics.tco import Country, OnPrem, OnPremCost, Row
     from cloudbroker.models import Source
     from cloudbroker.plugins import Catalogs, PluginManager
     from cloudbroker.quote import Job, QuoteResult
-    from cloudbroker.spot_risk import InterruptionRate as InterruptionRate
-    from cloudbroker.spot_risk import SpotCost, SpotSettings
-    from cloudbroker.spot_risk import SpotPlan as SpotPlan
-    from cloudbroker.tco import Country, OnPrem, OnPremCost, Row
 
 __all__ = [
     "OnPremInput",
@@ -94,7 +95,7 @@ def tco(
     ``currency`` with the dated rates, ``fx`` overriding them. ``name`` spells an argument
     in errors and sources (the CLI's option names)."""
     from cloudbroker import api
-    from cloudbroker import tco as costs
+    from cloudbroker.economics import tco as costs
     from cloudbroker.quote import Job
 
     currency = parse_currency(currency, name("currency"))
@@ -146,21 +147,21 @@ def tco(
 
 def check_utilization(utilization: Decimal, name: Spelling = keyword) -> Decimal:
     """``utilization``, a share of the time in (0, 1]; a UsageError naming it otherwise."""
-    from cloudbroker import tco as costs
+    from cloudbroker.economics import tco as costs
 
     return costs.check_utilization(utilization, name)
 
 
 def source_name(source: Source) -> str:
     """A source's name up to its first colon, with its date: enough for a one-line note."""
-    from cloudbroker.commitments import short
+    from cloudbroker.economics.commitments import short
 
     return short(source)
 
 
 def per_useful_gpu_hour(per_year: Money, gpus: int, utilization: Decimal) -> Money:
     """A yearly cost per GPU-hour of useful work at ``utilization``."""
-    from cloudbroker import tco as costs
+    from cloudbroker.economics import tco as costs
 
     return costs.per_useful_gpu_hour(per_year, gpus, utilization)
 
@@ -177,8 +178,8 @@ def commitments(
     GPUs, priced at ``utilization`` of their term, beside on-demand; ``catalogs`` already
     read for the job are reused."""
     from cloudbroker import api
-    from cloudbroker import commitments as terms
-    from cloudbroker import tco as costs
+    from cloudbroker.economics import commitments as terms
+    from cloudbroker.economics import tco as costs
 
     use = costs.check_utilization(utilization)
     return terms.report(plugins or api.load_plugins(), job, fx, use, catalogs)
@@ -190,7 +191,7 @@ def spot_settings(
     """Spot inputs: interruptions per day (None: each provider's published rate), minutes
     to restart (None: an assumed default, said so), minutes to write a checkpoint (None:
     no checkpoints)."""
-    from cloudbroker.spot_risk import DEFAULT_RESTART_MINUTES, SpotSettings
+    from cloudbroker.economics.spot_risk import DEFAULT_RESTART_MINUTES, SpotSettings
 
     restart_assumed = restart is None
     if restart is None:
@@ -210,6 +211,6 @@ def spot_risk(
     wall time and total with restarts and (with a checkpoint cost) the best checkpoint
     interval, at both ends of the provider's interruption band."""
     from cloudbroker import api
-    from cloudbroker.spot_risk import spot_costs
+    from cloudbroker.economics.spot_risk import spot_costs
 
     return spot_costs(plugins or api.load_plugins(), job, result, fx, settings)

@@ -123,10 +123,10 @@ def engine(
     first needed): rclone replication (as :func:`sync`) unless ``replicator`` is given, and
     the lease TTL every process sharing the store uses (``CLOUDBROKER_LEASE_TTL``)."""
     from cloudbroker.broker import Broker as Engine
-    from cloudbroker.lease import lease_ttl
+    from cloudbroker.broker.lease import lease_ttl
 
     if replicator is None:
-        from cloudbroker.storage import RcloneReplicator
+        from cloudbroker.storage.syncing import RcloneReplicator
 
         replicator = RcloneReplicator(plugins)
     engine = Engine(plugins, store, replicator, lease_ttl=lease_ttl())
@@ -232,7 +232,7 @@ class BrokerClient:
         self.state = state
         self.plugins = plugins or api.load_plugins(offline=False)
         if replicator is None:
-            from cloudbroker.storage import RcloneReplicator
+            from cloudbroker.storage.syncing import RcloneReplicator
 
             replicator = RcloneReplicator(self.plugins)
         self.replicator = replicator

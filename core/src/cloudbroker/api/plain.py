@@ -1,6 +1,6 @@
 """The plain quote's library side, for the CLI's fast path (:mod:`cloudbroker.cli.fast`):
 the job of a plain command line, its ranking from the compiled index
-(:mod:`cloudbroker.fast_quote`), the ``providers`` rows from the index headers, and the
+(:mod:`cloudbroker.quote.fast_quote`), the ``providers`` rows from the index headers, and the
 words the renderer shares with the models. Imports no pydantic (nor does the package
 :mod:`cloudbroker.api` it is in).
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cloudbroker.fast_quote import Fallback as Fallback
-from cloudbroker.fast_quote import Result as Result
-from cloudbroker.fast_quote import run as run
 from cloudbroker.gpus import describe as describe_gpus  # noqa: F401  (the renderer's)
+from cloudbroker.quote.fast_quote import Fallback as Fallback
+from cloudbroker.quote.fast_quote import Result as Result
+from cloudbroker.quote.fast_quote import run as run
 from cloudbroker.quote.job import Job
 from cloudbroker.vocabulary import STALE_AFTER as STALE_AFTER
 from cloudbroker.vocabulary import Market as Market
@@ -42,9 +42,9 @@ def job(values: dict[str, Any], flag: Callable[[str], str]) -> Job:
     :func:`cloudbroker.api.prepare_quote` checks them (``flag`` spells a parameter as its
     option); Fallback when it is not plain."""
     from cloudbroker import limits
+    from cloudbroker.catalogs.regions import split
     from cloudbroker.currency import parse_currency
-    from cloudbroker.fast_quote import MARKETS
-    from cloudbroker.regions import split
+    from cloudbroker.quote.fast_quote import MARKETS
     from cloudbroker.vocabulary import MARKET_ALIASES, Ranking, market_named
 
     if not values["gpu"]:
@@ -76,7 +76,7 @@ def provider_rows() -> list[dict[str, Any]]:
     have a current one (it was loaded, so its status is ok). Fallback otherwise."""
     import os
 
-    from cloudbroker import catalog_index
+    from cloudbroker.catalogs import catalog_index
     from cloudbroker.provider_paths import credential_source
 
     env = os.environ

@@ -22,7 +22,7 @@ from cloudbroker.quote import quote as run_quote
 from cloudbroker.quote import read_catalogs as read_catalogs
 
 if TYPE_CHECKING:
-    from cloudbroker.availability import Live
+    from cloudbroker.catalogs.availability import Live
     from cloudbroker.plugins import Catalogs, PluginManager
 
 
@@ -57,7 +57,7 @@ def _ranking(value: str, name: Spelling) -> Ranking:
 
 
 def _route(value: str, name: Spelling) -> str:
-    from cloudbroker.transfer import ROUTES
+    from cloudbroker.quote.transfer import ROUTES
 
     if value not in ROUTES:
         raise UsageError(f"unknown {name('route')} {value!r}; accepted: {', '.join(ROUTES)}")
@@ -262,8 +262,8 @@ def run(
 
 def save_index(pm: PluginManager, catalogs: Catalogs) -> None:
     """Compile the answers into the index the next plain quote reads
-    (:mod:`cloudbroker.catalog_index`)."""
-    from cloudbroker import catalog_index
+    (:mod:`cloudbroker.catalogs.catalog_index`)."""
+    from cloudbroker.catalogs import catalog_index
 
     catalog_index.save(pm, catalogs)
 
@@ -271,7 +271,7 @@ def save_index(pm: PluginManager, catalogs: Catalogs) -> None:
 def live(max_age: timedelta | None, available_only: bool) -> Live:
     """How a quote reads availability live: figures up to ``max_age`` old (default 10
     minutes) from the user's cache, and whether sold-out offers are left out."""
-    from cloudbroker.availability import DEFAULT_MAX_AGE, Cache, Live, default_dir
+    from cloudbroker.catalogs.availability import DEFAULT_MAX_AGE, Cache, Live, default_dir
 
     return Live(
         max_age=DEFAULT_MAX_AGE if max_age is None else max_age,

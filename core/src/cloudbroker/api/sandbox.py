@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cloudbroker.errors import NotFoundError, Spelling, UsageError, keyword
-from cloudbroker.listing import Listing, human_bytes, named
 from cloudbroker.models import BucketRef, parse_bucket
-from cloudbroker.rclone_session import bucket_label
 from cloudbroker.sandbox.env import (
     DIR_ENV,
     UNSET,
@@ -26,6 +24,8 @@ from cloudbroker.sandbox.env import (
     unset_lines,
 )
 from cloudbroker.sandbox.faults import capacity, cloud, gpu_util, has_notice, outage, reclaim
+from cloudbroker.storage.listing import Listing, human_bytes, named
+from cloudbroker.storage.rclone_session import bucket_label
 
 if TYPE_CHECKING:
     from cloudbroker.plugins import PluginManager
@@ -104,7 +104,7 @@ def sandbox_plugins(
 def put(pm: PluginManager, ref: BucketRef, files: list[Path], where: Path) -> Listing:
     """Put local ``files`` into the sandbox's bucket folder ``ref``, verified (size, MD5);
     a missing bucket's error names the buckets the sandbox in ``where`` has."""
-    from cloudbroker import objects
+    from cloudbroker.storage import objects
 
     try:
         return objects.put(pm, ref, files)
@@ -114,7 +114,7 @@ def put(pm: PluginManager, ref: BucketRef, files: list[Path], where: Path) -> Li
 
 def ls(pm: PluginManager, ref: BucketRef, where: Path) -> Listing:
     """The objects in a bucket (or a folder of it) of the sandbox in ``where``."""
-    from cloudbroker import objects
+    from cloudbroker.storage import objects
 
     try:
         return objects.ls(pm, ref)

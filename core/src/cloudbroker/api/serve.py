@@ -15,8 +15,8 @@ from cloudbroker.metrics import DEFAULT_ADDRESS as METRICS_ADDRESS
 
 if TYPE_CHECKING:
     from cloudbroker.broker import Broker as Engine
+    from cloudbroker.broker.notify import Notifier
     from cloudbroker.metrics import MetricsServer
-    from cloudbroker.notify import Notifier
     from cloudbroker.state import Store
 
 __all__ = [
@@ -56,7 +56,7 @@ def notifying(
 ) -> AbstractContextManager[Notifier | None]:
     """A notifier sending alerts to ``urls`` for the block (checked first; None without
     URLs); ``store_opener``: a connection of its own for the failover alerts' figures."""
-    from cloudbroker.notify import notifying as sending
+    from cloudbroker.broker.notify import notifying as sending
 
     return sending(urls, store_opener)
 

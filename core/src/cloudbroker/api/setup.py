@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cloudbroker.catalog_refresh import DEFAULT_TIMEOUT as CATALOG_TIMEOUT
+from cloudbroker.catalogs.catalog_refresh import DEFAULT_TIMEOUT as CATALOG_TIMEOUT
 
 if TYPE_CHECKING:
-    from cloudbroker.catalog_refresh import WrittenCatalog
+    from cloudbroker.catalogs.catalog_refresh import WrittenCatalog
     from cloudbroker.plugins import PluginManager
 
 __all__ = [
@@ -78,7 +78,7 @@ def check(plugins: PluginManager | None = None, *, timeout: float = 20) -> list[
     from), then for those with credentials one read-only call, ``list_instances`` of this
     tool's tagged instances (what ``gc`` asks). A row per provider: ``name``, ``usable``,
     and what was found (``said``)."""
-    from cloudbroker.launching import MANAGED_TAG
+    from cloudbroker.plugins.launching import MANAGED_TAG
 
     manager = _plugins(plugins, offline=False)
     infos = manager.provider_info(timeout=timeout)
@@ -127,7 +127,7 @@ def refresh_catalog(
     """Ask ``provider``'s API (online) for its GPU types and prices, in ``regions`` (None:
     every region), and write its user catalog, which quotes then read offline;
     ``progress(message, done)`` hears each part start and end."""
-    from cloudbroker.catalog_refresh import refresh
+    from cloudbroker.catalogs.catalog_refresh import refresh
 
     manager = _plugins(plugins, offline=False)
     return refresh(manager, provider, regions, timeout=timeout, progress=progress)
@@ -136,7 +136,7 @@ def refresh_catalog(
 def reset_catalog(provider: str, plugins: PluginManager | None = None) -> Path | None:
     """Remove ``provider``'s refreshed catalog (quotes use the packaged one again); the
     folder it was in, None when there was none."""
-    from cloudbroker.catalog_refresh import reset
+    from cloudbroker.catalogs.catalog_refresh import reset
 
     return reset(_plugins(plugins, offline=True), provider)
 

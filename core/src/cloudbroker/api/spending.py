@@ -1,6 +1,6 @@
 """What was spent (``cloudbroker report``): the budget guard's own figures from the state
 store, by placement, cloud, GPU model and line, beside what the clouds billed where a
-provider answers. The report's types and wording are :mod:`cloudbroker.report`'s."""
+provider answers. The report's types and wording are :mod:`cloudbroker.economics.report`'s."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from cloudbroker.billing import LAG
-from cloudbroker.report import (
+from cloudbroker.economics.report import (
     LINES,
     NOT_REPORTED,
     STORAGE_NOT_COUNTED,
@@ -20,6 +19,7 @@ from cloudbroker.report import (
     quantized,
     rows_csv,
 )
+from cloudbroker.plugins.billing import LAG
 
 if TYPE_CHECKING:
     from cloudbroker.plugins import PluginManager
@@ -53,7 +53,7 @@ def spend_report(
     the providers that could not be asked, a line each. The store is only read."""
     from cloudbroker import api
     from cloudbroker.api.state import open_state
-    from cloudbroker.report import ask_bills, report
+    from cloudbroker.economics.report import ask_bills, report
 
     store = open_state(state, read_only=True)
     spent = report(store, since=since, now=time.time(), currency=currency)

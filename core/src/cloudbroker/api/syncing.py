@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from cloudbroker import api
 from cloudbroker.api.arguments import Number, _bucket, _seconds
 from cloudbroker.errors import NotFoundError
-from cloudbroker.listing import human_bytes as human_bytes  # sizes as rclone shows them
 from cloudbroker.models import BucketRef
 from cloudbroker.plugins import PluginManager
+from cloudbroker.storage.listing import human_bytes as human_bytes  # sizes as rclone shows them
 
-if TYPE_CHECKING:  # the results' types (cloudbroker.storage is loaded by a sync only)
-    from cloudbroker.storage import Change as Change
-    from cloudbroker.storage import DeletePlan, SyncProgress, SyncResult
+if TYPE_CHECKING:  # the results' types (cloudbroker.storage.syncing is loaded by a sync only)
+    from cloudbroker.storage.syncing import Change as Change
+    from cloudbroker.storage.syncing import DeletePlan, SyncProgress, SyncResult
 
 log = logging.getLogger("cloudbroker")
 
@@ -38,19 +38,19 @@ def sync(
 
     As ``cloudbroker sync``: nothing is deleted at ``dst`` unless ``delete`` (a mirror),
     which refuses an empty source unless ``allow_empty_source`` and more than 10 deletions
-    (or half the destination) unless ``yes`` (:class:`~cloudbroker.storage.DeleteRefused`,
+    (or half the destination) unless ``yes`` (:class:`~cloudbroker.storage.syncing.DeleteRefused`,
     nothing changed); ``dry_run`` only lists and prices; ``deadline`` bounds the whole call
     in seconds; ``progress`` receives rclone's stats about once a second; a mirror's
     deletions are passed to ``before_delete`` before they are made (default: logged).
     Both clouds must be installed providers. Raises
-    :class:`~cloudbroker.storage.VerificationError` if ``dst`` does not end up holding what
+    :class:`~cloudbroker.storage.syncing.VerificationError` if ``dst`` does not end up holding what
     ``src`` holds; in a sandbox, a missing bucket's error names the buckets it has.
     Example (run by the tests against two local S3 servers, docs/api.md)::
 
         result = sync("aliyun:ckpt-bj/run1", "tencent:ckpt-gz/run1")
         print(result.files, result.bytes, result.verified, result.egress)
     """
-    from cloudbroker import storage
+    from cloudbroker.storage import syncing as storage
 
     source, destination = _bucket(src, "src"), _bucket(dst, "dst")
     pm = plugins or api.load_plugins()

@@ -14,8 +14,8 @@ came is found again by that key, which every instance carries as a tag.
 
 Money is never spent unasked: a watcher acts only on a placement that is up, and nothing is
 launched once the user asked for ``down``. Every wait is bounded: API calls (see
-:mod:`cloudbroker.retry`), the failover's final sync (:data:`FINAL_SYNC_TIMEOUT`), the boot
-of an instance, the lease of a dead holder (:mod:`cloudbroker.lease`).
+:mod:`cloudbroker.plugins.retry`), the failover's final sync (:data:`FINAL_SYNC_TIMEOUT`), the boot
+of an instance, the lease of a dead holder (:mod:`cloudbroker.broker.lease`).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
 
 if TYPE_CHECKING:
-    from cloudbroker.availability import Live
-    from cloudbroker.lease import Lease
+    from cloudbroker.broker.lease import Lease
+    from cloudbroker.catalogs.availability import Live
     from cloudbroker.models import Instance
     from cloudbroker.state import InstanceRow, PlacementRecord, Store
     from cloudbroker.state.store import Side

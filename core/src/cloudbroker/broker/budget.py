@@ -3,7 +3,7 @@
 ``place --budget 5000CNY`` and/or ``--max-hours 72`` store the limits in the plan. Spend so far
 is read from the state store alone (no cloud is asked): each instance the placement launched
 (primary and standby, ended ones and former primaries too) at its offer's hourly rate from the
-plan for its run time, billed as the quote bills it (:func:`cloudbroker.costs.billed_seconds`:
+plan for its run time, billed as the quote bills it (:func:`cloudbroker.quote.costs.billed_seconds`:
 the offer's minimum and increment), plus the replication egress, the bytes each copy recorded
 at the internet rates of the bucket they left. Object storage is not counted; a stopped
 instance counts until it ends (its disks are billed; the guard would rather stop early). What
@@ -34,10 +34,10 @@ from cloudbroker.broker.core import Context
 from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.lifecycle import Lifecycle
 from cloudbroker.broker.records import LIVE, UNRESOLVED, span
-from cloudbroker.costs import SECONDS_PER_HOUR, billed_seconds, egress_cost
 from cloudbroker.errors import UsageError, quoted
 from cloudbroker.money import ALIASES, CURRENCIES, DecimalStr, FxTable, Money, parse_currency
 from cloudbroker.placements import PlacementSpec, PlannedOffer
+from cloudbroker.quote.costs import SECONDS_PER_HOUR, billed_seconds, egress_cost
 from cloudbroker.state import Event, InstanceRow, PlacementRecord, Store
 from cloudbroker.state.fleet import Fleet
 from cloudbroker.state.store import Side, side_key
@@ -243,7 +243,7 @@ def _egress(
 ) -> tuple[dict[str, Money], list[str]]:
     """The bytes each copy recorded (those at or after ``since`` if given), priced by the
     internet egress terms where they left: the cost by side (``a``, ``b``) it left from."""
-    from cloudbroker.storage import BYTES_PER_GB
+    from cloudbroker.storage.syncing import BYTES_PER_GB
 
     primary: Side = "a"
     moved: dict[Side, int] = {"a": 0, "b": 0}

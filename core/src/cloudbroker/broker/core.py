@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from cloudbroker.broker.lease import LEASE_TTL
 from cloudbroker.broker.records import (
     AMBIGUOUS,
     ATTEMPT_ENDED,
@@ -38,7 +39,11 @@ from cloudbroker.errors import (
     NotFoundError,
     ProviderUnavailable,
 )
-from cloudbroker.launching import (
+from cloudbroker.models import BucketRef, Instance, InstanceState
+from cloudbroker.money import FxTable
+from cloudbroker.placements import PlannedOffer
+from cloudbroker.plugins import PluginManager
+from cloudbroker.plugins.launching import (
     KEY_TAG,
     MANAGED_TAG,
     PLACEMENT_TAG,
@@ -46,11 +51,6 @@ from cloudbroker.launching import (
     launch_request,
     user_data,
 )
-from cloudbroker.lease import LEASE_TTL
-from cloudbroker.models import BucketRef, Instance, InstanceState
-from cloudbroker.money import FxTable
-from cloudbroker.placements import PlannedOffer
-from cloudbroker.plugins import PluginManager
 from cloudbroker.state import InstanceRow, PlacementRecord, Store
 from cloudbroker.state.store import Side
 
@@ -346,7 +346,7 @@ class Launcher:
         """The side's offers in launch order: the cloud is asked again right before launching,
         and offers in stock go first (cheapest first among equals), sold-out ones last; the
         planned order when the cloud cannot say."""
-        from cloudbroker import availability
+        from cloudbroker.catalogs import availability
 
         figures = availability.offer_figures(
             self.ctx.pm,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cloudbroker.broker.core import Context, Launcher
+from cloudbroker.broker.lease import Lease
 from cloudbroker.broker.records import (
     FAILOVER_DOING,
     FAILOVER_STEPS,
@@ -19,7 +20,6 @@ from cloudbroker.broker.records import (
     span,
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost
-from cloudbroker.lease import Lease
 from cloudbroker.state import PlacementRecord
 from cloudbroker.state.store import Side, side_key
 

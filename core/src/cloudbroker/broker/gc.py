@@ -7,8 +7,8 @@ from contextlib import suppress
 from cloudbroker.broker.core import Context, Launcher
 from cloudbroker.broker.records import LIVE, UNRESOLVED, GcReport
 from cloudbroker.errors import CloudBrokerError, Conflict, NotFoundError
-from cloudbroker.launching import KEY_TAG, MANAGED_TAG, PLACEMENT_TAG
 from cloudbroker.models import Instance, InstanceState
+from cloudbroker.plugins.launching import KEY_TAG, MANAGED_TAG, PLACEMENT_TAG
 from cloudbroker.state import InstanceRow
 
 

@@ -21,9 +21,9 @@ from typing import Any
 from cloudbroker.agent import MARKER
 from cloudbroker.broker.core import Context, Launcher
 from cloudbroker.broker.failover import Failover
+from cloudbroker.broker.lease import Lease
 from cloudbroker.broker.records import NOTICE_REASON, bucket_text, span
 from cloudbroker.errors import CloudBrokerError
-from cloudbroker.lease import Lease
 from cloudbroker.state import PlacementRecord
 from cloudbroker.state.store import Side
 

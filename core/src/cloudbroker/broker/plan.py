@@ -14,7 +14,7 @@ from cloudbroker.broker.budget import budget_money
 from cloudbroker.broker.core import Context
 from cloudbroker.broker.idle import idle_rule
 from cloudbroker.broker.records import bucket_text
-from cloudbroker.costs import egress_cost
+from cloudbroker.catalogs.geography import Nearness, nearness
 from cloudbroker.errors import (
     AuthError,
     CloudBrokerError,
@@ -25,7 +25,6 @@ from cloudbroker.errors import (
     keyword,
     quoted,
 )
-from cloudbroker.geography import Nearness, nearness
 from cloudbroker.models import BillingRule, BucketRef, Market, PriceSheet
 from cloudbroker.money import Money
 from cloudbroker.placements import (
@@ -38,9 +37,10 @@ from cloudbroker.placements import (
     PlannedSide,
 )
 from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, disk_settings, match_gpus
+from cloudbroker.quote.costs import egress_cost
 
 if TYPE_CHECKING:
-    from cloudbroker.availability import Live
+    from cloudbroker.catalogs.availability import Live
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def _standby_order(
     if not anywhere:
         figures = [(0, 0)] * len(quotes)
         if live:
-            from cloudbroker.availability import rank_key
+            from cloudbroker.catalogs.availability import rank_key
 
             figures = [rank_key(q.availability) for q in quotes]
         order = sorted(
@@ -207,7 +207,7 @@ class Planner:
         engines = {p: self._engine(request, p, sheets, types) for p in sheets if p in types}
         if live is None:  # offline, the availability module is not even imported
             return {p: e.rank().quotes for p, e in engines.items()}, None
-        from cloudbroker.availability import UNLAUNCHABLE, preferred, status_of
+        from cloudbroker.catalogs.availability import UNLAUNCHABLE, preferred, status_of
 
         asked = [
             (t.provider, p.region, t.name, p.market)

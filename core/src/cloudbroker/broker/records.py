@@ -93,7 +93,7 @@ NOTICE_REASON = "reclaim notice"
 
 
 class Replicator(Protocol):
-    """Copies checkpoints between buckets (rclone in production, see cloudbroker.storage)."""
+    """Copies checkpoints between buckets (rclone in production: cloudbroker.storage.syncing)."""
 
     def replicate(
         self, src: BucketRef, dst: BucketRef, *, deadline_seconds: float | None = None

@@ -14,6 +14,7 @@ from cloudbroker.broker.core import Context, Launcher
 from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.fencing import Fencer
 from cloudbroker.broker.idle import IdleGuard
+from cloudbroker.broker.lease import Lease
 from cloudbroker.broker.notice import NoticeHandler
 from cloudbroker.broker.records import (
     FAILED_STATES,
@@ -23,7 +24,6 @@ from cloudbroker.broker.records import (
     span,
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost, StateError
-from cloudbroker.lease import Lease
 from cloudbroker.state import PlacementRecord
 from cloudbroker.state.store import Side
 
@@ -392,7 +392,7 @@ class Watcher:
         """Every ``standby_check_every`` seconds, ask whether the standby's planned offer can
         still be launched; warn once when it cannot (sold out, no longer offered), and once
         when it can again: the standby must have capacity when the primary fails."""
-        from cloudbroker import availability
+        from cloudbroker.catalogs import availability
 
         now = self.ctx.clock()
         if last.at is not None and now - last.at < self.ctx.standby_check_every:

@@ -11,7 +11,7 @@ resumed at its recorded step (the failover machinery reads it from the store).
 Each owned placement's check (:meth:`~cloudbroker.broker.watch.Watcher.check_placement`, the
 same as ``watch ID``'s) runs when due in a bounded pool of threads, so a long failover never
 delays the other placements' checks. One heartbeat thread renews every lease with one
-statement (:class:`~cloudbroker.lease.LeaseSet`). A lease lost anyway (this process paused
+statement (:class:`~cloudbroker.broker.lease.LeaseSet`). A lease lost anyway (this process paused
 past the TTL) is refused at its next write by the fencing token; the placement is dropped
 with a line saying so. ``stop()`` (SIGTERM, SIGINT) takes no new work, lets running checks
 end (a failover stops after its current step, resumed by another watcher), releases the
@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from cloudbroker.broker.lease import Lease, LeaseSet
 from cloudbroker.broker.records import BrokerEvent
 from cloudbroker.broker.watch import Watched
 from cloudbroker.errors import CloudBrokerError, LeaseLost, StateError
-from cloudbroker.lease import Lease, LeaseSet
 
 if TYPE_CHECKING:
     from cloudbroker.broker import Broker

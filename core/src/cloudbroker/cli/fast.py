@@ -6,7 +6,7 @@
 :func:`serve` takes the process's command line. When it is a plain quote (the options in
 :data:`VALUES` and :data:`FLAGS` only, each given once in the ``--name value`` or
 ``--name=value`` form) and every provider it asks has a current compiled index
-(:mod:`cloudbroker.catalog_index`), it prints the quote exactly as the full path would and
+(:mod:`cloudbroker.catalogs.catalog_index`), it prints the quote exactly as the full path would and
 returns True. Anything else returns False before printing a character, and the full path
 (typer) answers: other options, ``--help``, a value it would refuse, an error, a provider
 without an index. So the fast path never words an error of its own.
@@ -70,7 +70,7 @@ def serve(argv: list[str]) -> bool:
     """Print the answer to ``argv`` if it is a plain quote or ``providers`` the indexes
     answer; False (nothing printed) if not.
 
-    Declining is :class:`~cloudbroker.fast_quote.Fallback` or a
+    Declining is :class:`~cloudbroker.quote.fast_quote.Fallback` or a
     :class:`~cloudbroker.errors.CloudBrokerError` (a value the full path refuses, a broken
     config: it words them). Any other exception is a bug of the fast path: it is logged (a
     warning naming it, the traceback at debug level), and the full path answers.

@@ -1,6 +1,6 @@
 """Where the library's log records go when the CLI runs: stderr, one line each.
 
-The library logs to ``cloudbroker`` (providers to ``cloudbroker.provider.<name>``) and never
+The library logs to ``cloudbroker`` (providers to ``cloudbroker.plugins.provider.<name>``) and never
 configures logging; the CLI does it here, for the length of one run, and puts everything back
 afterwards, so that an application running :func:`cloudbroker.cli.main` in-process (as the
 tests do) keeps its own logging. Levels: warnings by default, ``--quiet`` errors only, ``-v``
@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 LIBRARY = "cloudbroker"
-PROVIDERS = "cloudbroker.provider."
+PROVIDERS = "cloudbroker.plugins.provider."
 #: Record attributes a JSON line carries when a record has them (``extra=`` of the call).
 FIELDS = ("provider", "action", "region", "seconds", "request_id", "attempt", "placement", "kind")
 LEVELS = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}

@@ -38,7 +38,7 @@ def parse_bucket(text: str, what: str) -> BucketRef:
 
 
 #: What a metadata path, header name and JSON key may hold: they are written into a shell
-#: script as they are (see :func:`cloudbroker.launching.credentials_script`).
+#: script as they are (see :func:`cloudbroker.plugins.launching.credentials_script`).
 _URL_PATH = r"^/[A-Za-z0-9_./{}-]*$"
 _WORD = r"^[A-Za-z0-9_-]+$"
 _LINE = r"^[^\r\n]*$"  # written into a comment line
@@ -64,7 +64,7 @@ class InstanceCredentials(Model):
     unique in the answer, nested or not). ``{role}`` in ``path`` stands for the role's name:
     the ``instance_role`` setting, else the first line ``roles_path`` answers (the role
     attached to the instance). The launch preamble renders this (see
-    :func:`cloudbroker.launching.user_data`); no secret is ever written into user data.
+    :func:`cloudbroker.plugins.launching.user_data`); no secret is ever written into user data.
     """
 
     service: str = Field(
@@ -104,7 +104,7 @@ class StorageRemote(Model):
     How an instance of the cloud reaches this bucket, one of: ``instance_credentials`` (its
     role's credentials, from the metadata service), ``instance_keys`` (a cloud without
     instance roles: keys scoped to the bucket, which the broker writes into the launch's
-    user data, in a block :func:`cloudbroker.launching.redact` hides), or
+    user data, in a block :func:`cloudbroker.plugins.launching.redact` hides), or
     ``instance_env_auth`` (the image gives the instance AWS-style credentials that rclone's
     ``env_auth`` reads). ``place`` refuses a side whose remote declares none.
     """

@@ -22,7 +22,7 @@ from collections.abc import Iterable as Iterable  # hook annotations resolve her
 from collections.abc import Mapping
 from typing import Any
 
-from cloudbroker.answers import Catalogs, FanOut
+from cloudbroker.plugins.answers import Catalogs, FanOut
 from cloudbroker.plugins.manager import PluginManager
 from cloudbroker.plugins.registry import DEFAULT_TIMEOUT, ENTRY_POINT_GROUP, HOOKS, PluginRecord
 

@@ -9,15 +9,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cloudbroker import hookspecs
-from cloudbroker.answers import Catalogs, Failure, FanOut, validated
 from cloudbroker.errors import (
     CloudBrokerError,
     PluginError,
     ProviderUnavailable,
 )
-from cloudbroker.hookspecs import FanOutHook, RoutedHook
 from cloudbroker.metrics import calls
+from cloudbroker.plugins import hookspecs
+from cloudbroker.plugins.answers import Catalogs, Failure, FanOut, validated
+from cloudbroker.plugins.hookspecs import FanOutHook, RoutedHook
 from cloudbroker.plugins.registry import Registry, _describe
 
 if TYPE_CHECKING:

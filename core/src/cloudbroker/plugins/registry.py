@@ -13,12 +13,13 @@ from typing import Any
 
 import pluggy
 
-from cloudbroker import hookspecs, plugin_switches
-from cloudbroker.context import HookContext
+from cloudbroker import plugin_switches
 from cloudbroker.errors import (
     ConfigError,
     UsageError,
 )
+from cloudbroker.plugins import hookspecs
+from cloudbroker.plugins.context import HookContext
 
 ENTRY_POINT_GROUP = plugin_switches.ENTRY_POINT_GROUP
 DEFAULT_TIMEOUT = 30.0

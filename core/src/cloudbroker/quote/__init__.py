@@ -17,7 +17,7 @@ rule, so both are cached); full :class:`Quote` models are built for the top offe
 
 Modules: ``job`` (the :class:`Job` asked, plain), ``models`` (the :class:`QuoteResult`
 answered), ``ranking`` (matching, ranking and building over plain rows: the one ranking, fed by
-the plugins' answers here and by the compiled index in :mod:`cloudbroker.fast_quote`),
+the plugins' answers here and by the compiled index in :mod:`cloudbroker.quote.fast_quote`),
 ``costing`` (an offer's hidden costs), ``engine`` (the ranking with pydantic results),
 ``service`` (reads the catalogs and runs a quote). The names below load on first use, so
 that the plain quote imports ``job`` and ``ranking`` without pydantic.

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from decimal import Decimal
 from functools import cached_property
 
-from cloudbroker import bounds, transfer
-from cloudbroker.costs import storage_cost
-from cloudbroker.launching import system_disk_gb
 from cloudbroker.models import PriceSheet, Rate, RegionTerms, Source
 from cloudbroker.money import Money
+from cloudbroker.plugins.launching import system_disk_gb
+from cloudbroker.quote import bounds, transfer
+from cloudbroker.quote.costs import storage_cost
 from cloudbroker.quote.models import CostLine, Job
 from cloudbroker.quote.ranking import RegionCosts
 
@@ -57,7 +57,7 @@ class Costing:
         pick: Callable[[RegionTerms], Rate],
         cost: Callable[[Rate], Money | None],
     ) -> CostLine:
-        """``line`` as a range when its unknown rate is bounded (:mod:`cloudbroker.bounds`)."""
+        """``line`` as a range when its unknown rate is bounded (:mod:`.bounds`)."""
         if line.amount is not None:
             return line
         found = bounds.bound(
@@ -121,7 +121,7 @@ class Costing:
         return lines
 
     def _system_disk(self, provider: str) -> CostLine | None:
-        """The system disk the launch creates (:func:`cloudbroker.launching.system_disk_gb`)
+        """The system disk the launch creates (:func:`cloudbroker.plugins.launching.system_disk_gb`)
         when it is not the one the compute price includes: what differs has no rate in the
         catalog, so the line is unknown (the offer incomplete), never zero."""
         priced = self.sheets[provider].system_disk_gb
@@ -140,7 +140,7 @@ class Costing:
 
     def _data_egress(self, provider: str, region: str) -> CostLine:
         """The dataset's move into ``region``: every route priced from the region it leaves,
-        the cheapest a buyer can use (:mod:`cloudbroker.transfer`)."""
+        the cheapest a buyer can use (:mod:`cloudbroker.quote.transfer`)."""
         job = self.job
         origin = job.data_from
         assert origin is not None

@@ -1,7 +1,7 @@
 """What a quote is asked: the :class:`Job` (and where its data lives), without pydantic.
 
 The ranking core (:mod:`cloudbroker.quote.ranking`) reads a job on both paths, the plugins'
-answers and the compiled index (:mod:`cloudbroker.fast_quote`), so it is a plain dataclass.
+answers and the compiled index (:mod:`cloudbroker.quote.fast_quote`), so it is a plain dataclass.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ class Job:
     # replication) or "private" (a private line such as CEN / CCN, where one exists)
     route: str = "public"
     # (provider, region) pairs ``regions`` resolved to (a city matches each cloud's region in
-    # it: cloudbroker.regions); empty: ``regions`` alone filters
+    # it: cloudbroker.catalogs.regions); empty: ``regions`` alone filters
     places: frozenset[tuple[str, str]] = field(default=frozenset())
-    # spot against other markets (cloudbroker.spot_rank): the spot-risk inputs
+    # spot against other markets (cloudbroker.quote.spot_rank): the spot-risk inputs
     spot_restart_minutes: Decimal = Decimal(10)
     spot_checkpoint_minutes: Decimal | None = None  # None: no checkpoints planned
     spot_interruptions_per_day: Decimal | None = None  # the user's rate, else published bands

@@ -50,7 +50,7 @@ class CostLine(Model):
     source: Source | None = None
     why_unknown: str = ""  # when amount is None: what is not known, e.g. a price not published
     # an unknown amount bounded from published facts: (low, high) in the quote's currency,
-    # and where the bound comes from; the offer ranks by the high end (cloudbroker.bounds)
+    # and where the bound comes from; the offer ranks by the high end (cloudbroker.quote.bounds)
     range: tuple[Money, Money] | None = None
     bound: str = ""
     route: str = ""  # egress: the route the data takes, e.g. "OSS internet egress, 0.50 CNY/GB"
@@ -104,7 +104,7 @@ class QuoteResult(Model):
     # GPU model -> the count quoted instead of the job's default count, which none is sold with
     smallest_sold: dict[str, int] = Field(default_factory=dict)
     regions_matched: tuple[str, ...] = ()  # what each city given as --region matched
-    # why -> spot offers ranked after every offer on another market (cloudbroker.spot_rank)
+    # why -> spot offers ranked after every offer on another market (cloudbroker.quote.spot_rank)
     spot_last: dict[str, int] = Field(default_factory=dict)
     live: LiveReport | None = None  # quote --live: how old each provider's availability is
     work: WorkReport | None = None  # work-based quotes: what cannot finish or run, and why

@@ -5,7 +5,7 @@ It reads plain rows through their attributes (an instance type: ``provider``, ``
 ``region``, ``zone``, ``market``, ``price`` (``amount``, ``currency``), ``rule``, ``flags``,
 ``source``) and imports no pydantic, so that two loaders feed the same code: the plugins'
 validated answers (:class:`cloudbroker.quote.engine.QuoteEngine`, whose results are the
-pydantic models) and the compiled catalog index (:mod:`cloudbroker.fast_quote`, whose results
+pydantic models) and the compiled catalog index (:mod:`cloudbroker.quote.fast_quote`, whose results
 are plain records). A subclass says only how its results are made, at the edge
 (:meth:`Ranker._money`, :meth:`Ranker._line`, :meth:`Ranker._quote`, :meth:`Ranker._with`),
 for the shown offers only, and what the hidden costs of a region are (:meth:`Ranker._hidden`).
@@ -24,15 +24,15 @@ from functools import cached_property
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
-from cloudbroker import regions as region_names
-from cloudbroker.costs import SECONDS_PER_HOUR, billed_seconds, describe_billing
+from cloudbroker.catalogs import regions as region_names
 from cloudbroker.errors import UsageError
+from cloudbroker.quote.costs import SECONDS_PER_HOUR, billed_seconds, describe_billing
 from cloudbroker.vocabulary import Market, Ranking
 
 if TYPE_CHECKING:
-    from cloudbroker.availability import Board
+    from cloudbroker.catalogs.availability import Board
     from cloudbroker.quote.job import Job
-    from cloudbroker.spot_rank import Outlook
+    from cloudbroker.quote.spot_rank import Outlook
 
 
 @dataclass
@@ -94,7 +94,7 @@ class _TypeIndex:
 
 
 # An offer's place in the ranking: (cannot be launched now (live: sold out, not offered)?,
-# a spot offer that may never finish (cloudbroker.spot_rank)?, lower bound (an unknown hidden
+# a spot offer that may never finish (cloudbroker.quote.spot_rank)?, lower bound (an unknown hidden
 # cost, ranked after the complete ones unless ranking by LOWER_BOUND)?, the known part of the
 # total (spot: its expected compute), its position among the priced offers).
 _Key = tuple[bool, bool, bool, Decimal, int]
@@ -124,7 +124,7 @@ class Ranker:
         self._rates: dict[str, Decimal] = {}
         self._currencies: set[str] = set()
         self._indexes: dict[bool, _TypeIndex] = {}  # by ``any_count``
-        # spot against other markets: ranked by expected compute (cloudbroker.spot_rank)
+        # spot against other markets: ranked by expected compute (cloudbroker.quote.spot_rank)
         self._spot = spot if len(set(job.markets)) > 1 else None
 
     # -- what a subclass makes of the results (the edge) ---------------------------------
@@ -351,7 +351,7 @@ class Ranker:
         offered) ranks after all the others, or is left out when ``hide`` (and counted).
         """
         if live is not None:  # offline, the availability module is not even imported
-            from cloudbroker.availability import UNLAUNCHABLE, status_of
+            from cloudbroker.catalogs.availability import UNLAUNCHABLE, status_of
 
         def figure(t: Any, p: Any) -> Any:
             return (

@@ -19,7 +19,7 @@ from cloudbroker.quote.models import Job, LiveReport, Quote, QuoteResult
 from cloudbroker.quote.ranking import place
 
 if TYPE_CHECKING:
-    from cloudbroker.availability import Live
+    from cloudbroker.catalogs.availability import Live
     from cloudbroker.plugins import Catalogs, PluginManager
 
 # -- GPU matching ------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def quote(
     """Ask every provider for its types and prices at once, then rank the job's offers.
 
     With ``live``, the clouds are then asked whether the matching offers can be launched now
-    (:mod:`cloudbroker.availability`), and the offers are ranked again with the answers.
+    (:mod:`cloudbroker.catalogs.availability`), and the offers are ranked again with the answers.
     ``catalogs``: :func:`read_catalogs` already read for the job, so that the sections shown
     with the quote (commitments) and tco ask every provider once.
     """
@@ -176,7 +176,8 @@ def _spot_ranker(pm: PluginManager, job: Job):
 
     if Market.SPOT not in job.markets or len(set(job.markets)) < 2:
         return None
-    from cloudbroker import spot_rank, spot_risk
+    from cloudbroker.economics import spot_risk
+    from cloudbroker.quote import spot_rank
 
     given = job.spot_interruptions_per_day
     tables: dict[str, spot_risk.InterruptionTable] = {}

@@ -76,7 +76,7 @@ class ProcessRunner:
         self.pids = pids
         self.metadata_url = metadata_url
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
-        from cloudbroker.rclone import find_rclone
+        from cloudbroker.storage.rclone import find_rclone
 
         tools = [str(Path(find_rclone().path).parent), str(Path(sys.executable).parent)]
         self.path = os.pathsep.join([*dict.fromkeys(tools), "/usr/local/bin", "/usr/bin", "/bin"])

@@ -45,7 +45,7 @@ FALLBACK_NOTICE_SECONDS = 120
 
 def notice_seconds(provider: str, package: str) -> int:
     """The cloud's spot notice period from its packaged terms."""
-    from cloudbroker.catalog import packaged
+    from cloudbroker.catalogs.catalog import packaged
 
     notices = [t.spot_notice_seconds for t in packaged(provider, package).terms]
     return next((n for n in notices if n), FALLBACK_NOTICE_SECONDS)

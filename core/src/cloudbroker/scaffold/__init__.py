@@ -3,7 +3,7 @@
 :func:`new_plugin` writes ``cloudbroker-NAME/`` from the files under ``template/``: a
 pyproject with the entry point, a catalog and terms to fill in (every price unknown, every
 source a TEMPLATE to replace, so nothing invented reaches a quote), a plugin with the live
-hooks of a JSON REST cloud with one API key (on :class:`cloudbroker.rest.JsonApi`), its
+hooks of a JSON REST cloud with one API key (on :class:`cloudbroker.plugins.rest.JsonApi`), its
 emulator (on :class:`cloudbroker.testing.emulator.JsonEmulator`) and a contract test that
 passes before the author changes a line. In the templates ``$name`` is the provider's name,
 ``$package`` the import name, ``$distribution`` the distribution's, ``$title`` the cloud's

@@ -7,7 +7,7 @@ from typing import Any
 from cloudbroker.broker import Broker
 from cloudbroker.broker.budget import charges, spend
 from cloudbroker.broker.records import last_failover, standby_newest
-from cloudbroker.report import UNPRICEABLE
+from cloudbroker.economics.report import UNPRICEABLE
 from cloudbroker.state import PlacementRecord
 from cloudbroker.state.fleet import Fleet, read_some
 

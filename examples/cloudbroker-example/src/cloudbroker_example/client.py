@@ -1,6 +1,6 @@
 """Calls to Example Cloud's compute API, with its errors translated into cloudbroker's.
 
-Example Cloud's API is JSON over HTTP, so :class:`cloudbroker.rest.JsonApi` does the generic
+Example Cloud's API is JSON over HTTP, so :class:`cloudbroker.plugins.rest.JsonApi` does the generic
 part: the endpoint (``CLOUDBROKER_EXAMPLE_ENDPOINT``, the ``endpoint`` setting, the public
 address), retries of throttling and unavailability (a lost response included: ``RunInstance``
 is idempotent on its client token, so a retry is safe), and the table below from the cloud's
@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     AuthError,
     CapacityError,
@@ -24,7 +23,8 @@ from cloudbroker.errors import (
     ThrottledError,
     UsageError,
 )
-from cloudbroker.rest import JsonApi
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.rest import JsonApi
 
 from cloudbroker_example.signing import ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, signature
 

@@ -1,7 +1,7 @@
 """Example Cloud hook implementations: thin, the API calls live in :mod:`.client`.
 
 The offline hooks (``provider_info``, ``list_instance_types``, ``price``) come from
-:class:`cloudbroker.provider.CatalogProvider`, which serves ``data/catalog.csv`` and
+:class:`cloudbroker.plugins.provider.CatalogProvider`, which serves ``data/catalog.csv`` and
 ``data/terms.toml``; this subclass adds the live, routed hooks.
 """
 
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import (
     BucketRef,
     Instance,
@@ -20,7 +18,9 @@ from cloudbroker.models import (
     Market,
     StorageRemote,
 )
-from cloudbroker.provider import CatalogProvider, Description
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.provider import CatalogProvider, Description
 from pydantic import SecretStr
 
 from cloudbroker_example import client

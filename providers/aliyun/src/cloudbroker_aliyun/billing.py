@@ -15,10 +15,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from cloudbroker.billing import Tally, covered, cycles, own
-from cloudbroker.context import HookContext
 from cloudbroker.errors import ProviderUnavailable
 from cloudbroker.models import Bill, InstanceRef
+from cloudbroker.plugins.billing import Tally, covered, cycles, own
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aliyun.client import BSS, Session
 from cloudbroker_aliyun.credentials import PROVIDER
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from cloudbroker import retry
-from cloudbroker.context import HookContext
 from cloudbroker.errors import ConfigError
+from cloudbroker.plugins import retry
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aliyun.credentials import credentials
 from cloudbroker_aliyun.errors import translate
 

@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError
+from cloudbroker.plugins.context import HookContext
 
 PROVIDER = "aliyun"
 KEY_ID_ENV = "ALIBABA_CLOUD_ACCESS_KEY_ID"

@@ -4,7 +4,7 @@ Every ECS answer and transport failure reaches us as a ``TeaException`` (``code`
 ``statusCode``, ``data["Message"]``; a failure with no HTTP answer carries the underlying
 error as ``inner_exception``). The code decides first (``Throttling*``, ``*.NotFound``,
 stock codes...), then the HTTP status. The SDK is imported only when translating; any
-other exception is raised unchanged (:mod:`cloudbroker.sdk_errors` has the policy).
+other exception is raised unchanged (:mod:`cloudbroker.plugins.sdk_errors` has the policy).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     ThrottledError,
 )
-from cloudbroker.sdk_errors import one_line, sdk_exception
+from cloudbroker.plugins.sdk_errors import one_line, sdk_exception
 from cloudbroker_aliyun.credentials import CHECK_CREDENTIALS, PROVIDER
 
 AUTH_CODES = {

@@ -14,9 +14,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import ConfigError, NotFoundError, ProviderUnavailable
-from cloudbroker.launching import encoded_user_data, idempotency_key
 from cloudbroker.models import (
     Instance,
     InstanceRef,
@@ -24,6 +22,8 @@ from cloudbroker.models import (
     LaunchRequest,
     Market,
 )
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.launching import encoded_user_data, idempotency_key
 from cloudbroker_aliyun.client import Session
 from cloudbroker_aliyun.credentials import PROVIDER
 from cloudbroker_aliyun.offers import SYSTEM_DISK, regions_to_query, zone_types

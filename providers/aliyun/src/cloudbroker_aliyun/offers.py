@@ -18,8 +18,8 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from cloudbroker.catalog import Catalog
-from cloudbroker.context import HookContext
+from cloudbroker.catalogs.catalog import Catalog
+from cloudbroker.catalogs.zone_stock import zone_figures
 from cloudbroker.errors import CapacityError, ConfigError, NotFoundError
 from cloudbroker.gpus import normalise_gpu
 from cloudbroker.models import (
@@ -33,7 +33,7 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.money import Money
-from cloudbroker.zone_stock import zone_figures
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aliyun.client import Session
 from cloudbroker_aliyun.credentials import PROVIDER
 

@@ -7,10 +7,10 @@ catalog hooks answer from the packaged or refreshed catalog; online they ask ECS
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import SpotNotice
-from cloudbroker.provider import Description, ModularProvider, Modules
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.provider import Description, ModularProvider, Modules
 from cloudbroker_aliyun import billing, instances, notice, offers, quotas, storage
 from cloudbroker_aliyun.credentials import (
     CLI_CONFIG,

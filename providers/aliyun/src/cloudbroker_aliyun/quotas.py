@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cloudbroker.context import HookContext
 from cloudbroker.models import Market, Quota, Source
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aliyun.client import Session
 from cloudbroker_aliyun.credentials import PROVIDER
 from cloudbroker_aliyun.offers import API_URL

@@ -7,10 +7,10 @@ the metadata service (:data:`INSTANCE_CREDENTIALS`): the role named by ``instanc
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import ConfigError
 from cloudbroker.models import BucketRef, InstanceCredentials, MetadataToken, StorageRemote
-from cloudbroker.s3_remote import s3_remote
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.storage.s3_remote import s3_remote
 from cloudbroker_aliyun.credentials import PROVIDER, credentials
 
 STORAGE_ENDPOINT_ENV = "CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT"

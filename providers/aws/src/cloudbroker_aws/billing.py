@@ -21,10 +21,10 @@ from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from typing import Any
 
-from cloudbroker.billing import Tally, own
-from cloudbroker.context import HookContext
 from cloudbroker.errors import CloudBrokerError, ProviderUnavailable
 from cloudbroker.models import Bill, InstanceRef
+from cloudbroker.plugins.billing import Tally, own
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aws.client import DEFAULT_REGION, call, client
 
 PROVIDER = "aws"

@@ -7,7 +7,7 @@ else botocore's own chain (``~/.aws``, SSO, container, instance metadata). Endpo
 whatever botocore resolves (a profile's ``endpoint_url``, the public endpoint).
 
 Retries: botocore's standard mode is configured with a single attempt and every call goes
-through :func:`cloudbroker.retry.call` instead, so there is exactly one retry layer and it
+through :func:`cloudbroker.plugins.retry.call` instead, so there is exactly one retry layer and it
 decides on the *translated* error: botocore retries every HTTP 500, and EC2 answers
 InsufficientInstanceCapacity with a 500, which must surface at once as CapacityError (the
 broker then tries another offer) rather than be retried. A RunInstances whose response was
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
-from cloudbroker import retry
-from cloudbroker.context import HookContext
+from cloudbroker.plugins import retry
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aws.errors import translate
 
 T = TypeVar("T")
@@ -38,7 +38,7 @@ ENDPOINT_ENV = {
     "service-quotas": "SERVICE_QUOTAS",
     "ce": "COST_EXPLORER",
 }
-LOG = logging.getLogger("cloudbroker.provider.aws")
+LOG = logging.getLogger("cloudbroker.plugins.provider.aws")
 
 _lock = threading.RLock()
 _sessions: dict[tuple[Any, ...], Any] = {}

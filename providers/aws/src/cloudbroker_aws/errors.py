@@ -5,7 +5,7 @@ alone misleads on EC2, which answers InsufficientInstanceCapacity with a 500. Th
 import is deferred to the first translation so that importing this module stays free.
 
 The SDK's exceptions are ``ClientError`` and every ``BotoCoreError`` (transport failures
-included); anything else is raised unchanged (:mod:`cloudbroker.sdk_errors` has the policy).
+included); anything else is raised unchanged (:mod:`cloudbroker.plugins.sdk_errors` has the policy).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     ThrottledError,
 )
-from cloudbroker.sdk_errors import one_line, sdk_exception
+from cloudbroker.plugins.sdk_errors import one_line, sdk_exception
 
 CREDENTIALS_HINT = (
     "check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the profile named by setting "

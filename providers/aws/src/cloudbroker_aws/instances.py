@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import ConfigError, NotFoundError, UsageError
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aws import client
 
 STATES = {

@@ -22,8 +22,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cloudbroker.catalog import Catalog
-from cloudbroker.context import HookContext
+from cloudbroker.catalogs.catalog import Catalog
 from cloudbroker.errors import AuthError
 from cloudbroker.gpus import normalise_gpu
 from cloudbroker.models import (
@@ -38,6 +37,7 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.money import Money
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aws import client
 
 #: Families with NVIDIA data-centre GPUs; override with the ``instance_type_patterns`` setting.

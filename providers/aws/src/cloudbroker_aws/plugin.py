@@ -6,10 +6,10 @@ calls that need it, so ``cloudbroker --help`` and offline quotes never pay for i
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import SpotNotice
-from cloudbroker.provider import Description, ModularProvider, Modules
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.provider import Description, ModularProvider, Modules
 from cloudbroker_aws import billing, instances, notice, offers, quotas, storage
 
 DESCRIPTION = Description(

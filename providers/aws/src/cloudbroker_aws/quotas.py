@@ -32,9 +32,9 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import NotFoundError
 from cloudbroker.models import Market, Quota, Source
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_aws import client
 from cloudbroker_aws.instances import LIFECYCLES
 

@@ -17,10 +17,10 @@ to hash it and every PutObject fails ("request stream is not seekable").
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError
 from cloudbroker.models import BucketRef, InstanceCredentials, MetadataToken, StorageRemote
-from cloudbroker.s3_remote import s3_remote
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.storage.s3_remote import s3_remote
 from cloudbroker_aws import client
 from cloudbroker_aws.errors import CREDENTIALS_HINT
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from cloudbroker.billing import Tally, covered, cycles, own
-from cloudbroker.context import HookContext
 from cloudbroker.models import Bill, InstanceRef
+from cloudbroker.plugins.billing import Tally, covered, cycles, own
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_huawei.client import Bss
 from cloudbroker_huawei.credentials import PROVIDER
 

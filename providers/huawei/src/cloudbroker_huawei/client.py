@@ -1,6 +1,6 @@
 """The Huawei Cloud SDK calls this provider makes, and where each service answers.
 
-Each call goes through :func:`cloudbroker.retry.call` (throttling and 5xx are retried with
+Each call goes through :func:`cloudbroker.plugins.retry.call` (throttling and 5xx are retried with
 backoff, the SDK's own retries stay off) and comes back as a plain dict in the REST wire shape
 (``OS-EXT-STS:task_state``, ``os_extra_specs``, ...), so the mapping modules read the same
 fields the API documentation and the emulator use. SDK modules are imported here, inside the
@@ -27,9 +27,9 @@ from decimal import Decimal
 from functools import partial
 from typing import Any, TypeVar
 
-from cloudbroker import retry
-from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError
+from cloudbroker.plugins import retry
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_huawei import credentials
 from cloudbroker_huawei.errors import translate
 
@@ -38,7 +38,7 @@ CONNECT_TIMEOUT = 5.0
 HOUR = 4  # BSS usage_measure_id for hours
 RATINGS_PER_CALL = 100  # BSS accepts at most 100 products per inquiry
 SERVERS_PER_PAGE = 1000  # the most ListServersDetails returns at once
-LOG = logging.getLogger("cloudbroker.provider.huawei")
+LOG = logging.getLogger("cloudbroker.plugins.provider.huawei")
 ECS_ENV = "CLOUDBROKER_HUAWEI_ENDPOINT"
 BSS_ENV = "CLOUDBROKER_HUAWEI_BSS_ENDPOINT"
 STORAGE_ENV = "CLOUDBROKER_HUAWEI_STORAGE_ENDPOINT"

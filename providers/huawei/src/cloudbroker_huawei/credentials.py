@@ -21,9 +21,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError, ConfigError
 from cloudbroker.models import CredentialStatus, ProviderInfo
+from cloudbroker.plugins.context import HookContext
 
 PROVIDER = "huawei"
 PROFILE_FILE = "~/.hcloud/config.json"

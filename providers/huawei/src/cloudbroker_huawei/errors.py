@@ -16,7 +16,7 @@ the HTTP status. Two traps this avoids:
 
 The SDK's exception module is imported only when translating, i.e. after an SDK call failed,
 so importing this module stays free. The SDK also lets ``requests`` failures through; any
-other exception is raised unchanged (:mod:`cloudbroker.sdk_errors` has the policy).
+other exception is raised unchanged (:mod:`cloudbroker.plugins.sdk_errors` has the policy).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     ThrottledError,
 )
-from cloudbroker.sdk_errors import one_line, sdk_exception
+from cloudbroker.plugins.sdk_errors import one_line, sdk_exception
 from cloudbroker_huawei.credentials import HINT, PROVIDER
 
 AUTH_CODES = frozenset(
@@ -116,7 +116,7 @@ def classify(
 
 
 def translate(exc: Exception) -> CloudBrokerError:
-    """For :func:`cloudbroker.retry.call`: an SDK exception as a typed error."""
+    """For :func:`cloudbroker.plugins.retry.call`: an SDK exception as a typed error."""
     import requests
     from huaweicloudsdkcore.exceptions import exceptions as sdk
 

@@ -53,9 +53,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cloudbroker.config import require
-from cloudbroker.context import HookContext
 from cloudbroker.errors import CloudBrokerError, NotFoundError, ProviderUnavailable, UsageError
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_huawei import credentials
 from cloudbroker_huawei.client import Ecs
 from cloudbroker_huawei.credentials import PROVIDER

@@ -26,8 +26,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from cloudbroker.catalog import Catalog
-from cloudbroker.context import HookContext
+from cloudbroker.catalogs.catalog import Catalog
 from cloudbroker.errors import AuthError, NotFoundError
 from cloudbroker.gpus import normalise_gpu
 from cloudbroker.models import (
@@ -42,6 +41,7 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.money import Money
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_huawei import credentials
 from cloudbroker_huawei.client import Bss, Ecs
 from cloudbroker_huawei.credentials import PROVIDER

@@ -7,10 +7,10 @@ ECS ListFlavors and the BSS price inquiry.
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import ProviderInfo
-from cloudbroker.provider import Description, ModularProvider, Modules
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.provider import Description, ModularProvider, Modules
 from cloudbroker_huawei import billing, credentials, instances, offers, quotas, storage
 from cloudbroker_huawei.client import BSS_ENV, ECS_ENV
 

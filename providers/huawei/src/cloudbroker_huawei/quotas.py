@@ -13,8 +13,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from cloudbroker.context import HookContext
 from cloudbroker.models import Market, Quota, Source
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_huawei import credentials
 from cloudbroker_huawei.client import Ecs
 

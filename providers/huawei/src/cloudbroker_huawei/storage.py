@@ -6,9 +6,9 @@ to the instance, from the metadata service (:data:`INSTANCE_CREDENTIALS`; no rol
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
 from cloudbroker.models import BucketRef, InstanceCredentials, MetadataToken, StorageRemote
-from cloudbroker.s3_remote import s3_remote
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.storage.s3_remote import s3_remote
 from cloudbroker_huawei import credentials
 from cloudbroker_huawei.client import obs_endpoint
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from cloudbroker.billing import Tally, covered, cycles, own
-from cloudbroker.context import HookContext
 from cloudbroker.currency import parse_currency
 from cloudbroker.models import Bill, InstanceRef
+from cloudbroker.plugins.billing import Tally, covered, cycles, own
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_tencent.client import BillingApi
 
 PROVIDER = "tencent"

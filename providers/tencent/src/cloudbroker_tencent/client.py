@@ -15,9 +15,9 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
-from cloudbroker import retry
-from cloudbroker.context import HookContext
 from cloudbroker.errors import ConfigError
+from cloudbroker.plugins import retry
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_tencent.credentials import credentials
 from cloudbroker_tencent.errors import translate
 

@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cloudbroker.context import HookContext
 from cloudbroker.errors import AuthError, ConfigError
+from cloudbroker.plugins.context import HookContext
 
 SECRET_ID_ENV = "TENCENTCLOUD_SECRET_ID"
 SECRET_KEY_ENV = "TENCENTCLOUD_SECRET_KEY"

@@ -5,7 +5,7 @@ The SDK raises ``TencentCloudSDKException`` for everything: API errors carry the
 SDK adds its own for transport: ``ClientNetworkError`` (connection, timeout), and
 ``ServerNetworkError`` (any non-200 status). Codes are dotted families; a family maps as a whole.
 The SDK also lets json's decode error through from an answer that is not JSON; any other
-exception is raised unchanged (:mod:`cloudbroker.sdk_errors` has the policy).
+exception is raised unchanged (:mod:`cloudbroker.plugins.sdk_errors` has the policy).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     ThrottledError,
 )
-from cloudbroker.sdk_errors import one_line, sdk_exception
+from cloudbroker.plugins.sdk_errors import one_line, sdk_exception
 from cloudbroker_tencent.credentials import CHECK_CREDENTIALS
 
 # (code or code family, error type); the first match wins.

@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 from cloudbroker.config import require
-from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     CapacityError,
     ConfigError,
@@ -28,8 +27,9 @@ from cloudbroker.errors import (
     ProviderUnavailable,
     UsageError,
 )
-from cloudbroker.launching import encoded_user_data
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.launching import encoded_user_data
 from cloudbroker_tencent import offers
 from cloudbroker_tencent.client import CvmApi
 

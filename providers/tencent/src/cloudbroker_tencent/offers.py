@@ -25,11 +25,10 @@ from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple
 
-from cloudbroker.catalog import Catalog
-from cloudbroker.context import HookContext
+from cloudbroker.catalogs.catalog import Catalog
+from cloudbroker.catalogs.zone_stock import zone_figures
 from cloudbroker.errors import CapacityError, ConfigError
 from cloudbroker.gpus import normalise_gpu
-from cloudbroker.launching import image_for
 from cloudbroker.models import (
     Availability,
     AvailabilityStatus,
@@ -42,10 +41,11 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.money import Money
-from cloudbroker.zone_stock import zone_figures
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.launching import image_for
 from cloudbroker_tencent.client import CvmApi
 
-log = logging.getLogger("cloudbroker.provider.tencent")
+log = logging.getLogger("cloudbroker.plugins.provider.tencent")
 
 CHARGE_MARKETS = {"POSTPAID_BY_HOUR": Market.ON_DEMAND, "SPOTPAID": Market.SPOT}
 LISTING = "Tencent Cloud API: CVM DescribeZoneInstanceConfigInfos"

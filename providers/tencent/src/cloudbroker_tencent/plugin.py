@@ -6,10 +6,10 @@ API call, so ``cloudbroker providers`` and offline quotes never pay for it.
 
 from __future__ import annotations
 
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
 from cloudbroker.models import SpotNotice
-from cloudbroker.provider import Description, ModularProvider, Modules
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.hookspecs import hookimpl
+from cloudbroker.plugins.provider import Description, ModularProvider, Modules
 from cloudbroker_tencent import billing, instances, notice, offers, quotas, storage
 from cloudbroker_tencent.credentials import (
     CREDENTIAL_FILE,

@@ -14,8 +14,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from cloudbroker.context import HookContext
 from cloudbroker.models import Market, Quota, Source
+from cloudbroker.plugins.context import HookContext
 from cloudbroker_tencent.client import CvmApi
 
 DOC = (

@@ -8,9 +8,9 @@ metadata service (:data:`INSTANCE_CREDENTIALS`): the role named by ``instance_ro
 from __future__ import annotations
 
 from cloudbroker.config import require
-from cloudbroker.context import HookContext
 from cloudbroker.models import BucketRef, InstanceCredentials, StorageRemote
-from cloudbroker.s3_remote import s3_remote
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.storage.s3_remote import s3_remote
 from cloudbroker_tencent.client import STORAGE_ENDPOINT_ENV, storage_endpoint
 from cloudbroker_tencent.credentials import credentials
 

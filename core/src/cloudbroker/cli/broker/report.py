@@ -1,4 +1,5 @@
-"""``report``: what was spent, by placement, cloud, GPU model and line (see cloudbroker.report)."""
+"""``report``: what was spent, by placement, cloud, GPU model and line
+(see cloudbroker.economics.report)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ fixture, ``provider_under_test``, returning a :class:`ProviderUnderTest`::
             return ProviderUnderTest(cloudbroker_plugins(load_entrypoints=True), "mycloud")
 
 Offline checks (``provider_info``, ``list_instance_types``, ``price``, the import of the
-plugin's module, the data files of :mod:`cloudbroker.provider_data`) always run. The routed
+plugin's module, the data files of :mod:`cloudbroker.catalogs.provider_data`) always run. The routed
 hooks run only when the provider implements them, and launch/status/terminate only when
 ``ProviderUnderTest.live`` names a local endpoint (an emulator) to launch on; otherwise each
 is skipped with the reason. Once ``live`` is given, a missing hook of :data:`LIVE_HOOKS` fails

@@ -12,7 +12,6 @@ import pytest
 
 from cloudbroker.broker.records import AMBIGUOUS, REFUSED
 from cloudbroker.errors import CapacityError, CloudBrokerError, NotFoundError
-from cloudbroker.launching import KEY_TAG, MANAGED_TAG, idempotency_key, launch_request
 from cloudbroker.models import (
     AvailabilityStatus,
     Instance,
@@ -20,6 +19,7 @@ from cloudbroker.models import (
     InstanceState,
     Market,
 )
+from cloudbroker.plugins.launching import KEY_TAG, MANAGED_TAG, idempotency_key, launch_request
 from cloudbroker.testing.contract.subject import LiveTarget, ProviderUnderTest, _needs
 from cloudbroker.testing.emulator import Emulator
 

@@ -14,7 +14,8 @@ from typing import ClassVar
 
 import pytest
 
-from cloudbroker import commitments, spot_risk
+from cloudbroker.catalogs.provider_data import DATA_FILES, data_dir, data_package
+from cloudbroker.economics import commitments, spot_risk
 from cloudbroker.errors import AuthError, ConfigError
 from cloudbroker.models import (
     BucketRef,
@@ -25,8 +26,7 @@ from cloudbroker.models import (
 )
 from cloudbroker.money import CURRENCIES
 from cloudbroker.plugins import ENTRY_POINT_GROUP
-from cloudbroker.provider_data import DATA_FILES, data_dir, data_package
-from cloudbroker.rclone import find_rclone
+from cloudbroker.storage.rclone import find_rclone
 from cloudbroker.testing.contract.rclone_remote import check_rclone_accepts
 from cloudbroker.testing.contract.subject import (
     DEFAULT_SDK_MODULES,
@@ -179,7 +179,7 @@ class OfflineChecks:
     def test_data_files_are_named_and_parse_as_the_core_reads_them(
         self, cb_provider: ProviderUnderTest
     ):
-        """The data-file convention (:mod:`cloudbroker.provider_data`): a file under a name
+        """The data-file convention (:mod:`cloudbroker.catalogs.provider_data`): a file under a name
         the core does not read would be skipped without a word, so a close name fails."""
         plugin = cb_provider.manager.plugin(cb_provider.name)
         folder = data_dir(cb_provider.manager, cb_provider.name)

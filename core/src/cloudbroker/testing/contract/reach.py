@@ -10,16 +10,16 @@ import uuid
 import pytest
 
 from cloudbroker.errors import AuthError
-from cloudbroker.hookspecs import PROJECT
-from cloudbroker.launching import (
+from cloudbroker.models import BucketRef, Instance, InstanceState, Market, ProviderInfo
+from cloudbroker.plugins import HOOKS
+from cloudbroker.plugins.hookspecs import PROJECT
+from cloudbroker.plugins.launching import (
     credentials_script,
     idempotency_key,
     launch_request,
     redact,
     user_data,
 )
-from cloudbroker.models import BucketRef, Instance, InstanceState, Market, ProviderInfo
-from cloudbroker.plugins import HOOKS
 from cloudbroker.testing.contract.subject import LiveTarget, ProviderUnderTest, _needs
 from cloudbroker.testing.emulator import Emulator
 

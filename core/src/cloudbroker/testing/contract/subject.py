@@ -38,7 +38,7 @@ class LiveTarget:
 
     The endpoint and credentials themselves travel the way a user gives them, in the
     manager's ``settings`` and ``env``; the launch request is built from those settings with
-    :func:`cloudbroker.launching.launch_request`, as the CLI builds it. Give ``emulator``
+    :func:`cloudbroker.plugins.launching.launch_request`, as the CLI builds it. Give ``emulator``
     (an :class:`~cloudbroker.testing.emulator.Emulator` already started) to also run the
     fault-injection checks.
     """

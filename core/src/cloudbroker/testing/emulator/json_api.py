@@ -17,7 +17,7 @@ class JsonEmulator(Emulator):
     ``{name}`` parts land in ``request.params``) and :attr:`Emulator.fault_errors`. Requests
     must carry ``Authorization: Bearer <access_key>`` (the key the test started the
     emulator with; ``secret_key`` is unused); errors are answered as ``{"error": {"code",
-    "message", "request_id"}}``, the shape :func:`cloudbroker.rest.error_fields` reads.
+    "message", "request_id"}}``, the shape :func:`cloudbroker.plugins.rest.error_fields` reads.
     Override :meth:`authenticate` or :meth:`error` for another scheme or shape.
     """
 

@@ -218,7 +218,7 @@ class AliyunEcsEmulator(Emulator):
     @classmethod
     def from_catalog(cls, **kwargs: Any) -> AliyunEcsEmulator:
         """An emulator selling the packaged catalog: its types, regions, zones and prices."""
-        from cloudbroker.catalog import packaged
+        from cloudbroker.catalogs.catalog import packaged
         from cloudbroker.models import Market
 
         catalog = packaged("aliyun", "cloudbroker_aliyun")

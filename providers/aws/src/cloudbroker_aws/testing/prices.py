@@ -42,7 +42,7 @@ class PriceBook:
     @classmethod
     def from_catalog(cls) -> PriceBook:
         """The packaged catalog's prices, so the emulator publishes realistic, sourced figures."""
-        from cloudbroker.catalog import packaged
+        from cloudbroker.catalogs.catalog import packaged
         from cloudbroker.models import Market
 
         book = cls()

@@ -195,7 +195,7 @@ class HuaweiEcsEmulator(Emulator):
     @classmethod
     def from_catalog(cls, **kwargs: Any) -> HuaweiEcsEmulator:
         """An emulator selling the packaged catalog's GPU flavors (any region and zone)."""
-        from cloudbroker.catalog import packaged
+        from cloudbroker.catalogs.catalog import packaged
 
         catalog = packaged("huawei", "cloudbroker_huawei")
         flavors = {

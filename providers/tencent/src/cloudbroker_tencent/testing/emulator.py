@@ -213,7 +213,7 @@ class TencentEmulator(Emulator):
     @classmethod
     def from_catalog(cls, **kwargs: Any) -> TencentEmulator:
         """An emulator selling the packaged catalog: its types, regions, zones and prices."""
-        from cloudbroker.catalog import packaged
+        from cloudbroker.catalogs.catalog import packaged
         from cloudbroker.models import Market
 
         catalog = packaged("tencent", "cloudbroker_tencent")

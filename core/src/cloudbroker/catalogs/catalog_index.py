@@ -1,6 +1,6 @@
 """The compiled catalog index: each provider's catalog answers, ready for a fast quote.
 
-A plain ``cloudbroker quote`` (:mod:`cloudbroker.fast_quote`) reads this instead of loading
+A plain ``cloudbroker quote`` (:mod:`cloudbroker.quote.fast_quote`) reads this instead of loading
 the plugins, parsing their CSV and TOML and validating the answers as models. The index is a
 cache of the plugins' answers, never a source: the full path writes it (:func:`save`) from
 what ``list_instance_types`` and ``price`` returned, and a quote reads it only while it
@@ -22,7 +22,7 @@ The header's key must equal the current one or the file is ignored:
   provider's endpoint variables.
 
 Only plugins whose answers are exactly their catalog files are indexed: a
-:class:`~cloudbroker.provider.CatalogProvider` that does not override the catalog hooks,
+:class:`~cloudbroker.plugins.provider.CatalogProvider` that does not override the catalog hooks,
 whose files are real paths and whose catalog skipped no row (the skipped rows' warnings are
 the full path's to give). Any other plugin (a computed or third-party catalog) is asked
 through the plugins every time. A file that cannot be read or written is ignored: the quote
@@ -45,9 +45,9 @@ from cloudbroker import plugin_switches
 from cloudbroker.provider_paths import api_endpoint, user_catalog_dir
 
 if TYPE_CHECKING:
-    from cloudbroker.answers import Catalogs
     from cloudbroker.models import BillingRule, ComputePrice, InstanceType
     from cloudbroker.plugins import PluginManager
+    from cloudbroker.plugins.answers import Catalogs
 
 FORMAT = 3
 #: Core modules whose code shapes the indexed answers (relative to the package).
@@ -67,7 +67,7 @@ Stamp = tuple[str, int | None, int | None]  # path, mtime_ns, size (None: absent
 
 
 class Rule(NamedTuple):
-    """A billing rule as :func:`cloudbroker.costs.billed_seconds` reads it."""
+    """A billing rule as :func:`cloudbroker.quote.costs.billed_seconds` reads it."""
 
     increment_seconds: int
     minimum_seconds: int
@@ -293,7 +293,7 @@ def save(pm: "PluginManager", catalogs: "Catalogs") -> None:
 def _sources(plugin: object) -> tuple[tuple[str, ...], tuple[Stamp, ...]] | None:
     """(endpoint variables, stamps of the files its answers come from), or None when the
     plugin's answers are not exactly its catalog files (not indexed)."""
-    from cloudbroker.provider import CatalogProvider
+    from cloudbroker.plugins.provider import CatalogProvider
 
     if not isinstance(plugin, CatalogProvider):
         return None

@@ -13,7 +13,7 @@ replication (:class:`RcloneReplicator`). One call:
    JSON log for progress and for the list of what moved. If rclone fails, both sides are
    probed, so that the error names the side at fault (rclone's own message rarely does);
 4. verifies by listing the destination again and comparing it, in Python, with the source's
-   listing (:mod:`cloudbroker.listing`); a difference, or any error rclone logged, raises
+   listing (:mod:`cloudbroker.storage.listing`); a difference, or any error rclone logged, raises
    :class:`VerificationError` naming the objects;
 5. prices the bytes moved by the source cloud's egress terms (looked up while rclone runs):
    across clouds its internet tiers, within one cloud its route to the destination region
@@ -21,7 +21,7 @@ replication (:class:`RcloneReplicator`). One call:
 
 A run killed half-way loses nothing: objects appear at the destination only when complete,
 and the next run skips every object whose size and checksum already match. Every rclone run
-is bounded in time (see :mod:`cloudbroker.rclone_session`).
+is bounded in time (see :mod:`cloudbroker.storage.rclone_session`).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from cloudbroker import rclone
-from cloudbroker.costs import TransferKind, egress_cost, route
 from cloudbroker.errors import DeleteRefused, UsageError, VerificationError
-from cloudbroker.listing import Comparison, Listing, compare, named, shown, uncopyable
 from cloudbroker.models import BucketRef, PriceSheet, RegionTerms, Route
 from cloudbroker.money import DecimalStr, Money
 from cloudbroker.plugins import PluginManager
-from cloudbroker.rclone_session import (
+from cloudbroker.quote.costs import TransferKind, egress_cost, route
+from cloudbroker.storage import rclone
+from cloudbroker.storage.listing import Comparison, Listing, compare, named, shown, uncopyable
+from cloudbroker.storage.rclone_session import (
     Change,
     Side,
     SyncProgress,

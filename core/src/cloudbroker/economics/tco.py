@@ -22,7 +22,7 @@ from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from cloudbroker import commitments
+from cloudbroker.economics import commitments
 from cloudbroker.errors import NoOfferError, Spelling, UsageError, keyword
 from cloudbroker.models import Market
 from cloudbroker.money import FxTable, Money

@@ -1,8 +1,9 @@
 """A provider's packaged data files: the convention the core reads them by.
 
 A provider ships its data files in the ``data/`` folder of its **data package**: the package
-its :class:`~cloudbroker.provider.Description` names (``package=``) when the plugin is a
-:class:`~cloudbroker.provider.CatalogProvider`, else the top-level package of the module that
+its :class:`~cloudbroker.plugins.provider.Description` names (``package=``) when the plugin is a
+:class:`~cloudbroker.plugins.provider.CatalogProvider`, else the top-level package of the module
+that
 defines the plugin object (``cloudbroker_mycloud`` for ``cloudbroker_mycloud.plugin:plugin``).
 The files the core reads there, every one optional, are :data:`DATA_FILES`; the contract
 suite (:mod:`cloudbroker.testing.contract`) checks that they parse and that no file is
@@ -22,16 +23,18 @@ if TYPE_CHECKING:
 
 #: The files the core reads from a provider's ``data/`` folder, and what reads each.
 DATA_FILES = {
-    "catalog.csv": "the offline catalog (cloudbroker.catalog, read by CatalogProvider)",
-    "terms.toml": "billing rules and hidden costs (cloudbroker.catalog)",
-    "commitments.toml": "reservations, savings plans, subscriptions (cloudbroker.commitments)",
-    "spot_interruptions.toml": "spot interruption rates (cloudbroker.spot_risk)",
+    "catalog.csv": "the offline catalog (cloudbroker.catalogs.catalog, read by CatalogProvider)",
+    "terms.toml": "billing rules and hidden costs (cloudbroker.catalogs.catalog)",
+    "commitments.toml": (
+        "reservations, savings plans, subscriptions (cloudbroker.economics.commitments)"
+    ),
+    "spot_interruptions.toml": "spot interruption rates (cloudbroker.economics.spot_risk)",
 }
 
 
 def data_package(plugin: object) -> str | None:
     """The package whose ``data/`` folder holds ``plugin``'s data files (see the module doc)."""
-    from cloudbroker.provider import CatalogProvider
+    from cloudbroker.plugins.provider import CatalogProvider
 
     if isinstance(plugin, CatalogProvider):
         return plugin.description.package or None

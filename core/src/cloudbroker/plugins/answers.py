@@ -1,7 +1,8 @@
 """What a plugin answers: checked against its hookspec, and gathered from a fan-out.
 
 Every answer is validated against the return type its hookspec annotates (the contract's
-types are read from :mod:`cloudbroker.hookspecs`, never repeated), and must name the provider
+types are read from :mod:`cloudbroker.plugins.hookspecs`, never repeated), and must name the
+provider
 it came from. A fan-out's answers are a :class:`FanOut`: one result per provider that
 answered, and a :class:`Failure` for each one that did not.
 """
@@ -15,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from cloudbroker import hookspecs
 from cloudbroker.errors import CloudBrokerError, PluginError
+from cloudbroker.plugins import hookspecs
 
 if TYPE_CHECKING:
     from cloudbroker.models import InstanceType, PriceSheet
@@ -80,7 +81,8 @@ def _annotations(hook: str) -> dict[str, Any]:
     hookspecs imports the models for type checkers only (a plugin importing the markers must
     not pay for pydantic), so the names are resolved against the models here.
     """
-    from cloudbroker import context, models
+    from cloudbroker import models
+    from cloudbroker.plugins import context
 
     names = {**vars(models), "HookContext": context.HookContext}
     return typing.get_type_hints(getattr(hookspecs, hook), globalns=names)

@@ -27,13 +27,13 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from cloudbroker.catalog import parse_money, parse_sourced_toml, source_ref
-from cloudbroker.costs import HOURS_PER_MONTH
+from cloudbroker.catalogs.catalog import parse_money, parse_sourced_toml, source_ref
+from cloudbroker.catalogs.provider_data import read_data_file
 from cloudbroker.errors import CatalogError, UsageError
 from cloudbroker.models import ComputePrice, InstanceType, Market, Source
 from cloudbroker.money import FxTable, Money
-from cloudbroker.provider_data import read_data_file
 from cloudbroker.quote import Job, QuoteEngine, match_gpus
+from cloudbroker.quote.costs import HOURS_PER_MONTH
 
 if TYPE_CHECKING:
     from cloudbroker.plugins import Catalogs, PluginManager

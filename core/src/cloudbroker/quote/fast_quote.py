@@ -3,7 +3,7 @@
 A plain quote (one market other than spot, no data to move, no checkpoints, no live
 availability, no sizing) has no hidden-cost line. This module is the second loader of the one
 ranking (:class:`cloudbroker.quote.ranking.Ranker`): it feeds it the rows of the index
-(:mod:`cloudbroker.catalog_index`) instead of the plugins' validated answers, and takes its
+(:mod:`cloudbroker.catalogs.catalog_index`) instead of the plugins' validated answers, and takes its
 results as plain records with the attributes the renderer reads (:class:`Quote`,
 :class:`Result`) instead of the pydantic models.
 
@@ -22,7 +22,8 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from cloudbroker import catalog_index, gpus
+from cloudbroker import gpus
+from cloudbroker.catalogs import catalog_index
 from cloudbroker.currency import DEFAULT_RATE_ROWS, RateTable
 from cloudbroker.quote.job import Job
 from cloudbroker.quote.ranking import Ranker, place

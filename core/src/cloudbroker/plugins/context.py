@@ -27,8 +27,8 @@ class HookContext:
 
     @property
     def log(self) -> logging.Logger:
-        """``cloudbroker.provider.<name>``: where the provider's warnings and calls go."""
-        return logging.getLogger(f"cloudbroker.provider.{self.provider}")
+        """``cloudbroker.plugins.provider.<name>``: where the provider's warnings and calls go."""
+        return logging.getLogger(f"cloudbroker.plugins.provider.{self.provider}")
 
     def secret(self, *names: str) -> str | None:
         """The first non-empty environment variable among ``names``, else None."""

@@ -17,15 +17,15 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, Decimal
 from typing import Literal
 
-from cloudbroker.costs import (
+from cloudbroker.models import EgressTerms, Rate, RegionTerms, Route, Source
+from cloudbroker.money import Money
+from cloudbroker.quote.costs import (
     HOURS_PER_MONTH,
     bandwidth_cost,
     bandwidth_needed,
     egress_cost,
     route,
 )
-from cloudbroker.models import EgressTerms, Rate, RegionTerms, Route, Source
-from cloudbroker.money import Money
 
 RouteChoice = Literal["public", "private"]
 ROUTES: tuple[RouteChoice, ...] = ("public", "private")

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cloudbroker.catalog import parse_sourced_toml, source_ref
-from cloudbroker.costs import HOURS_PER_MONTH
+from cloudbroker.catalogs.catalog import parse_sourced_toml, source_ref
+from cloudbroker.catalogs.provider_data import read_data_file
 from cloudbroker.errors import CatalogError
 from cloudbroker.models import Market, Source
 from cloudbroker.money import FxTable, Money
-from cloudbroker.provider_data import read_data_file
 from cloudbroker.quote import Job, Quote, QuoteResult
+from cloudbroker.quote.costs import HOURS_PER_MONTH
 
 FILE = "spot_interruptions.toml"
 

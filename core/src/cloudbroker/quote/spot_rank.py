@@ -2,7 +2,7 @@
 
 A quoted spot total assumes no interruption. Ranked against other markets (``--market
 any``), a spot offer counts the expected wall time of the job at the high end of its
-interruption band (:mod:`cloudbroker.spot_risk`, Daly's model). Without checkpoints
+interruption band (:mod:`cloudbroker.economics.spot_risk`, Daly's model). Without checkpoints
 (``--checkpoint-minutes``) an interruption restarts the job, so a job longer than the band's
 mean time between interruptions (MTBI), or one whose rate has no upper bound, is never ranked
 first: it ranks after every offer on another market.
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from cloudbroker import spot_risk
+from cloudbroker.economics import spot_risk
 
 #: The documented default for an unknown or open-ended interruption rate (see module doc).
 UNKNOWN_RATE = "unbounded (no published upper end): a job without checkpoints may never finish"

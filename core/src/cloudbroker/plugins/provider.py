@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import ClassVar, Protocol
 
-from cloudbroker.catalog import Catalog, load_catalog, packaged
-from cloudbroker.context import HookContext
-from cloudbroker.hookspecs import hookimpl
+from cloudbroker.catalogs.catalog import Catalog, load_catalog, packaged
 from cloudbroker.models import (
     Availability,
     Bill,
@@ -39,6 +37,8 @@ from cloudbroker.models import (
     Quota,
     StorageRemote,
 )
+from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.provider_paths import api_endpoint, credential_source, user_catalog_dir
 
 __all__ = [

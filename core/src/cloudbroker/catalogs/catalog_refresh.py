@@ -1,14 +1,15 @@
 """Refreshing a provider's offline catalog from its cloud's API (``cloudbroker catalog refresh``).
 
 Provider-neutral: the provider's own ``list_instance_types`` and ``price`` hooks answer online,
-and their answers are written in the :mod:`cloudbroker.catalog` format into
-:func:`cloudbroker.provider.user_catalog_dir`, which :class:`~cloudbroker.provider.CatalogProvider`
+and their answers are written in the :mod:`cloudbroker.catalogs.catalog` format into
+:func:`cloudbroker.plugins.provider.user_catalog_dir`, which
+:class:`~cloudbroker.plugins.provider.CatalogProvider`
 prefers over the packaged catalog from then on. Billing rules and hidden-cost terms have no
 live source, so ``terms.toml`` is the packaged one with its ``as_of`` moved to the refresh date.
 
 Asked through an endpoint override (``CLOUDBROKER_<CLOUD>_ENDPOINT``: an emulator, the
 sandbox), the catalog goes to that endpoint's own folder (see
-:func:`~cloudbroker.provider.user_catalog_dir`), never over the cloud's, and every row cites
+:func:`~cloudbroker.plugins.provider.user_catalog_dir`), never over the cloud's, and every row cites
 the endpoint, with low trust, instead of the cloud's API. :func:`reset` removes a catalog.
 """
 
@@ -31,12 +32,12 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cloudbroker.catalog import COLUMNS
+from cloudbroker.catalogs.catalog import COLUMNS
+from cloudbroker.catalogs.provider_data import data_dir
 from cloudbroker.errors import CloudBrokerError, UsageError, quoted
 from cloudbroker.models import ComputePrice, InstanceType, Market, PriceSheet, Source
 from cloudbroker.plugins import FanOut, PluginManager
-from cloudbroker.provider import CatalogProvider, api_endpoint, user_catalog_dir
-from cloudbroker.provider_data import data_dir
+from cloudbroker.plugins.provider import CatalogProvider, api_endpoint, user_catalog_dir
 
 T = TypeVar("T")
 
@@ -174,7 +175,8 @@ def write_catalog(
 
 
 def packaged_data_dir(manager: PluginManager, provider: str) -> Traversable:
-    """The ``data/`` folder ``provider`` ships its catalog in (:mod:`cloudbroker.provider_data`)."""
+    """The ``data/`` folder ``provider`` ships its catalog in
+    (:mod:`cloudbroker.catalogs.provider_data`)."""
     folder = data_dir(manager, provider)
     if not isinstance(manager.plugin(provider), CatalogProvider) or folder is None:
         raise UsageError(f"provider {provider!r} has no packaged catalog to refresh")

@@ -6,7 +6,7 @@ point's name is the provider's name (``aws``, ``aliyun``, ...), and every name a
 (``ProviderInfo.name``, ``provider`` fields) must equal it: an answer under another name is
 reported as the plugin's failure. Implement hooks with::
 
-    from cloudbroker.hookspecs import hookimpl
+    from cloudbroker.plugins.hookspecs import hookimpl
 
     @hookimpl
     def provider_info(ctx): ...
@@ -25,13 +25,13 @@ Two kinds of hook:
   These hooks are never broadcast, so an implementation cannot launch on the wrong cloud
   by forgetting an "is this mine?" check.
 
-Every hook receives ``ctx`` (:class:`cloudbroker.context.HookContext`): the provider's
+Every hook receives ``ctx`` (:class:`cloudbroker.plugins.context.HookContext`): the provider's
 settings, the environment to read credentials from, a logger and the call's timeout. Errors
 must be raised as :mod:`cloudbroker.errors` types (AuthError, CapacityError, NotFoundError,
 ThrottledError, ProviderUnavailable, ConfigError); anything else is reported as a plugin bug.
 Importing a plugin module must not import its cloud SDK: import it inside the hook that
 needs it. Besides the hooks, a provider may ship data files (commitment terms, spot
-interruption rates) where :mod:`cloudbroker.provider_data` says the core reads them.
+interruption rates) where :mod:`cloudbroker.catalogs.provider_data` says the core reads them.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Literal, get_args
 import pluggy
 
 if TYPE_CHECKING:
-    from cloudbroker.context import HookContext
     from cloudbroker.models import (
         Availability,
         Bill,
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
         SpotNotice,
         StorageRemote,
     )
+    from cloudbroker.plugins.context import HookContext
 
 PROJECT = "cloudbroker"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -193,7 +193,7 @@ def billed(ctx: HookContext, instances: list[InstanceRef], start: float, end: fl
     BSS fee records, AWS Cost Explorer). Leave out an instance the bill does not show yet
     (bills lag by hours): the report then says "not reported by provider", never 0. Say
     when the bill was read (``as_of``) and what it covers (``covers``: billing cycles, days);
-    :mod:`cloudbroker.billing` has the cycles of a window and a per-instance Decimal tally.
+    :mod:`cloudbroker.plugins.billing` has the cycles of a window and a per-instance Decimal tally.
 
     :param ctx: the provider's context.
     :param instances: the instances the report covers, of every provider.
@@ -320,7 +320,7 @@ def sync_storage(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
     bucket with no secret in its user data; the core reads the role's name from the
     ``instance_role`` setting and the service's address from ``metadata_endpoint``. A cloud
     without instance roles sets ``instance_keys`` instead (keys scoped to the bucket, which
-    the preamble writes to a root-only file and :func:`cloudbroker.launching.redact` hides),
+    the preamble writes to a root-only file and :func:`cloudbroker.plugins.launching.redact` hides),
     and one whose image provides credentials ``instance_env_auth``; ``place`` refuses a side
     whose remote says none of the three.
 

@@ -9,9 +9,9 @@ internet rates where they left) and ``storage``: object storage is not counted b
 so it is shown as not counted, never as 0.
 
 A provider may answer what its cloud billed for an instance (the optional fan-out hook
-:func:`cloudbroker.hookspecs.billed`, asked by :func:`ask_bills`): the report puts it beside
+:func:`cloudbroker.plugins.hookspecs.billed`, asked by :func:`ask_bills`): the report puts it beside
 the estimate, with when it was read and what it covers (bills lag, so it may be partial:
-:data:`cloudbroker.billing.LAG`); where no provider answers it says "billed: not reported
+:data:`cloudbroker.plugins.billing.LAG`); where no provider answers it says "billed: not reported
 by provider".
 """
 
@@ -24,11 +24,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from cloudbroker.billing import LAG
 from cloudbroker.broker.budget import charges
 from cloudbroker.errors import CloudBrokerError, UsageError, quoted
 from cloudbroker.models import InstanceRef
 from cloudbroker.money import FxTable, Money
+from cloudbroker.plugins.billing import LAG
 
 #: The lines of a report, in the order shown.
 LINES = ("compute", "minimum uplift", "egress", "storage")

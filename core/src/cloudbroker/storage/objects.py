@@ -1,7 +1,7 @@
 """Files into a bucket folder, and what a folder holds: ``sandbox put`` and ``sandbox ls``.
 
 Both go through the bucket's provider's own remote (its ``sync_storage`` hook) and one rclone
-session, as a sync does (:mod:`cloudbroker.rclone_session`): the same probe first, the same
+session, as a sync does (:mod:`cloudbroker.storage.rclone_session`): the same probe first, the same
 time bounds, errors that name the bucket. Nothing is created: a bucket that does not exist
 is a NotFoundError, as it is to ``sync``. A put is verified as a sync is: the folder is listed
 on its own afterwards and every file must be there with its size and, where the store gives
@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cloudbroker.errors import CloudBrokerError, UsageError
-from cloudbroker.listing import Entry, Listing, compare
 from cloudbroker.models import BucketRef
 from cloudbroker.plugins import PluginManager
-from cloudbroker.rclone_session import bucket_label, resolve_side, session
+from cloudbroker.storage.listing import Entry, Listing, compare
+from cloudbroker.storage.rclone_session import bucket_label, resolve_side, session
 
 
 def _local(files: Sequence[Path]) -> Listing:

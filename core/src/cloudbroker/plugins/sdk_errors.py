@@ -1,7 +1,7 @@
 """What every provider's ``errors.translate`` shares: one policy and one-line error text.
 
 A provider maps its cloud SDK's exceptions to :mod:`cloudbroker.errors` types in one function,
-``translate(exc)``, which :func:`cloudbroker.retry.call` applies to whatever a call raised.
+``translate(exc)``, which :func:`cloudbroker.plugins.retry.call` applies to whatever a call raised.
 
 Policy for exceptions that are not the SDK's, the same for every provider
 (:func:`sdk_exception`): ``translate`` maps what the SDK raises, and what the SDK lets

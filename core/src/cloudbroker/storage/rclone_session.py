@@ -2,8 +2,8 @@
 
 A :class:`Session` owns a scratch folder (an empty ``rclone.conf``, the listings) and the
 child environment holding the remotes; it runs rclone and turns what rclone logs into results
-(:class:`TransferLog`, read in :mod:`cloudbroker.rclone_log`;
-:data:`~cloudbroker.listing.Listing`) or into typed errors that name the side at fault.
+(:class:`TransferLog`, read in :mod:`cloudbroker.storage.rclone_log`;
+:data:`~cloudbroker.storage.listing.Listing`) or into typed errors that name the side at fault.
 
 Every run is bounded in time. rclone gets a connect timeout and an I/O idle timeout (a
 request that receives nothing for that long fails), and each run a deadline past which its
@@ -27,14 +27,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import NoReturn
 
-from cloudbroker import agent, rclone
+from cloudbroker import agent
 from cloudbroker.errors import AuthError, CloudBrokerError, NotFoundError, ProviderUnavailable
-from cloudbroker.listing import Listing, human_bytes, parse_listing
 from cloudbroker.models import BucketRef, StorageRemote
 from cloudbroker.plugins import PluginManager
-from cloudbroker.rclone_log import Change as Change
-from cloudbroker.rclone_log import SyncProgress as SyncProgress
-from cloudbroker.rclone_log import TransferLog as TransferLog
+from cloudbroker.storage import rclone
+from cloudbroker.storage.listing import Listing, human_bytes, parse_listing
+from cloudbroker.storage.rclone_log import Change as Change
+from cloudbroker.storage.rclone_log import SyncProgress as SyncProgress
+from cloudbroker.storage.rclone_log import TransferLog as TransferLog
 
 STATS_INTERVAL = "1s"
 #: rclone's ``--contimeout``: a connection not made within this many seconds fails.

@@ -7,7 +7,7 @@ Each call has a deadline (:data:`DEADLINE`, 30 s by default) across all its atte
 starts once it would end past the deadline, so a silent endpoint costs one attempt's own
 timeout, not five, and the error says how many attempts were made in how long.
 
-Every attempt is logged at info to the provider's logger (``cloudbroker.provider.<name>``):
+Every attempt is logged at info to the provider's logger (``cloudbroker.plugins.provider.<name>``):
 the action, the region, how long it took and the request id the cloud gave it, as text and
 as the record's ``action``, ``region``, ``seconds``, ``request_id`` and ``attempt``
 attributes (``cloudbroker -v`` shows them). Never a parameter or an answer: they can hold
@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 RETRYABLE = (ThrottledError, ProviderUnavailable)
 DEADLINE = 30.0  # seconds per call, across every attempt
-PROVIDERS_LOG = logging.getLogger("cloudbroker.provider")
+PROVIDERS_LOG = logging.getLogger("cloudbroker.plugins.provider")
 
 
 def backoff(attempt: int, *, base: float = 0.2, cap: float = 5.0) -> float:

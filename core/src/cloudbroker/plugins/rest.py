@@ -17,7 +17,8 @@ its API once, with a declarative table from the cloud's answers to cloudbroker's
 and every call then gets: the endpoint from ``CLOUDBROKER_<CLOUD>_ENDPOINT`` (then the
 provider's ``endpoint`` setting, then the public address), the auth headers computed per
 attempt (a signature with a timestamp stays fresh), retries of throttling and unavailability
-(a lost response included) through :func:`cloudbroker.retry.call`, and one-line typed errors:
+(a lost response included) through :func:`cloudbroker.plugins.retry.call`, and one-line typed
+errors:
 the cloud's error code is looked up in ``errors`` first, then the HTTP status; an unlisted
 5xx is :class:`~cloudbroker.errors.ProviderUnavailable`, an unlisted 4xx
 :class:`~cloudbroker.errors.UsageError`, a network failure ProviderUnavailable. Only the
@@ -35,14 +36,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cloudbroker import retry
-from cloudbroker.context import HookContext
 from cloudbroker.errors import (
     AuthError,
     CloudBrokerError,
     ProviderUnavailable,
     UsageError,
 )
+from cloudbroker.plugins import retry
+from cloudbroker.plugins.context import HookContext
 
 #: ``auth(ctx, method, path, body) -> headers``: called before each attempt; raises AuthError
 #: (with the hint) when the credentials are missing.

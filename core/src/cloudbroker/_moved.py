@@ -1,0 +1,83 @@
+"""Old import paths of the modules that moved into packages by concept (0.2.0).
+
+``import cloudbroker.rclone`` still works, for one minor release, with a DeprecationWarning:
+a finder on ``sys.meta_path`` answers an old name with the module at its new place (the same
+module object, so patching either name patches both).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from types import ModuleType
+
+#: old module name -> where it lives now
+MOVED: dict[str, str] = {
+    "cloudbroker.answers": "cloudbroker.plugins.answers",
+    "cloudbroker.availability": "cloudbroker.catalogs.availability",
+    "cloudbroker.billing": "cloudbroker.plugins.billing",
+    "cloudbroker.bounds": "cloudbroker.quote.bounds",
+    "cloudbroker.catalog": "cloudbroker.catalogs.catalog",
+    "cloudbroker.catalog_index": "cloudbroker.catalogs.catalog_index",
+    "cloudbroker.catalog_refresh": "cloudbroker.catalogs.catalog_refresh",
+    "cloudbroker.commitments": "cloudbroker.economics.commitments",
+    "cloudbroker.context": "cloudbroker.plugins.context",
+    "cloudbroker.costs": "cloudbroker.quote.costs",
+    "cloudbroker.fast_quote": "cloudbroker.quote.fast_quote",
+    "cloudbroker.geography": "cloudbroker.catalogs.geography",
+    "cloudbroker.hookspecs": "cloudbroker.plugins.hookspecs",
+    "cloudbroker.launching": "cloudbroker.plugins.launching",
+    "cloudbroker.lease": "cloudbroker.broker.lease",
+    "cloudbroker.listing": "cloudbroker.storage.listing",
+    "cloudbroker.notify": "cloudbroker.broker.notify",
+    "cloudbroker.objects": "cloudbroker.storage.objects",
+    "cloudbroker.provider": "cloudbroker.plugins.provider",
+    "cloudbroker.provider_data": "cloudbroker.catalogs.provider_data",
+    "cloudbroker.rclone": "cloudbroker.storage.rclone",
+    "cloudbroker.rclone_log": "cloudbroker.storage.rclone_log",
+    "cloudbroker.rclone_session": "cloudbroker.storage.rclone_session",
+    "cloudbroker.regions": "cloudbroker.catalogs.regions",
+    "cloudbroker.report": "cloudbroker.economics.report",
+    "cloudbroker.rest": "cloudbroker.plugins.rest",
+    "cloudbroker.retry": "cloudbroker.plugins.retry",
+    "cloudbroker.s3_remote": "cloudbroker.storage.s3_remote",
+    "cloudbroker.sdk_errors": "cloudbroker.plugins.sdk_errors",
+    "cloudbroker.spot_rank": "cloudbroker.quote.spot_rank",
+    "cloudbroker.spot_risk": "cloudbroker.economics.spot_risk",
+    "cloudbroker.tco": "cloudbroker.economics.tco",
+    "cloudbroker.transfer": "cloudbroker.quote.transfer",
+    "cloudbroker.zone_stock": "cloudbroker.catalogs.zone_stock",
+}
+
+
+class _Alias(importlib.abc.Loader):
+    def __init__(self, new: str) -> None:
+        self.new = new
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        warnings.warn(
+            f"{spec.name} moved to {self.new}; the old name goes in 0.3.0",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(self.new)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: the module at its new place is already loaded."""
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(
+        self, name: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        new = MOVED.get(name)
+        return None if new is None else importlib.machinery.ModuleSpec(name, _Alias(new))
+
+
+def install() -> None:
+    """Answer the old names (once a process)."""
+    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        sys.meta_path.append(_Finder())
