@@ -360,7 +360,7 @@ def test_catalog_refresh_refuses_an_empty_region_before_asking_the_cloud(clean_e
 WHILE_LOADING = """
 import os, signal, sys, time
 from cloudbroker import cli
-def loading(argv):  # SIGTERM arrives while the command still loads
+def loading(*args):  # SIGTERM arrives while the command still loads
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(30)
 cli._full = loading

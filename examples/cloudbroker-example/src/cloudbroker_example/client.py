@@ -23,8 +23,7 @@ from cloudbroker.errors import (
     ThrottledError,
     UsageError,
 )
-from cloudbroker.plugins.context import HookContext
-from cloudbroker.plugins.rest import JsonApi
+from cloudbroker.plugin import HookContext, JsonApi
 
 from cloudbroker_example.signing import ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, signature
 

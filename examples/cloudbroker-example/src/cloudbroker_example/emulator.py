@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, ClassVar
 
-from cloudbroker.catalogs.catalog import packaged
+from cloudbroker.plugin import packaged
 from cloudbroker.testing.emulator import ApiError, Instance, JsonEmulator, Request, Response, serve
 
 from cloudbroker_example.signing import (

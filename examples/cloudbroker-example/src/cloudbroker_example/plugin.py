@@ -18,9 +18,7 @@ from cloudbroker.models import (
     Market,
     StorageRemote,
 )
-from cloudbroker.plugins.context import HookContext
-from cloudbroker.plugins.hookspecs import hookimpl
-from cloudbroker.plugins.provider import CatalogProvider, Description
+from cloudbroker.plugin import CatalogProvider, Description, HookContext, hookimpl
 from pydantic import SecretStr
 
 from cloudbroker_example import client
