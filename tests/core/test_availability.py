@@ -251,9 +251,10 @@ def test_the_cache_lives_in_the_data_dir(tmp_path):
 # -- quote --live ---------------------------------------------------------------------------
 
 
-def cli_world(monkeypatch, tmp_path, *, tencent_down: bool = True):
+def cli_world(tmp_path, *, tencent_down: bool = True):
     """AWS and Tencent from their packaged catalogs, with canned availability: every AWS
-    us-east-1 zone sold out, us-west-2 spot scored 8; Tencent's API down."""
+    us-east-1 zone sold out, us-west-2 spot scored 8; Tencent's API down. Returns the calls
+    made, the environment and the plugin manager (the CLI's context takes it)."""
     from cloudbroker_aws.plugin import DESCRIPTION as AWS
     from cloudbroker_aws.plugin import AwsProvider
     from cloudbroker_tencent.plugin import DESCRIPTION as TENCENT
@@ -298,8 +299,7 @@ def cli_world(monkeypatch, tmp_path, *, tencent_down: bool = True):
     pm = PluginManager(env=env, settings={}, timeout=10)
     pm.register(StockedAws(AWS), "aws")
     pm.register(DownTencent(TENCENT), "tencent")
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
-    return calls, {"CLOUDBROKER_DATA_DIR": str(tmp_path / "data")}
+    return calls, {"CLOUDBROKER_DATA_DIR": str(tmp_path / "data")}, pm
 
 
 def rows(stdout: str) -> list[str]:
@@ -314,18 +314,20 @@ T4_AWS = ("quote", "--notes", "--gpu", "T4", "--provider", "aws", "--region", "u
 def test_live_quote_lists_sold_out_offers_after_the_others(monkeypatch, tmp_path, clean_env):
     from support.cli import run_cli
 
-    calls, env = cli_world(monkeypatch, tmp_path)
-    offline = run_cli(*T4_AWS, env={**clean_env, **env}, width=160)
+    calls, env, pm = cli_world(tmp_path)
+    offline = run_cli(*T4_AWS, env={**clean_env, **env}, plugins=pm, width=160)
     assert rows(offline.stdout)[0].split()[2] == "us-east-1" and not calls
     assert "availability" not in offline.stdout
-    live = run_cli(*T4_AWS, "--live", env={**clean_env, **env}, width=160)
+    live = run_cli(*T4_AWS, "--live", env={**clean_env, **env}, plugins=pm, width=160)
     assert live.returncode == 0, live.stderr
     ranked = rows(live.stdout)
     assert ranked[0].split()[2] == "us-west-2" and "unknown" in ranked[0]
     assert ranked[-1].split()[2] == "us-east-1" and "sold out" in ranked[-1]
     assert "availability (live): aws read " in live.stdout
     assert "sold out or not offered: 5 offers, ranked after all the others" in live.stdout
-    hidden = run_cli(*T4_AWS, "--live", "--available-only", env={**clean_env, **env}, width=160)
+    hidden = run_cli(
+        *T4_AWS, "--live", "--available-only", env={**clean_env, **env}, plugins=pm, width=160
+    )
     assert [r.split()[2] for r in rows(hidden.stdout)] == ["us-west-2"]
     assert "hidden by --available-only: 5 offers sold out or not offered" in hidden.stdout
     assert "8 matching offers" in hidden.stdout  # counted, never silently dropped
@@ -336,7 +338,7 @@ def test_a_provider_whose_api_is_down_is_named_unknown_and_the_quote_still_answe
 ):
     from support.cli import run_cli
 
-    calls, env = cli_world(monkeypatch, tmp_path)
+    calls, env, pm = cli_world(tmp_path)
     args = (
         "quote",
         "--notes",
@@ -348,13 +350,13 @@ def test_a_provider_whose_api_is_down_is_named_unknown_and_the_quote_still_answe
         "--region",
         "ap-nanjing",
     )
-    done = run_cli(*args, env={**clean_env, **env}, width=160)
+    done = run_cli(*args, env={**clean_env, **env}, plugins=pm, width=160)
     assert done.returncode == 0, done.stderr
     assert "availability unknown: tencent: no answer from CVM (connection refused)" in done.stdout
     tencent = [r for r in rows(done.stdout) if " tencent " in r]
     assert tencent and all("unknown" in r for r in tencent)
     assert sorted(calls) == ["aws on-demand", "tencent on-demand"]
-    as_json = json.loads(run_cli(*args, "--json", env={**clean_env, **env}).stdout)
+    as_json = json.loads(run_cli(*args, "--json", env={**clean_env, **env}, plugins=pm).stdout)
     assert "connection refused" in as_json["live"]["unknown"]["tencent"]
     assert "aws" in as_json["live"]["read_at"]
 
@@ -362,11 +364,13 @@ def test_a_provider_whose_api_is_down_is_named_unknown_and_the_quote_still_answe
 def test_spot_offers_show_the_placement_score(monkeypatch, tmp_path, clean_env):
     from support.cli import run_cli
 
-    _, env = cli_world(monkeypatch, tmp_path)
-    done = run_cli(*T4_AWS, "--market", "spot", "--live", env={**clean_env, **env}, width=160)
+    _, env, pm = cli_world(tmp_path)
+    done = run_cli(
+        *T4_AWS, "--market", "spot", "--live", env={**clean_env, **env}, plugins=pm, width=160
+    )
     assert "score 8/10" in rows(done.stdout)[0]
     explained = run_cli(*T4_AWS, "--market", "spot", "--live", "--explain", "1",
-                        env={**clean_env, **env}, width=160)  # fmt: skip
+                        env={**clean_env, **env}, plugins=pm, width=160)  # fmt: skip
     assert "availability    score 8/10" in explained.stdout
     assert "source: Fake cloud stock API, read " in explained.stdout
 
@@ -374,11 +378,13 @@ def test_spot_offers_show_the_placement_score(monkeypatch, tmp_path, clean_env):
 def test_the_cache_spares_a_second_call_and_says_so(monkeypatch, tmp_path, clean_env):
     from support.cli import run_cli
 
-    calls, env = cli_world(monkeypatch, tmp_path)
-    run_cli(*T4_AWS, "--live", env={**clean_env, **env})
-    again = run_cli(*T4_AWS, "--live", env={**clean_env, **env}, width=160)
+    calls, env, pm = cli_world(tmp_path)
+    run_cli(*T4_AWS, "--live", env={**clean_env, **env}, plugins=pm)
+    again = run_cli(*T4_AWS, "--live", env={**clean_env, **env}, plugins=pm, width=160)
     assert calls == ["aws on-demand"] and "(cached)" in again.stdout
-    fresh = run_cli(*T4_AWS, "--live", "--max-age", "1ms", env={**clean_env, **env}, width=160)
+    fresh = run_cli(
+        *T4_AWS, "--live", "--max-age", "1ms", env={**clean_env, **env}, plugins=pm, width=160
+    )
     assert calls == ["aws on-demand"] * 2 and "(cached)" not in fresh.stdout
     assert list((tmp_path / "data" / "availability" / "aws").glob("*.json"))
 
@@ -395,8 +401,8 @@ def test_the_cache_spares_a_second_call_and_says_so(monkeypatch, tmp_path, clean
 def test_bad_live_options_are_one_line_and_exit_2(monkeypatch, tmp_path, clean_env, args, said):
     from support.cli import run_cli
 
-    calls, env = cli_world(monkeypatch, tmp_path)
-    done = run_cli("quote", "--gpu", "T4", *args, env={**clean_env, **env})
+    calls, env, pm = cli_world(tmp_path)
+    done = run_cli("quote", "--gpu", "T4", *args, env={**clean_env, **env}, plugins=pm)
     assert done.returncode == 2 and said in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not calls
 
@@ -569,16 +575,13 @@ def test_place_live_cli_says_each_offers_availability_and_read_time(
     broker, clouds, _, _ = stocked_world(tmp_path)
     clouds["ali"].sold_out = {"z1"}
     clouds["ten"].stock_down = True
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: broker.pm)
     # place checks the buckets: on these fake clouds, in memory (rclone would ask the network)
-    monkeypatch.setattr(
-        "cloudbroker.storage.syncing.RcloneReplicator", lambda pm: broker.replicator
-    )
+    on_them = {"plugins": broker.pm, "replicator": broker.replicator}
     env = {**clean_env, "CLOUDBROKER_DATA_DIR": str(tmp_path / "data")}
     args = ("place", "--gpu", "A100", "--count", "8", "--hours", "72", "--primary", "ali",
             "--standby", "ten", "--bucket", "ali:ckpt-a/run1", "--standby-bucket",
             "ten:ckpt-b/run1", "--state", str(tmp_path / "cli.db"))  # fmt: skip
-    done = run_cli(*args, "--live", env=env, width=200)
+    done = run_cli(*args, "--live", env=env, width=200, **on_them)
     assert done.returncode == 0, done.stderr
     assert re.search(
         r"primary ali, in launch order: gpu8 in z2 \(available, read \d+ s ago\); "
@@ -589,10 +592,10 @@ def test_place_live_cli_says_each_offers_availability_and_read_time(
         done.stdout
     )
     assert "availability unknown: ten: stock API unreachable" in done.stdout
-    as_json = json.loads(run_cli(*args, "--live", "--json", env=env).stdout)
+    as_json = json.loads(run_cli(*args, "--live", "--json", env=env, **on_them).stdout)
     assert [o["zone"] for o in as_json["sides"]["a"]["offers"]] == ["z2", "z1"]
     assert "stock API unreachable" in as_json["live"]["unknown"]["ten"]
-    plain = run_cli(*args, env=env, width=200)
+    plain = run_cli(*args, env=env, width=200, **on_them)
     assert "in launch order" not in plain.stdout and "primary ali gpu8 in r1" in plain.stdout
-    bad = run_cli(*args, "--max-age", "5m", env=env)
+    bad = run_cli(*args, "--max-age", "5m", env=env, **on_them)
     assert bad.returncode == 2 and "--max-age needs --live" in bad.stderr

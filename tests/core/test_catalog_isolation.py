@@ -7,7 +7,6 @@ endpoint's own folder, read only while the same override is set; its rows name t
 
 from __future__ import annotations
 
-import os
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -173,15 +172,13 @@ def test_reset_removes_only_the_catalog_of_the_address_in_use(data):
 
 def test_catalog_reset_on_the_command_line(clean_env, data, monkeypatch):
     real = refreshed("7", {}, data)
-    monkeypatch.setattr(
-        "cloudbroker.plugins.load", lambda **kwargs: manager(Demo(), dict(os.environ), True)
-    )
     env = {**clean_env, "CLOUDBROKER_DATA_DIR": str(data / "data")}
-    done = run_cli("catalog", "reset", "--provider", "demo", env=env)
+    pm = manager(Demo(), env, True)
+    done = run_cli("catalog", "reset", "--provider", "demo", env=env, plugins=pm)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"demo: removed the refreshed catalog in {real.directory}\n"
-    again = run_cli("catalog", "reset", "--provider", "demo", env=env)
+    again = run_cli("catalog", "reset", "--provider", "demo", env=env, plugins=pm)
     assert again.stdout == "demo: no refreshed catalog; nothing removed\n"
-    bad = run_cli("catalog", "reset", "--provider", "nope", env=env)
+    bad = run_cli("catalog", "reset", "--provider", "nope", env=env, plugins=pm)
     assert bad.returncode == 2 and bad.stderr.startswith("error: ")
     assert "unknown provider 'nope'" in bad.stderr and len(bad.stderr.splitlines()) == 1

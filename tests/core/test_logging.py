@@ -46,10 +46,10 @@ def quote(monkeypatch, clean_env):
     """``cloudbroker [OPTIONS] quote --gpu A100 --count 8`` on the chatty cloud, in-process."""
     manager = PluginManager(env={"FAKE_SECRET": SECRET})
     manager.register(ChattyCloud("fake", "20"), "fake")
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **_: manager)
 
     def run(*options: str, gpu: str = "A100"):
-        return run_cli(*options, "quote", "--gpu", gpu, "--count", "8", env=clean_env)
+        argv = (*options, "quote", "--gpu", gpu, "--count", "8")
+        return run_cli(*argv, env=clean_env, plugins=manager)
 
     return run
 

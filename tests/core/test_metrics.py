@@ -369,13 +369,11 @@ def world(clean_env, tmp_path, monkeypatch):
     """A placement on ali (primary) and ten, up, with a checkpoint 5 minutes old."""
     pm, clouds = fake_world(ali="20", ten="25")
     replicator = ScrapingReplicator(clouds)
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
-    monkeypatch.setattr("cloudbroker.storage.syncing.RcloneReplicator", lambda pm: replicator)
     env = {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
     state = str(tmp_path / "state.db")
 
     def cli(*args: str):
-        return run_cli(*args, "--state", state, env=env)
+        return run_cli(*args, "--state", state, env=env, plugins=pm, replicator=replicator)
 
     placed = cli(
         "place", "--gpu", "A100", "--count", "8", "--hours", "10", "--bucket", "ali:ckpt-a/run1",

@@ -108,17 +108,16 @@ def test_gc_says_the_check_is_incomplete_when_a_cloud_was_not_asked(
     clean_env, tmp_path, monkeypatch
 ):
     pm, clouds = fake_world(ali="20", ten="25")
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
     path = tmp_path / "s.db"
     Broker(pm, open_store(path), FakeReplicator(clouds), sleep=lambda s: None)
     env = {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
     clouds["ali"].down = True  # e.g. a wrong key: list_instances fails
-    result = run_cli("gc", "--state", str(path), env=env)
+    result = run_cli("gc", "--state", str(path), env=env, plugins=pm)
     assert result.returncode == 0, result.stderr
     assert "not checked: ali: API unreachable" in result.stderr
     assert result.stdout.strip() == (
         "check incomplete: no orphaned instances on the others (ali not checked)"
     )
     clouds["ali"].down = False
-    result = run_cli("gc", "--state", str(path), env=env)
+    result = run_cli("gc", "--state", str(path), env=env, plugins=pm)
     assert result.stdout.strip() == "no orphaned instances"

@@ -6,6 +6,7 @@ region table (cloudbroker.catalogs.geography) places them; the prices are the te
 
 from __future__ import annotations
 
+import functools
 import json
 from decimal import Decimal
 
@@ -152,13 +153,10 @@ def test_an_unknown_location_ranks_after_known_near_ones_and_is_said(tmp_path):
 
 
 @pytest.fixture
-def cli_world(tmp_path, monkeypatch, clean_env):
+def cli_world(tmp_path, clean_env):
     broker = world(tmp_path, aws={"us-east-1": "30"}, tencent=US)
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: broker.pm)
-    monkeypatch.setattr(
-        "cloudbroker.storage.syncing.RcloneReplicator", lambda pm: broker.replicator
-    )
-    return {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
+    env = {**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")}
+    return functools.partial(run_cli, env=env, plugins=broker.pm, replicator=broker.replicator)
 
 
 PLACE = ("place", "--gpu", "A100", "--count", "8", "--hours", "10", "--bucket", "aws:ckpt/r")
@@ -166,11 +164,11 @@ PLACE = ("place", "--gpu", "A100", "--count", "8", "--hours", "10", "--bucket", 
 
 def test_place_names_the_pair_and_how_near_in_text_json_and_ups_plan(cli_world, tmp_path):
     state = ("--state", str(tmp_path / "cli.db"), "--standby-bucket", "tencent:ckpt/r")
-    out = run_cli(*PLACE, *state, env=cli_world)
+    out = cli_world(*PLACE, *state)
     assert out.returncode == 0, out.stderr
     assert "pair: aws us-east-1 -> standby tencent na-ashburn: same place (virginia)" in out.stdout
     # by cost alone: the placement, a primary in Sao Paulo with its standby in Virginia
-    far = run_cli(*PLACE, *state, "--standby-anywhere", "--json", env=cli_world)
+    far = cli_world(*PLACE, *state, "--standby-anywhere", "--json")
     spec = json.loads(far.stdout)
     assert (spec["pair"]["primary"], spec["pair"]["standby"]) == (
         "tencent sa-saopaulo",

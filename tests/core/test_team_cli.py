@@ -42,7 +42,6 @@ class NoKeys:
 
 def placed(tmp_path, monkeypatch, mode: str = "cold"):
     pm, clouds = fake_world(ali="20", ten="30")
-    monkeypatch.setattr("cloudbroker.plugins.load", lambda **kwargs: pm)
     path = tmp_path / "s.db"
     broker = Broker(pm, open_store(path), FakeReplicator(clouds), sleep=lambda s: None)
     pid, _ = broker.place(
@@ -107,10 +106,10 @@ def _request() -> PlaceRequest:
 def test_up_on_a_terminal_shows_the_plan_and_its_cost_then_asks(
     env, tmp_path, monkeypatch, answer, launched
 ):
-    _, _, clouds, pid, path = placed(tmp_path, monkeypatch)
+    _, pm, clouds, pid, path = placed(tmp_path, monkeypatch)
     monkeypatch.setattr(PLACE_MODULE, "_interactive", lambda: True)
     monkeypatch.setattr("sys.stdin", io.StringIO(answer))
-    result = run_cli("up", pid, "--state", path, env=env, width=200)
+    result = run_cli("up", pid, "--state", path, env=env, width=200, plugins=pm)
     assert "primary: ali gpu8 in z1 at 20.00 USD/h (1 more offer(s) if it has no stock)" in (
         result.stderr
     )
@@ -123,14 +122,14 @@ def test_up_on_a_terminal_shows_the_plan_and_its_cost_then_asks(
 
 
 def test_up_with_yes_or_without_a_terminal_launches_without_asking(env, tmp_path, monkeypatch):
-    _, _, clouds, pid, path = placed(tmp_path, monkeypatch)
+    _, pm, clouds, pid, path = placed(tmp_path, monkeypatch)
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: a script
-    result = run_cli("up", pid, "--state", path, env=env)
+    result = run_cli("up", pid, "--state", path, env=env, plugins=pm)
     assert result.returncode == 0, result.stderr
     assert "launch?" not in result.stderr and clouds["ali"].live()
-    _, _, clouds, pid, path = placed(tmp_path / "2", monkeypatch)
+    _, pm, clouds, pid, path = placed(tmp_path / "2", monkeypatch)
     monkeypatch.setattr(PLACE_MODULE, "_interactive", lambda: True)
-    result = run_cli("up", pid, "--yes", "--state", path, env=env)
+    result = run_cli("up", pid, "--yes", "--state", path, env=env, plugins=pm)
     assert result.returncode == 0, result.stderr
     assert "launch?" not in result.stderr and clouds["ali"].live()
 

@@ -10,6 +10,7 @@ from typing import Any
 from cloudbroker import api
 from cloudbroker.api import quoting
 from cloudbroker.cli import app, economics, option_name
+from cloudbroker.cli.context import current
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.quote_options import QUOTE, passed
 from cloudbroker.cli.quote_render import _explain, _print_table
@@ -115,7 +116,7 @@ def quote_command(
         or any(v is not None for v in (interruptions, restart_minutes, checkpoint_minutes)),
         commitments=notes or show_commitments or utilization is not None,
     )
-    pm = api.load_plugins()
+    pm = current().plugins()
     catalogs = quoting.read_catalogs(pm, job)  # read once: the quote and its sections
     quoting.save_index(pm, catalogs)  # the next plain quote reads these answers (cli.fast)
     live_read = live_options(live, max_age, available_only)
