@@ -173,8 +173,8 @@ def test_import_cloudbroker_imports_no_heavy_module():
         "import sys, cloudbroker; print(*sorted(m for m in sys.modules "
         "if m.split('.')[0] in {'pydantic', 'typer', 'rich', 'boto3', 'botocore', "
         "'tencentcloud', 'huaweicloudsdkcore', 'alibabacloud_ecs20140526', 'importlib_metadata'}"
-        " or m.startswith('cloudbroker.')))"
-    )
+        " or (m.startswith('cloudbroker.') and m != 'cloudbroker._moved')))"
+    )  # (the finder of the old import paths: two small classes, importing nothing)
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == []

@@ -7,12 +7,12 @@ module object, so patching either name patches both).
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.machinery
 import sys
-import warnings
-from types import ModuleType
+
+TYPE_CHECKING = False  # not imported from typing: importing it costs more than this module
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 #: old module name -> where it lives now
 MOVED: dict[str, str] = {
@@ -53,11 +53,17 @@ MOVED: dict[str, str] = {
 }
 
 
-class _Alias(importlib.abc.Loader):
+class _Alias:
+    """The loader of an old name: the module at its new place (importlib is imported only
+    when an old name is asked for: ``import cloudbroker`` stays as light as it was)."""
+
     def __init__(self, new: str) -> None:
         self.new = new
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        import importlib
+        import warnings
+
         warnings.warn(
             f"{spec.name} moved to {self.new}; the old name goes in 0.3.0",
             DeprecationWarning,
@@ -69,12 +75,16 @@ class _Alias(importlib.abc.Loader):
         """Nothing to run: the module at its new place is already loaded."""
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(
-        self, name: str, path: object = None, target: object = None
-    ) -> importlib.machinery.ModuleSpec | None:
+class _Finder:
+    """On ``sys.meta_path``: answers the old names of :data:`MOVED`, nothing else."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> ModuleSpec | None:
         new = MOVED.get(name)
-        return None if new is None else importlib.machinery.ModuleSpec(name, _Alias(new))
+        if new is None:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        return ModuleSpec(name, _Alias(new))  # type: ignore[arg-type]  # a loader by its methods
 
 
 def install() -> None:
