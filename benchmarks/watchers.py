@@ -337,7 +337,7 @@ def probe(served: dict[str, Any], start: float, deadline: float, every: float) -
 
     broker, scraper, board = served["broker"], served["scraper"], served["board"]
     opened = served["opened"]
-    pid = broker.store.placements(limit=1, offset=0)[0]["id"]
+    pid = broker.store.placements(limit=1, offset=0)[0].id
     answers: dict[str, Any] = {
         what: ([], []) for what in ("metrics scrape", "dashboard list", "dashboard placement")
     }
