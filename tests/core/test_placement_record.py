@@ -73,3 +73,34 @@ def test_a_plan_without_its_cost_still_reads_but_cannot_be_priced(tmp_path):
     assert record.spec.cost is None and record.spec.sides["a"].provider == "ali"
     with pytest.raises(KeyError):
         broker.spend("pl-old")
+
+
+def test_a_plan_read_again_is_not_validated_again(tmp_path, monkeypatch):
+    broker, pid, _ = placed(tmp_path)
+    validated = []
+    original = PlacementSpec.model_validate.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, *args, **kwargs):
+        validated.append(1)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(PlacementSpec, "model_validate", classmethod(counting))
+    for _ in range(5):  # a watcher rereads its placement at every check
+        assert broker.store.require_placement(pid).spec.sides["a"].provider == "ali"
+    assert len(validated) <= 1  # once (none if an earlier read in this process kept it)
+
+
+def test_list_reads_the_job_and_providers_without_validating_the_plan(tmp_path, monkeypatch):
+    from support.cli import run_cli
+
+    broker, pid, _ = placed(tmp_path)
+    broker.store.close()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the whole plan validated for a list row")
+
+    monkeypatch.setattr(PlacementSpec, "model_validate", classmethod(refuse))
+    done = run_cli("list", "--json", "--state", str(tmp_path / "s.db"))
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert (row["id"], row["primary"], row["gpu"]) == (pid, "ali", "8x A100")

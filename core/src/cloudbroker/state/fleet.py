@@ -119,7 +119,7 @@ class FleetReader:
 
     def _read_plans(self, store: Store, rows: list[dict[str, Any]]) -> None:
         """The plans of the placements not seen before (or forgotten and placed again)."""
-        from cloudbroker.state.store import Plan
+        from cloudbroker.state.store import plan_of
 
         new = [r["id"] for r in rows if self._plans.get(r["id"], (None,))[0] != r["created_at"]]
         if not new:
@@ -129,7 +129,7 @@ class FleetReader:
             query, args = f"{query} WHERE id IN ({', '.join('?' * len(new))})", tuple(new)
         for row in store._rows(query, args):
             if self._plans.get(row["id"], (None,))[0] != row["created_at"]:
-                self._plans[row["id"]] = (row["created_at"], Plan(json.loads(row["spec"])))
+                self._plans[row["id"]] = (row["created_at"], plan_of(row["spec"]))
                 self._events.pop(row["id"], None)  # placed again under the same id
 
 

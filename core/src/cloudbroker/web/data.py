@@ -78,7 +78,7 @@ def placement_view(
         "lag_seconds": lag,
         **_priced(store, placement, now),
         "created_at": placement.created_at,
-        "gpu": f"{placement.spec.job.count}x {placement.spec.job.gpu}",
+        "gpu": f"{placement.job.count}x {placement.job.gpu}",
         "timeline": [
             {"at": e.at, "kind": e.kind, **e.detail} for e in events if e.kind in TIMELINE
         ],

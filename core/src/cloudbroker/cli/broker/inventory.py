@@ -29,8 +29,8 @@ def list_placements(json_output: bool = typer.Option(False, "--json"), state: st
             "id": p.id,
             "status": p.status,
             "created": when(p.created_at),
-            "primary": p.spec.sides[p.primary_side].provider,
-            "gpu": f"{p.spec.job.count}x {p.spec.job.gpu}",
+            "primary": p.provider(p.primary_side),
+            "gpu": f"{p.job.count}x {p.job.gpu}",
         }
         for p in store.placements()
     ]
