@@ -147,13 +147,20 @@ def shots(driver, name: str, tmp_path: Path) -> None:
 
 def read_row(browser, selector: str) -> dict[str, str]:
     """The texts of a placement row's cells by class, read in one script: the page's own
-    refresh (every REFRESH seconds) cannot replace the row between two reads."""
-    return browser.execute_script(
-        "const row = document.querySelector(arguments[0]);"
-        "return Object.fromEntries(['status', 'primary', 'standby', 'spend']"
-        ".map(c => [c, row.querySelector('.' + c).innerText]));",
-        selector,
-    )
+    refresh (every REFRESH seconds) cannot replace the row between two reads. A page still
+    loading (or being replaced by its refresh) has no row yet: read again, within a bound."""
+    deadline = time.monotonic() + within(10)
+    while True:
+        row = browser.execute_script(
+            "const row = document.querySelector(arguments[0]);"
+            "return row && Object.fromEntries(['status', 'primary', 'standby', 'spend']"
+            ".map(c => [c, row.querySelector('.' + c).innerText]));",
+            selector,
+        )
+        if row:
+            return row
+        assert time.monotonic() < deadline, f"no {selector} on the page: {browser.page_source}"
+        time.sleep(0.2)
 
 
 def request_failover(browser, pid: str) -> None:
