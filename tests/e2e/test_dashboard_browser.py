@@ -145,22 +145,27 @@ def shots(driver, name: str, tmp_path: Path) -> None:
     driver.set_window_size(1280, 900)
 
 
-def read_row(browser, selector: str) -> dict[str, str]:
-    """The texts of a placement row's cells by class, read in one script: the page's own
-    refresh (every REFRESH seconds) cannot replace the row between two reads. A page still
-    loading (or being replaced by its refresh) has no row yet: read again, within a bound."""
+def read_page(browser, script: str, *args: object):
+    """What ``script`` reads of the page, in one script (the page's own refresh, every
+    REFRESH seconds, cannot replace it between two reads). A page still loading, or being
+    replaced by its refresh on a busy machine, shows nothing yet: read again, within a bound
+    that prints the page."""
     deadline = time.monotonic() + within(10)
-    while True:
-        row = browser.execute_script(
-            "const row = document.querySelector(arguments[0]);"
-            "return row && Object.fromEntries(['status', 'primary', 'standby', 'spend']"
-            ".map(c => [c, row.querySelector('.' + c).innerText]));",
-            selector,
-        )
-        if row:
-            return row
-        assert time.monotonic() < deadline, f"no {selector} on the page: {browser.page_source}"
+    while not (found := browser.execute_script(script, *args)):
+        assert time.monotonic() < deadline, f"{script} found nothing: {browser.page_source}"
         time.sleep(0.2)
+    return found
+
+
+def read_row(browser, selector: str) -> dict[str, str]:
+    """The texts of a placement row's cells by class."""
+    return read_page(
+        browser,
+        "const row = document.querySelector(arguments[0]);"
+        "return row && Object.fromEntries(['status', 'primary', 'standby', 'spend']"
+        ".map(c => [c, row.querySelector('.' + c).innerText]));",
+        selector,
+    )
 
 
 def request_failover(browser, pid: str) -> None:
@@ -207,16 +212,17 @@ def test_pages_show_the_sandbox_as_status_json_does_and_a_failover_within_a_refr
     pid = sandbox.placements[0]
     browser.get(f"{sandbox.url}placements/{pid}")
     said = sandbox.status(pid)
-    shown = [  # read in one script: the page's refresh cannot replace the rows mid-read
+    rows = [
         tuple(row)
-        for row in browser.execute_script(
+        for row in read_page(
+            browser,
             "return [...document.querySelectorAll('table.instances tr[data-instance]')]"
             ".map(r => [r.querySelectorAll('td')[2].innerText,"
-            " r.querySelector('.state').innerText]);"
+            " r.querySelector('.state').innerText]);",
         )
     ]
-    assert shown == [(i["instance_id"], i["state"]) for i in said["instances"]]
-    assert shown and {state for _, state in shown} == {"running"}  # the primary runs
+    assert rows == [(i["instance_id"], i["state"]) for i in said["instances"]]
+    assert rows and {state for _, state in rows} == {"running"}  # the primary runs
     assert browser.find_element(By.CSS_SELECTOR, 'svg[aria-label="spend against budget"]')
     shots(browser, "placement", tmp_path)
 
