@@ -93,7 +93,8 @@ if command == "lsjson" and failing and any(a.startswith(failing + ":") for a in 
     sys.exit(1)
 if command == "lsjson" and "-R" in args:
     if any(a.startswith("cbsrc:") for a in args):
-        print(json.dumps(source))
+        now = listing("FAKE_SOURCE_AFTER", source) if os.path.exists(copied) else source
+        print(json.dumps(now))
     elif os.path.exists(copied):
         print(json.dumps(listing("FAKE_AFTER", source)))
     else:
@@ -354,6 +355,31 @@ def test_sizes_and_hashes_decide_and_a_mirror_wants_nothing_else(make_pm):
     assert "1 different at the destination (b.bin), 1 only on the destination (old)" in str(
         raised.value
     )
+
+
+@pytest.mark.parametrize(("now", "verified"), [("a2", True), ("a3", False), ("aa", False)])
+def test_an_object_rewritten_at_the_source_while_copied_is_checked_against_it_now(
+    make_pm, fake_rclone, now, verified
+):
+    """The agent's marker is rewritten every few seconds: the destination may hold a newer
+    version than the source's first listing. The source listed again decides."""
+    source = entries(("a.bin", 5, "aa"), ("b.bin", 5, "bb"))
+    after = entries(("a.bin", 5, "a2"), ("b.bin", 5, "bb"))
+    source_now = entries(("a.bin", 5, now), ("b.bin", 5, "bb"), ("new.bin", 5, "nn"))
+    pm = make_pm(FAKE_SOURCE=source, FAKE_AFTER=after, FAKE_SOURCE_AFTER=source_now)
+    if verified:
+        assert sync(pm, SRC, DST).matched == 2
+    else:
+        with pytest.raises(VerificationError, match=r"1 different at the destination \(a.bin\)"):
+            sync(pm, SRC, DST)
+    listed = [c["argv"] for c in fake_rclone() if c["argv"][0] == "lsjson" and "-R" in c["argv"]]
+    assert sum(any(a.startswith("cbsrc:") for a in argv) for argv in listed) == 2
+
+
+def test_a_copy_that_matches_is_not_listed_again(make_pm, fake_rclone):
+    assert sync(make_pm(), SRC, DST).verified
+    listed = [c["argv"] for c in fake_rclone() if c["argv"][0] == "lsjson" and "-R" in c["argv"]]
+    assert sum(any(a.startswith("cbsrc:") for a in argv) for argv in listed) == 1
 
 
 def test_names_in_a_message_stop_after_a_handful():

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 #: Names given in one error message before the rest is counted ("and 12 more").
 NAMED = 5
@@ -107,6 +107,21 @@ class Comparison:
             if paths
         ]
         return ", ".join(parts)
+
+    def settled(self, source_now: Listing, destination: Listing) -> Comparison:
+        """This comparison with each object that differed but is at the destination as the
+        source holds it now counted as matched: it was rewritten at the source while it was
+        copied (a live file such as the agent's marker), and the newer version arrived."""
+        matched, size_only, different = self.matched, self.size_only, []
+        for path in self.different:
+            now = source_now.get(path)
+            same, by_size = _same(now, destination[path]) if now else (False, False)
+            if same:
+                matched += 1
+                size_only += by_size
+            else:
+                different.append(path)
+        return replace(self, matched=matched, size_only=size_only, different=tuple(different))
 
 
 def _same(a: Entry, b: Entry) -> tuple[bool, bool]:

@@ -13,7 +13,9 @@ replication (:class:`RcloneReplicator`). One call:
    JSON log for progress and for the list of what moved. If rclone fails, both sides are
    probed, so that the error names the side at fault (rclone's own message rarely does);
 4. verifies by listing the destination again and comparing it, in Python, with the source's
-   listing (:mod:`cloudbroker.storage.listing`); a difference, or any error rclone logged, raises
+   listing (:mod:`cloudbroker.storage.listing`); an object that differs is looked up in a
+   second listing of the source (rewritten there while it was copied, its newer version is
+   the one to have); a difference still, or any error rclone logged, raises
    :class:`VerificationError` naming the objects;
 5. prices the bytes moved by the source cloud's egress terms (looked up while rclone runs):
    across clouds its internet tiers, within one cloud its route to the destination region
@@ -339,6 +341,8 @@ def sync(
             after = run.listing(destination, "after")
             arrived = [c.path for c in log.copied]
             comparison = compare(listed, after, mirror=delete, arrived=arrived)
+            if comparison.different:  # the source listed again: rewritten while copied?
+                comparison = comparison.settled(run.listing(source, "again"), after)
         sheet = pricing.result()
     moved = int(log.stats.get("bytes") or sum(c.size or 0 for c in log.copied))
     cost, gb, note = price_egress(sheet, source, destination, moved)
