@@ -167,6 +167,14 @@ def test_the_readme_is_a_short_path_and_links_every_page():
     assert sorted(listed) == pages  # one line per page, each page once
 
 
+def test_the_readme_shows_a_team_what_it_gets():
+    """Issue 35: the dashboard, alerts to Slack and DingTalk, report, check and Kubernetes."""
+    team = readme_section("For a team")
+    for shown in ("check", "report --since", "--http-port", "hooks.slack.com", "dingtalk://"):
+        assert shown in team, shown
+    assert "deploy/kubernetes/" in team and "(docs/team.md)" in team
+
+
 def test_the_quick_start_is_exactly_two_commands_and_ci_runs_the_second():
     block = readme_section("Quick start").split("```sh\n", 1)[1].split("```", 1)[0]
     quote, suite = shell_commands(block)

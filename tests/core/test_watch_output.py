@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from types import SimpleNamespace
 
@@ -201,3 +202,99 @@ def test_list_fits_the_width_and_cuts_nothing(world, width):
     lines = done.stdout.splitlines()
     assert all(len(line) <= width for line in lines) and "…" not in done.stdout
     assert any(world.pid in line and "8x A100" in line for line in lines)
+
+
+# -- status: the store's answer at once, then the clouds' (issue 35) --------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+RECORDED = r"running \(recorded [\d.]+ s ago\)"
+
+
+def test_status_on_a_terminal_answers_from_the_store_before_any_cloud_is_asked(world, monkeypatch):
+    from cloudbroker.cli.output import console
+
+    monkeypatch.setattr(console, "_force_terminal", True)  # stdout is a terminal
+    shown_when_asked = []
+    for cloud in world.clouds.values():  # every call a cloud answers begins with its check
+
+        def asked(check=cloud._check):
+            shown_when_asked.append(ANSI.sub("", sys.stdout.getvalue()))
+            check()
+
+        monkeypatch.setattr(cloud, "_check", asked)
+    done = world.cli("status", world.pid)
+    assert done.returncode == 0, done.stderr
+    before = shown_when_asked[0]  # what was on the screen when the first cloud was asked
+    assert before.startswith(f"{world.pid} up: primary ali")
+    assert re.search(rf"primary\s+ali\s+ali-i\d+\s+{RECORDED}", before)
+    assert "events (local time" in before and "the clouds at" not in before
+    after = ANSI.sub("", done.stdout)[len(before) :]
+    assert re.match(rf"\nthe clouds at {CLOCK}:\n", after), after
+    assert re.search(r"primary\s+ali\s+ali-i\d+\s+running\s", after) and "recorded" not in after
+
+
+def test_status_piped_is_one_answer_with_the_clouds_states(world):
+    done = world.cli("status", world.pid)
+    assert done.returncode == 0, done.stderr
+    assert "the clouds at" not in done.stdout and "recorded" not in done.stdout
+    assert re.search(r"primary\s+ali\s+ali-i\d+\s+running\s", done.stdout)
+
+
+def test_a_cloud_that_cannot_answer_shows_its_recorded_state_its_age_and_why(world):
+    world.clouds["ali"].down = True  # its API unreachable
+    done = world.cli("status", world.pid)
+    assert done.returncode == 0, done.stderr
+    assert re.search(rf"primary\s+ali\s+ali-i\d+\s+{RECORDED}", done.stdout)
+    assert "API unreachable" in done.stdout
+    [row] = [i for i in json.loads(world.cli("status", world.pid, "--json").stdout)["instances"]]
+    assert row["state"] == "running" and "API unreachable" in row["error"]
+    assert 0 <= time.time() - row["recorded_at"] < 3600
+
+
+SDKS = ("boto3", "botocore", "alibabacloud_ecs20140526", "tencentcloud", "huaweicloudsdkecs")
+STORE_FIRST_PROBE = """
+import sys
+from cloudbroker.cli import main
+from cloudbroker.cli.broker import status
+from cloudbroker.cli.output import console
+
+def run(*argv):
+    try:
+        main(list(argv))
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+
+run("place", "--gpu", "A100", "--count", "8", "--hours", "1", "--primary", "aliyun",
+    "--standby", "tencent", "--bucket", "aliyun:ckpt/a", "--standby-bucket", "tencent:ckpt/a",
+    "--state", sys.argv[1])
+import sqlite3
+[pid] = [r[0] for r in sqlite3.connect(sys.argv[1]).execute("SELECT id FROM placements")]
+asking = status._asking_clouds
+
+def spy(*args, **kwargs):  # the store's answer is on the screen by now
+    loaded = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[2].split(",")))
+    print("SDKS LOADED:", loaded, file=sys.stderr)
+    print("ASKING THE CLOUDS NOW", flush=True)
+    return asking(*args, **kwargs)
+
+status._asking_clouds = spy
+console._force_terminal = True
+run("status", pid, "--state", sys.argv[1])
+"""
+
+
+@pytest.mark.slow
+def test_status_answers_from_the_store_before_any_cloud_sdk_loads(clean_env, tmp_path):
+    """A fresh process with the installed providers: when the clouds are about to be asked
+    (the store's answer printed), no cloud's SDK has been imported."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", STORE_FIRST_PROBE, str(tmp_path / "s.db"), ",".join(SDKS)],
+        env={**clean_env, "CLOUDBROKER_CONFIG": str(tmp_path / "none.toml")},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "SDKS LOADED: []" in done.stderr, done.stderr
+    answered, asking = done.stdout.find("planned: primary aliyun"), done.stdout.find("ASKING")
+    assert 0 <= answered < asking, done.stdout  # the store's answer came first

@@ -151,6 +151,9 @@ class InstanceStatus(_Report):
     state: str  # the cloud's state when refreshed: pending, running, terminated, ...
     reclaim: str | None = None  # a spot reclaim notice, when the cloud gave one
     error: str | None = None  # why the state could not be refreshed or settled
+    # when the store recorded ``state`` (epoch s): set when the cloud was not asked or could
+    # not say, so a reader knows how old the state is
+    recorded_at: float | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class FailoverResult(_Report):

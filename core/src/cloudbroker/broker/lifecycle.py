@@ -132,7 +132,7 @@ class Lifecycle:
         events = self.ctx.store.events(placement_id)
         launched_as, was_primary = roles_in_time(events)
         for row in self.ctx.store.instances(placement_id):
-            entry = {
+            entry: dict[str, Any] = {
                 "side": row.side,
                 "role": "primary" if row.side == primary else "standby",
                 "provider": row.provider,
@@ -144,8 +144,12 @@ class Lifecycle:
             }
             if row.idempotency_key in open_rows:
                 entry["error"] = open_rows[row.idempotency_key]
+            fresh: dict[str, Any] = {}
             if refresh and row.state in ASKED and row.instance_id:
-                entry.update(fetched.get(row.idempotency_key) or self._cloud_state(row))
+                fresh = fetched.get(row.idempotency_key) or self._cloud_state(row)
+                entry.update(fresh)
+            if "state" not in fresh:  # not asked, or the cloud could not say: as recorded, when
+                entry["recorded_at"] = row.updated_at
             key = row.idempotency_key
             if entry["state"] not in LIVE:  # an ended instance, or a launch that made none
                 if row.instance_id is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -10,7 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from cloudbroker.api.plans import ASKED, span, status_report
+from cloudbroker.api.plans import ASKED, StatusReport, span, status_report
 from cloudbroker.cli import app
 from cloudbroker.cli.broker.common import STATE, _broker, _show, _state_to_read
 from cloudbroker.cli.output import console, err_console, print_json
@@ -51,13 +52,19 @@ def status(
     """Roles, every instance launched (its state on the cloud now), the spend so far against
     the budget, the last failover's RTO and RPO, and the latest events with their time."""
     store, writable = _state_to_read(state)
+    # on a terminal the store answers at once, before any cloud's SDK loads; the clouds' answer
+    # follows. Piped or --json: one answer, with the clouds'.
+    early = writable and not json_output and console.is_terminal
     # what it waits for shows live on stderr's terminal, taken down before the answer prints
     with Lines(err_console) as lines:
         broker = _broker(store, lines.broker)
+        if early:
+            recorded = broker.status(placement_id, refresh=False)
+            first = status_report(broker, placement_id, recorded, writable=False)
+            _print_status(first)
         report = _asking_clouds(broker, lines, placement_id, refresh=writable)  # recorded
         # the agent's marker is read from storage, and a failed read is recorded: not read-only
         shown = status_report(broker, placement_id, report, writable=writable)
-    report, spent, kept = shown.report, shown.spent, shown.kept
     if not writable:
         err_console.print(
             f"note: {store.location} cannot be written: instance states as last recorded "
@@ -66,8 +73,16 @@ def status(
             highlight=False,
         )
     if json_output:
-        print_json(report)
-        return
+        print_json(shown.report)
+    elif early:
+        _print_clouds(first, shown)
+    else:
+        _print_status(shown)
+
+
+def _print_status(shown: StatusReport) -> None:
+    """The whole answer: roles, spend, GPUs, instances, the last failover, alerts, events."""
+    report, spent, kept = shown.report, shown.spent, shown.kept
     console.print(
         f"{report['id']} {report['status']}: primary {report['primary']} "
         f"({report['buckets']['primary']}), standby {report['standby']} "
@@ -76,30 +91,10 @@ def status(
     )
     console.print(spent.text(), markup=False)
     if report["gpu"] is not None or kept is not None:
-        gpu = report["gpu"] or kept or {}  # the marker read now, else the sample kept
-        console.print(_gpu_line(gpu, report["gpu_now"]), markup=False)
+        console.print(_gpus(shown), markup=False)
     if spent.unknown:
         console.print(Padding(Text(f"not priced: {'; '.join(spent.unknown)}"), (0, 0, 0, 2)))
-    table = FitTable(INSTANCE_COLUMNS)
-    notes = []
-    for inst in report["instances"]:
-        instance = inst["instance_id"] or "-"
-        table.add_row(
-            inst["role"],
-            inst["provider"],
-            instance,
-            inst["state"],
-            inst["instance_type"],
-            inst["region"],
-        )
-        note = inst.get("error") or inst["reclaim"]
-        if note:
-            notes.append(f"{inst['provider']} {instance}: {note}")
-    if table.rows:
-        console.print()
-        _show(table)
-    for note in notes:
-        console.print(Padding(Text(note), (0, 0, 0, 2)))
+    _print_instances(report["instances"])
     last = report["last_failover"]
     if last:
         _failover_line(last)
@@ -117,11 +112,55 @@ def status(
     if report["failover"]:
         console.print(
             f"failover in progress at step {report['failover']['step']}; "
-            f"run `cloudbroker failover {placement_id}` to complete it",
+            f"run `cloudbroker failover {report['id']}` to complete it",
             style="yellow",
             markup=False,
         )
     _print_events(report["events"])
+
+
+def _print_clouds(first: StatusReport, shown: StatusReport) -> None:
+    """After the store's answer, the clouds': each instance's state now (or why a cloud could
+    not say), and the primary's GPUs if the agent's marker read since says otherwise."""
+    console.print(f"\nthe clouds at {clock(time.time())}:", markup=False)
+    _print_instances(shown.report["instances"], blank=False)
+    if _gpus(shown) != _gpus(first) and (shown.report["gpu"] or shown.kept):
+        console.print(_gpus(shown), markup=False)
+
+
+def _print_instances(instances: list[dict[str, Any]], *, blank: bool = True) -> None:
+    """A row per instance; a live state the clouds did not give says how old it is."""
+    table = FitTable(INSTANCE_COLUMNS)
+    notes = []
+    now = time.time()
+    for inst in instances:
+        instance = inst["instance_id"] or "-"
+        table.add_row(
+            inst["role"],
+            inst["provider"],
+            instance,
+            _state(inst, now),
+            inst["instance_type"],
+            inst["region"],
+        )
+        note = inst.get("error") or inst["reclaim"]
+        if note:
+            notes.append(f"{inst['provider']} {instance}: {note}")
+    if table.rows:
+        if blank:
+            console.print()
+        _show(table)
+    for note in notes:
+        console.print(Padding(Text(note), (0, 0, 0, 2)))
+
+
+def _state(instance: dict[str, Any], now: float) -> str:
+    """``running``, or ``running (recorded 3 min ago)`` for a live state the store gave (the
+    cloud was not asked, or could not say): an ended state does not age."""
+    recorded = instance.get("recorded_at")
+    if recorded is None or instance["state"] not in ASKED:
+        return str(instance["state"])
+    return f"{instance['state']} (recorded {span(max(0.0, now - recorded))} ago)"
 
 
 def _failover_line(last: dict[str, Any]) -> None:
@@ -149,6 +188,11 @@ def _asking_clouds(
     if clouds:
         lines.start(f"asking {', '.join(clouds)} for the instances' state")
     return broker.status(placement_id)
+
+
+def _gpus(shown: StatusReport) -> str:
+    """:func:`_gpu_line` of the marker read now, else of the sample kept."""
+    return _gpu_line(shown.report["gpu"] or shown.kept or {}, shown.report["gpu_now"])
 
 
 def _gpu_line(gpu: dict[str, Any], now: dict[str, Any] | None) -> str:
