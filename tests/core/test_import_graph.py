@@ -1,10 +1,11 @@
 """The core's import graph has no cycle: no module needs, while it loads, a module that is
-still loading it.
+still loading it; and none needs, for its types, a module that needs it.
 
-The graph is what runs when a module is imported: its module-level imports (those under
-``TYPE_CHECKING`` and inside functions run later, or never). A module's own packages load
-before it and ``from package import submodule`` inside that package only loads the
-submodule: neither is an edge back to the package.
+The graph is what runs when a module is imported: its module-level imports (those inside
+functions run later, or never, and are lazy by design). The type graph adds the imports under
+``TYPE_CHECKING``: an annotation that points back up means the type belongs lower. A module's
+own packages load before it and ``from package import submodule`` inside that package only
+loads the submodule: neither is an edge back to the package.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def loading_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """The imports that run when the module loads."""
+def loading_imports(tree: ast.Module, typing: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """The imports that run when the module loads (with ``typing``, those under
+    ``TYPE_CHECKING`` too)."""
     found: list[ast.Import | ast.ImportFrom] = []
 
     def visit(nodes: list[ast.stmt]) -> None:
@@ -36,7 +38,7 @@ def loading_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 found.append(node)
             elif isinstance(node, ast.If):
-                if "TYPE_CHECKING" not in ast.unparse(node.test):
+                if typing or "TYPE_CHECKING" not in ast.unparse(node.test):
                     visit(node.body)
                 visit(node.orelse)
             elif isinstance(node, ast.Try):
@@ -72,12 +74,12 @@ def edges(name: str, node: ast.Import | ast.ImportFrom, known: dict[str, Path]) 
     return found
 
 
-def cycles() -> list[list[str]]:
+def cycles(typing: bool = False) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan)."""
     known = modules()
     graph = {
         name: set().union(
-            *(edges(name, n, known) for n in loading_imports(ast.parse(p.read_text())))
+            *(edges(name, n, known) for n in loading_imports(ast.parse(p.read_text()), typing))
         )
         for name, p in known.items()
     }
@@ -115,6 +117,10 @@ def test_the_core_imports_no_module_that_is_still_loading_it():
     assert cycles() == []
 
 
+def test_no_cycle_either_counting_the_imports_for_types():
+    assert cycles(typing=True) == []
+
+
 def test_a_cycle_is_seen():
     tree = ast.parse("from cloudbroker.web import data\nimport cloudbroker.state")
     known = {"cloudbroker.web": SRC, "cloudbroker.web.data": SRC, "cloudbroker.state": SRC}
@@ -122,3 +128,12 @@ def test_a_cycle_is_seen():
     assert edges("cloudbroker.web.server", nodes[0], known) == {"cloudbroker.web.data"}
     assert edges("cloudbroker.api", nodes[0], known) == {"cloudbroker.web", "cloudbroker.web.data"}
     assert edges("cloudbroker.api", nodes[1], known) == {"cloudbroker.state"}
+
+
+def test_an_import_for_types_is_an_edge_of_the_type_graph_alone():
+    tree = ast.parse("if TYPE_CHECKING:\n    import cloudbroker.state\nimport cloudbroker.web")
+    assert [ast.unparse(n) for n in loading_imports(tree)] == ["import cloudbroker.web"]
+    assert [ast.unparse(n) for n in loading_imports(tree, typing=True)] == [
+        "import cloudbroker.state",
+        "import cloudbroker.web",
+    ]

@@ -32,6 +32,7 @@ MOVED: dict[str, str] = {
     "cloudbroker.launching": "cloudbroker.plugins.launching",
     "cloudbroker.lease": "cloudbroker.broker.lease",
     "cloudbroker.listing": "cloudbroker.storage.listing",
+    "cloudbroker.metrics.calls": "cloudbroker.plugins.calls",
     "cloudbroker.notify": "cloudbroker.broker.notify",
     "cloudbroker.objects": "cloudbroker.storage.objects",
     "cloudbroker.provider": "cloudbroker.plugins.provider",

@@ -11,9 +11,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cloudbroker.models import Availability, BillingRule, BucketRef, EgressTerms, Market
+from cloudbroker.models import (
+    Availability,
+    BillingRule,
+    BucketRef,
+    EgressTerms,
+    LiveReport,
+    Market,
+)
 from cloudbroker.money import Money
-from cloudbroker.quote.models import LiveReport
 
 
 class _Report(BaseModel):

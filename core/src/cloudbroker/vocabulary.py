@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import date, timedelta
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
@@ -41,6 +42,10 @@ class Ranking(StrEnum):
 
 #: A price older than this is shown with a caution (prices move; re-check before buying).
 STALE_AFTER = timedelta(days=365)
+
+#: An average month: storage is priced per GB-month, commitments and interruption shares by
+#: the month.
+HOURS_PER_MONTH = Decimal(8760) / 12
 
 
 def cautions(as_of: date, trust: str | None, today: date) -> tuple[str, ...]:

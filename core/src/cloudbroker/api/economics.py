@@ -18,9 +18,10 @@ from cloudbroker.money import CURRENCIES, FxRate, FxTable, Money, parse_currency
 if TYPE_CHECKING:
     from cloudbroker.economics.commitments import CommitmentOffer as CommitmentOffer
     from cloudbroker.economics.commitments import CommitmentReport
+    from cloudbroker.economics.spot_costs import SpotCost
     from cloudbroker.economics.spot_risk import InterruptionRate as InterruptionRate
-    from cloudbroker.economics.spot_risk import SpotCost, SpotSettings
     from cloudbroker.economics.spot_risk import SpotPlan as SpotPlan
+    from cloudbroker.economics.spot_risk import SpotSettings
     from cloudbroker.economics.tco import Country, OnPrem, OnPremCost, Row
     from cloudbroker.models import Source
     from cloudbroker.plugins import Catalogs, PluginManager
@@ -211,6 +212,6 @@ def spot_risk(
     wall time and total with restarts and (with a checkpoint cost) the best checkpoint
     interval, at both ends of the provider's interruption band."""
     from cloudbroker import api
-    from cloudbroker.economics.spot_risk import spot_costs
+    from cloudbroker.economics.spot_costs import spot_costs
 
     return spot_costs(plugins or api.load_plugins(), job, result, fx, settings)

@@ -33,7 +33,7 @@ from cloudbroker.errors import CatalogError, UsageError
 from cloudbroker.models import ComputePrice, InstanceType, Market, Source
 from cloudbroker.money import FxTable, Money
 from cloudbroker.quote import Job, QuoteEngine, match_gpus
-from cloudbroker.quote.costs import HOURS_PER_MONTH
+from cloudbroker.vocabulary import HOURS_PER_MONTH
 
 if TYPE_CHECKING:
     from cloudbroker.plugins import Catalogs, PluginManager

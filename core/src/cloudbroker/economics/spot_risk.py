@@ -35,10 +35,9 @@ from typing import Any
 from cloudbroker.catalogs.catalog import parse_sourced_toml, source_ref
 from cloudbroker.catalogs.provider_data import read_data_file
 from cloudbroker.errors import CatalogError
-from cloudbroker.models import Market, Source
-from cloudbroker.money import FxTable, Money
-from cloudbroker.quote import Job, Quote, QuoteResult
-from cloudbroker.quote.costs import HOURS_PER_MONTH
+from cloudbroker.models import Source
+from cloudbroker.money import Money
+from cloudbroker.vocabulary import HOURS_PER_MONTH
 
 FILE = "spot_interruptions.toml"
 
@@ -327,27 +326,6 @@ class SpotSettings:
     checkpoint_minutes: Decimal | None = None
 
 
-@dataclass(frozen=True)
-class SpotCost:
-    """A ranked spot offer's expected run at both ends of its interruption rate.
-
-    One checkpoint interval is planned for the rate's high end (the safe side); ``low`` and
-    ``high`` run that same plan at each end, so their totals bracket the expected cost.
-    """
-
-    quote: Quote
-    rate: InterruptionRate
-    low: SpotPlan | None  # None: the rate is unknown
-    high: SpotPlan | None  # None: unknown, or an open band
-    low_total: Money | None  # None as well when the expected wall time is unbounded
-    high_total: Money | None
-
-    @property
-    def plan(self) -> SpotPlan | None:
-        """The plan the checkpoint interval was chosen for."""
-        return self.high or self.low
-
-
 def bracket(
     work: float, rate: InterruptionRate, restart: float, checkpoint: float | None
 ) -> tuple[SpotPlan | None, SpotPlan | None]:
@@ -364,34 +342,3 @@ def bracket(
         return plan(work, mtbf_hours(value), restart, checkpoint, planned.interval)
 
     return at(rate.low), at(rate.high)
-
-
-def spot_costs(
-    pm, job: Job, result: QuoteResult, fx: FxTable, settings: SpotSettings
-) -> list[SpotCost]:
-    """Every ranked spot quote with its interruption rate and expected totals at both ends."""
-    tables: dict[str, InterruptionTable] = {}
-    restart = float(settings.restart_minutes / MINUTES_PER_HOUR)
-    checkpoint = (
-        None
-        if settings.checkpoint_minutes is None
-        else float(settings.checkpoint_minutes / MINUTES_PER_HOUR)
-    )
-    found = []
-    for q in result.quotes:
-        if q.market is not Market.SPOT or q.hourly is None or q.total is None:
-            continue
-        if settings.interruptions_per_day is not None:
-            rate = override(settings.interruptions_per_day)
-        else:
-            if q.provider not in tables:
-                tables[q.provider] = load_table(pm, q.provider)
-            rate = tables[q.provider].rate(q.region, q.instance_type)
-        low, high = bracket(float(job.hours), rate, restart, checkpoint)
-        hourly = fx.convert(q.hourly, job.currency)
-        totals = []
-        for run in (low, high):
-            extra = None if run is None else extra_cost(hourly, run)
-            totals.append(None if extra is None else q.total + extra)
-        found.append(SpotCost(q, rate, low, high, *totals))
-    return found

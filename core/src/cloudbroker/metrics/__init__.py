@@ -3,10 +3,10 @@
 The store's gauges (placements by status, failovers by reason, last RTO and RPO, replication
 lag, leases, spend) are read from the state store at each scrape, so every watcher sharing a
 store, or any process serving them, tells the same truth. The cloud call counters are this
-process's own (:mod:`.calls`). prometheus-client is imported only when metrics are served.
+process's own (:mod:`cloudbroker.plugins.calls`, fed by the plugin manager). prometheus-client
+is imported only when metrics are served.
 
-Modules: ``calls`` (the hook call counters, fed by the plugin manager), ``collector`` (what
-a scrape reports).
+Modules: ``collector`` (what a scrape reports).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def serve(
 
 
 def _listen_error(exc: OSError, port: int, address: str) -> UsageError:
-    import socket  # here: the plugin manager imports this package for :mod:`.calls`
+    import socket  # here: imported only when a server cannot listen
 
     if exc.errno == errno.EADDRINUSE:
         return UsageError(f"metrics port {port} is in use on {address}; choose another port")

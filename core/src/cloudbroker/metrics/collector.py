@@ -18,7 +18,7 @@ from cloudbroker.broker.budget import Spend, spend
 from cloudbroker.broker.idle import gpu_now
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
-from cloudbroker.metrics import calls
+from cloudbroker.plugins import calls
 from cloudbroker.state import PlacementRecord, Store
 from cloudbroker.state.backend import gc_paused
 from cloudbroker.state.fleet import Fleet, FleetReader

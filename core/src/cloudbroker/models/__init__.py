@@ -6,9 +6,9 @@ Amounts are :class:`~cloudbroker.money.Money` (Decimal + currency); every price,
 rule carries the :class:`Source` it came from.
 
 Modules: ``base`` (:class:`Model`, :class:`Source`, :class:`Market`), ``catalog`` (instance
-types, prices, hidden-cost terms), ``provider`` (:class:`ProviderInfo`, :class:`Availability`),
-``instances`` (launch request, instance), ``storage`` (bucket, rclone remote, instance
-credentials), ``notice`` (a spot reclaim notice in the instance's metadata).
+types, prices, hidden-cost terms), ``provider`` (:class:`ProviderInfo`, :class:`Availability`,
+:class:`LiveReport`), ``instances`` (launch request, instance), ``storage`` (bucket, rclone
+remote, instance credentials), ``notice`` (a spot reclaim notice in the instance's metadata).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from cloudbroker.models.provider import (
     Availability,
     AvailabilityStatus,
     CredentialStatus,
+    LiveReport,
     ProviderInfo,
     Quota,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "InstanceState",
     "InstanceType",
     "LaunchRequest",
+    "LiveReport",
     "Market",
     "MetadataToken",
     "Model",

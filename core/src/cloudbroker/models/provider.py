@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
 
@@ -70,6 +70,18 @@ class Quota(Model):
     @property
     def exceeded(self) -> bool:
         return self.need > self.limit
+
+
+class LiveReport(Model):
+    """What ``quote --live`` read: each provider's oldest figure, and what stays unknown."""
+
+    read_at: dict[str, datetime]  # provider -> read time of its oldest figure used
+    cached: tuple[str, ...] = ()  # providers answered (at least partly) from the cache
+    unknown: dict[str, str] = Field(default_factory=dict)  # provider -> why not known
+    # provider -> why its quota API did not answer (its offers are ranked as if no quota)
+    quota_unknown: dict[str, str] = Field(default_factory=dict)
+    listed_last: int = 0  # sold-out or not-offered offers, ranked after all the others
+    hidden: int = 0  # the same, left out on request (still counted in ``matched``)
 
 
 class CredentialStatus(Model):

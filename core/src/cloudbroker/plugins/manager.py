@@ -14,8 +14,7 @@ from cloudbroker.errors import (
     PluginError,
     ProviderUnavailable,
 )
-from cloudbroker.metrics import calls
-from cloudbroker.plugins import hookspecs
+from cloudbroker.plugins import calls, hookspecs
 from cloudbroker.plugins.answers import Catalogs, Failure, FanOut, validated
 from cloudbroker.plugins.hookspecs import FanOutHook, RoutedHook
 from cloudbroker.plugins.registry import Registry, _describe

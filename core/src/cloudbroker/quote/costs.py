@@ -10,13 +10,14 @@ from collections.abc import Iterable
 from decimal import ROUND_CEILING, Decimal
 from typing import TYPE_CHECKING, Literal
 
+from cloudbroker.vocabulary import HOURS_PER_MONTH as HOURS_PER_MONTH  # transfer reads it here
+
 if TYPE_CHECKING:  # billed time is also read by the fast quote, which imports no pydantic
     from cloudbroker.models import BandwidthTier, BillingRule, EgressTerms, Rate, Route, Tier
     from cloudbroker.money import Money
 
 TransferKind = Literal["internet", "cross-region", "cross-zone", "same-zone"]
 
-HOURS_PER_MONTH = Decimal(8760) / 12  # storage is priced per GB-month; an average month
 SECONDS_PER_HOUR = Decimal(3600)
 SECONDS_PER_DAY = 86400
 MEGABITS_PER_GB = Decimal(8000)  # decimal units, as links are sold (1 GB = 8,000 Mb)

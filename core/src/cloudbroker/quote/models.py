@@ -13,6 +13,7 @@ from cloudbroker.models import (
     Model,
     Source,
 )
+from cloudbroker.models import LiveReport as LiveReport  # re-exported: it lives below
 from cloudbroker.money import DecimalStr, FxRate, Money
 from cloudbroker.quote.job import Job as Job  # re-exported: the job lives apart, plain
 from cloudbroker.quote.job import Location as Location
@@ -113,15 +114,3 @@ class QuoteResult(Model):
     spot_notices: dict[str, int] = Field(default_factory=dict)
     # providers of the spot offers shown without a notice: a reclaim is seen by polling
     spot_polled: tuple[str, ...] = ()
-
-
-class LiveReport(Model):
-    """What ``quote --live`` read: each provider's oldest figure, and what stays unknown."""
-
-    read_at: dict[str, datetime]  # provider -> read time of its oldest figure used
-    cached: tuple[str, ...] = ()  # providers answered (at least partly) from the cache
-    unknown: dict[str, str] = Field(default_factory=dict)  # provider -> why not known
-    # provider -> why its quota API did not answer (its offers are ranked as if no quota)
-    quota_unknown: dict[str, str] = Field(default_factory=dict)
-    listed_last: int = 0  # sold-out or not-offered offers, ranked after all the others
-    hidden: int = 0  # the same, left out on request (still counted in ``matched``)

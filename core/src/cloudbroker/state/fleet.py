@@ -24,9 +24,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cloudbroker.state.backend import gc_paused
+from cloudbroker.state.records import (
+    Event,
+    InstanceRow,
+    PlacementRecord,
+    Plan,
+    placement_record,
+    plan_of,
+)
 
 if TYPE_CHECKING:
-    from cloudbroker.state.store import Event, InstanceRow, PlacementRecord, Plan, Store
+    from cloudbroker.state.connection import Connection as Store  # what a read needs of one
 
 #: Event ids read again at each read (see the module's docstring).
 LOOKBACK = 10_000
@@ -83,7 +91,6 @@ class FleetReader:
             return self._read(store, statuses)
 
     def _read(self, store: Store, statuses: Iterable[str] | None) -> Fleet:
-        from cloudbroker.state.store import Event, placement_record
 
         if time.monotonic() - self._full_at > FULL_EVERY:
             self._reset()
@@ -119,7 +126,6 @@ class FleetReader:
 
     def _read_plans(self, store: Store, rows: list[dict[str, Any]]) -> None:
         """The plans of the placements not seen before (or forgotten and placed again)."""
-        from cloudbroker.state.store import plan_of
 
         new = [r["id"] for r in rows if self._plans.get(r["id"], (None,))[0] != r["created_at"]]
         if not new:
@@ -140,7 +146,6 @@ def _fleet(
     instances: list[dict[str, Any]],
 ) -> Fleet:
     """The fleet from its rows: each side's summed copies folded into the events as one."""
-    from cloudbroker.state.store import Event, InstanceRow
 
     for row in totals:
         if (folded := events.get(row["placement_id"])) is not None:
@@ -169,7 +174,6 @@ def read_some(store: Store, placements: list[PlacementRecord]) -> Fleet:
 
 
 def _read_some(store: Store, placements: list[PlacementRecord]) -> Fleet:
-    from cloudbroker.state.store import Event
 
     ids = tuple(p.id for p in placements)
     among = f"placement_id IN ({', '.join('?' * len(ids))})"

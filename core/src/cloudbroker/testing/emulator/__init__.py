@@ -59,14 +59,13 @@ Modules: ``wire`` (:class:`Request`, :class:`Response`, :class:`ApiError`), ``st
 from __future__ import annotations
 
 from cloudbroker.testing.emulator.json_api import JsonEmulator
-from cloudbroker.testing.emulator.server import Emulator, serve
+from cloudbroker.testing.emulator.server import Emulator, InstanceRunner, serve
 from cloudbroker.testing.emulator.state import (
     FAULT_KINDS,
     LAUNCH_FAULTS,
     LOW_STOCK,
     Fault,
     Instance,
-    InstanceRunner,
     State,
 )
 from cloudbroker.testing.emulator.wire import ApiError, Request, Response

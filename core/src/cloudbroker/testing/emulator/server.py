@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from decimal import Decimal, InvalidOperation
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from cloudbroker.testing.emulator.state import FAULT_KINDS, Fault, Instance, InstanceRunner, State
+from cloudbroker.testing.emulator.state import FAULT_KINDS, Fault, Instance, State
 from cloudbroker.testing.emulator.wire import ApiError, Request, Response
 
 if TYPE_CHECKING:
@@ -38,6 +38,14 @@ def _jsonable(extra: dict[str, Any]) -> dict[str, Any]:
             continue
         kept[key] = value
     return kept
+
+
+class InstanceRunner(Protocol):
+    """Told about instance lifecycles (called with the state lock held: return quickly)."""
+
+    def started(self, emulator: Emulator, instance: Instance) -> None: ...
+
+    def ended(self, emulator: Emulator, instance: Instance) -> None: ...
 
 
 class Emulator:

@@ -7,10 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from cloudbroker.testing.emulator.server import Emulator
+from typing import Any
 
 FAULT_KINDS = (
     "latency",
@@ -78,14 +75,6 @@ class Instance:
         if now < self.created + lag:
             return False
         return self.terminated is None or now < self.terminated + lag
-
-
-class InstanceRunner(Protocol):
-    """Told about instance lifecycles (called with the state lock held: return quickly)."""
-
-    def started(self, emulator: Emulator, instance: Instance) -> None: ...
-
-    def ended(self, emulator: Emulator, instance: Instance) -> None: ...
 
 
 class State:
