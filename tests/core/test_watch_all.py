@@ -377,3 +377,37 @@ def test_a_store_error_in_a_check_stops_the_watcher_with_it_leases_handed_back(w
     with pytest.raises(StateError, match="went away"):
         watcher.run(lambda: time.monotonic() > deadline)
     assert time.monotonic() < deadline and world.owners() == {}
+
+
+def test_the_schedule_queues_due_checks_earliest_first_and_skips_what_was_let_go():
+    """The main loop reads when each placement is next due from a heap (a look at every
+    placement after each check made 10,000 of them CPU-bound): checks come earliest first,
+    a placement let go or done is not checked, one taken anew is checked once."""
+    from types import SimpleNamespace
+
+    from cloudbroker.broker.watch_all import _Owned
+
+    watch = WatchAll(SimpleNamespace())  # type: ignore[arg-type]  # the schedule alone
+    now = time.monotonic()
+
+    def owned(placement_id: str, due: float, **state) -> _Owned:
+        watched = SimpleNamespace(placement_id=placement_id)
+        lease = SimpleNamespace(lost=state.pop("lost", False))
+        made = watch.owned[placement_id] = _Owned(watched, lease, now + due, **state)  # type: ignore[arg-type]
+        return made
+
+    for ended in (
+        owned("later", 60),
+        owned("second", -1),
+        owned("first", -2),
+        owned("done", -3, done="stopped"),
+        owned("lost", -3, lost=True),
+        owned("retaken", -4),
+    ):
+        watch._ended.put(ended)
+    watch._schedule()
+    watch._start(owned("retaken", 0))  # let go, then taken anew: checked at once
+    watch._dispatch()
+    queued = [watch._queue.get_nowait().watched.placement_id for _ in range(watch._queue.qsize())]
+    assert queued == ["retaken", "first", "second"]
+    assert [placement_id for _, placement_id in watch._due] == ["later"]
