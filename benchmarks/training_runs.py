@@ -5,9 +5,9 @@
 Each run names its hardware and its GPU-hours (or per-GPU throughput) in its own paper or
 model card; the model estimates the same run from the run's own token count, on instances of
 8 GPUs (the quote's unit: one instance), and the error is printed. Nothing here tunes the
-model: its MFU defaults come from other sources (``cloudbroker.throughput.efficiency``), except
-where a row says "calibration" (the ResNet-50 row is the source of the CNN MFU, so it is shown
-but not counted as a check).
+model: its MFU defaults come from other sources (``cloudbroker.sizing.throughput.efficiency``),
+except where a row says "calibration" (the ResNet-50 row is the source of the CNN MFU, so it is
+shown but not counted as a check).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import argparse
 import json
 from dataclasses import dataclass
 
-from cloudbroker import sizing, throughput
+from cloudbroker import sizing
+from cloudbroker.sizing import throughput
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from cloudbroker.catalogs.catalog import load_catalog
 from cloudbroker.models import InstanceState, StorageRemote
 from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.plugins.provider import CatalogProvider
-from cloudbroker.scaffold import new_plugin
+from cloudbroker.plugins.scaffold import new_plugin
 from cloudbroker.testing.contract import LiveTarget, ProviderUnderTest, ReachChecks
 
 NAME = "reachcloud"

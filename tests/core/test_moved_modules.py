@@ -72,3 +72,21 @@ def test_the_old_storage_module_names_are_answered_by_the_storage_package():
     assert said == {"cloudbroker.storage.sync", "cloudbroker.storage.SyncResult"}
     with pytest.raises(ImportError):
         from cloudbroker.storage import no_such_name  # noqa: F401
+
+
+def test_a_module_inside_a_moved_package_is_the_one_at_its_new_place(monkeypatch):
+    for name in ("cloudbroker.throughput", "cloudbroker.throughput.peaks"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old = importlib.import_module("cloudbroker.throughput.peaks")
+
+    assert old is importlib.import_module("cloudbroker.sizing.throughput.peaks")
+    assert old.__spec__.name == "cloudbroker.sizing.throughput.peaks"  # not the old name's
+    package = importlib.import_module("cloudbroker.sizing.throughput")
+    assert package.__spec__.submodule_search_locations == package.__path__
+    assert (
+        _moved.new_name("cloudbroker.scaffold.template") == "cloudbroker.plugins.scaffold.template"
+    )
+    assert _moved.new_name("cloudbroker.sizing.fit") is None  # a module that did not move
+    assert _moved.new_name("json.decoder") is None

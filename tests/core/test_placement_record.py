@@ -11,8 +11,8 @@ from support.broker_fakes import FakeReplicator, ali_ten_request, fake_world
 
 from cloudbroker.broker import Broker
 from cloudbroker.errors import StateError
+from cloudbroker.models.placements import PlacementSpec, PlannedOffer
 from cloudbroker.money import Money
-from cloudbroker.placements import PlacementSpec, PlannedOffer
 from cloudbroker.state import PlacementRecord, open_store
 
 

@@ -137,7 +137,7 @@ def test_plugin_new_writes_a_complete_distribution(clean_env, tmp_path):
 
 def test_the_scaffolded_catalog_invents_no_price(tmp_path):
     from cloudbroker.catalogs.catalog import load_catalog
-    from cloudbroker.scaffold import new_plugin
+    from cloudbroker.plugins.scaffold import new_plugin
 
     data = new_plugin("acmegpu", tmp_path) / "src" / "cloudbroker_acmegpu" / "data"
     catalog = load_catalog("acmegpu", data)

@@ -60,10 +60,10 @@ def test_the_quote_command_the_fast_path_and_the_api_read_one_option_table():
 
 
 def test_the_registry_and_the_index_find_plugins_with_the_one_discovery(monkeypatch, tmp_path):
-    from cloudbroker import plugin_switches
+    from cloudbroker.plugins import switches
 
-    one = plugin_switches.Found("solo", "no_such_module_here:plugin", "cloudbroker-solo", "9.9")
-    monkeypatch.setattr(plugin_switches, "discover", lambda: (one,))
+    one = switches.Found("solo", "no_such_module_here:plugin", "cloudbroker-solo", "9.9")
+    monkeypatch.setattr(switches, "discover", lambda: (one,))
     monkeypatch.setattr(catalog_index, "_DISCOVERED", {})  # nothing kept in this process
     monkeypatch.setenv("CLOUDBROKER_CACHE", str(tmp_path))  # nor on disk
     monkeypatch.delenv("CLOUDBROKER_PLUGINS", raising=False)

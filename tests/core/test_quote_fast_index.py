@@ -42,7 +42,7 @@ def current(provider: str, plugin: tuple) -> bool | None:
 
 
 def test_the_index_is_stale_when_a_refreshed_catalog_appears(cache_env, tmp_path):
-    from cloudbroker.provider_paths import user_catalog_dir
+    from cloudbroker.plugins.paths import user_catalog_dir
 
     env = dict(cache_env, CLOUDBROKER_DATA_DIR=str(tmp_path / "data"))
     with environment(env):  # another data folder: another refreshed catalog may be there
@@ -66,7 +66,7 @@ def _data_dir(package: str) -> Path:
 
 
 def test_a_provider_failing_after_it_was_indexed_is_reported_by_the_full_path(cache_env, tmp_path):
-    from cloudbroker.provider_paths import user_catalog_dir
+    from cloudbroker.plugins.paths import user_catalog_dir
 
     env = dict(cache_env, CLOUDBROKER_DATA_DIR=str(tmp_path / "data"))
     argv = ["quote", "--gpu", "A100", "--count", "8"]

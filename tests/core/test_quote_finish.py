@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 from support.cli import one_line, run_cli
 
-from cloudbroker import sizing, throughput
+from cloudbroker import sizing
 from cloudbroker.cli import fast
 from cloudbroker.models import (
     BillingRule,
@@ -29,6 +29,7 @@ from cloudbroker.models import (
 from cloudbroker.money import FxTable, Money
 from cloudbroker.quote import Job, Location, QuoteEngine
 from cloudbroker.quote.finish import rank_to_finish
+from cloudbroker.sizing import throughput
 
 SRC = Source(name="test", as_of=date(2026, 11, 29))
 HOURLY = BillingRule(increment_seconds=1, minimum_seconds=60, description="per s", source=SRC)

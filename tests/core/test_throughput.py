@@ -13,7 +13,8 @@ import pytest
 from support.cli import run_cli
 
 import cloudbroker
-from cloudbroker import gpus, sizing, throughput
+from cloudbroker import gpus, sizing
+from cloudbroker.sizing import throughput
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 #: The GPUs the issue names, each with a cited dense bf16 (or, before Ampere, fp16) peak.

@@ -11,13 +11,13 @@ import pytest
 from support.broker_fakes import FakeCloud, FakeReplicator, fake_world
 from support.machine import within
 
-from cloudbroker import models, plugins
+from cloudbroker import models
 from cloudbroker.broker import Broker, PlacementSpec, PlaceRequest
 from cloudbroker.economics import tco
 from cloudbroker.errors import CloudBrokerError, PluginError, ProviderUnavailable
 from cloudbroker.models import Market, parse_bucket
 from cloudbroker.money import FxTable
-from cloudbroker.plugins import FanOut, PluginManager, answers, hookspecs
+from cloudbroker.plugins import FanOut, PluginManager, answers, hookspecs, manager
 from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.quote import Job
 from cloudbroker.state import open_store
@@ -48,7 +48,7 @@ class Slow(FakeCloud):
 def test_every_hook_is_fan_out_or_routed_and_has_one_typed_method_of_its_spec_type():
     assert sorted(hookspecs.FAN_OUT_HOOKS + hookspecs.ROUTED_HOOKS) == SPECS
     assert not set(hookspecs.FAN_OUT_HOOKS) & set(hookspecs.ROUTED_HOOKS)
-    names = {**vars(plugins), **vars(models)}
+    names = {**vars(manager), **vars(models)}
     for hook in SPECS:
         returns = typing.get_type_hints(getattr(PluginManager, hook), globalns=names)["return"]
         spec = answers.return_type(hook)

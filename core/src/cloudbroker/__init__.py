@@ -38,10 +38,10 @@ _SOURCES = {
     "SizeResult": "cloudbroker.sizing",
     "SyncResult": "cloudbroker.storage.syncing",
     "SyncProgress": "cloudbroker.storage.syncing",
-    "Placement": "cloudbroker.placements",
-    "PlacementStatus": "cloudbroker.placements",
-    "InstanceStatus": "cloudbroker.placements",
-    "FailoverResult": "cloudbroker.placements",
+    "Placement": "cloudbroker.models.placements",
+    "PlacementStatus": "cloudbroker.models.placements",
+    "InstanceStatus": "cloudbroker.models.placements",
+    "FailoverResult": "cloudbroker.models.placements",
     "BrokerEvent": "cloudbroker.broker",
     "Money": "cloudbroker.money",
     "Market": "cloudbroker.models",
@@ -88,13 +88,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each is loaded
         VerificationError,
     )
     from cloudbroker.models import Market  # noqa: F401
-    from cloudbroker.money import Money  # noqa: F401
-    from cloudbroker.placements import (  # noqa: F401
+    from cloudbroker.models.placements import (  # noqa: F401
         FailoverResult,
         InstanceStatus,
         Placement,
         PlacementStatus,
     )
+    from cloudbroker.money import Money  # noqa: F401
     from cloudbroker.plugins import PluginManager  # noqa: F401
     from cloudbroker.quote import CostLine, Quote, QuoteResult  # noqa: F401
     from cloudbroker.sizing import SizeResult  # noqa: F401

@@ -2,7 +2,7 @@
 
 ``import cloudbroker.rclone`` still works, for one minor release, with a DeprecationWarning:
 a finder on ``sys.meta_path`` answers an old name with the module at its new place (the same
-module object, so patching either name patches both).
+module object, so patching either name patches both). A moved package's modules move with it.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ MOVED: dict[str, str] = {
     "cloudbroker.metrics.calls": "cloudbroker.plugins.calls",
     "cloudbroker.notify": "cloudbroker.broker.notify",
     "cloudbroker.objects": "cloudbroker.storage.objects",
+    "cloudbroker.placements": "cloudbroker.models.placements",
     "cloudbroker.provider": "cloudbroker.plugins.provider",
     "cloudbroker.provider_data": "cloudbroker.catalogs.provider_data",
     "cloudbroker.rclone": "cloudbroker.storage.rclone",
@@ -45,10 +46,12 @@ MOVED: dict[str, str] = {
     "cloudbroker.rest": "cloudbroker.plugins.rest",
     "cloudbroker.retry": "cloudbroker.plugins.retry",
     "cloudbroker.s3_remote": "cloudbroker.storage.s3_remote",
+    "cloudbroker.scaffold": "cloudbroker.plugins.scaffold",
     "cloudbroker.sdk_errors": "cloudbroker.plugins.sdk_errors",
     "cloudbroker.spot_rank": "cloudbroker.quote.spot_rank",
     "cloudbroker.spot_risk": "cloudbroker.economics.spot_risk",
     "cloudbroker.tco": "cloudbroker.economics.tco",
+    "cloudbroker.throughput": "cloudbroker.sizing.throughput",
     "cloudbroker.transfer": "cloudbroker.quote.transfer",
     "cloudbroker.zone_stock": "cloudbroker.catalogs.zone_stock",
 }
@@ -70,17 +73,22 @@ class _Alias:
             DeprecationWarning,
             stacklevel=2,
         )
-        return importlib.import_module(self.new)
+        module = importlib.import_module(self.new)
+        self.spec = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: the module at its new place is already loaded."""
+        """Nothing to run: the module at its new place is already loaded. Importlib has set
+        its ``__spec__`` to the old name's, though, which would hide a package's folder from
+        ``importlib.resources``: it gets its own back."""
+        module.__spec__ = self.spec
 
 
 class _Finder:
     """On ``sys.meta_path``: answers the old names of :data:`MOVED`, nothing else."""
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> ModuleSpec | None:
-        new = MOVED.get(name)
+        new = new_name(name)
         if new is None:
             return None
         from importlib.machinery import ModuleSpec
@@ -88,7 +96,21 @@ class _Finder:
         return ModuleSpec(name, _Alias(new))  # type: ignore[arg-type]  # a loader by its methods
 
 
+def new_name(name: str) -> str | None:
+    """Where ``name`` lives now: a moved module, or a module inside a moved package
+    (``cloudbroker.throughput.peaks`` is ``cloudbroker.sizing.throughput.peaks``)."""
+    head, dot, tail = name, "", ""
+    while head.startswith("cloudbroker."):
+        if head in MOVED:
+            return MOVED[head] + dot + tail
+        head, _, last = head.rpartition(".")
+        tail = f"{last}.{tail}" if dot else last
+        dot = "."
+    return None
+
+
 def install() -> None:
-    """Answer the old names (once a process)."""
+    """Answer the old names (once a process), before the path finder: a module inside a moved
+    package would otherwise be found again under its old name, a second module object."""
     if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
-        sys.meta_path.append(_Finder())
+        sys.meta_path.insert(0, _Finder())

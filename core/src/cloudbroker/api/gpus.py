@@ -1,6 +1,6 @@
 """``gpus``: every GPU model, who sells it and the cheapest price per GPU-hour, and what each
 model can run. The listing's types and the model table are :mod:`cloudbroker.gpus`'s and the
-peak figures :mod:`cloudbroker.throughput`'s, re-exported for what renders them."""
+peak figures :mod:`cloudbroker.sizing.throughput`'s, re-exported for what renders them."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from cloudbroker.gpus import (
 )
 from cloudbroker.gpus.offerings import price_key
 from cloudbroker.money import FxRate, FxTable, parse_currency
-from cloudbroker.throughput import PRECISIONS, peak_of
+from cloudbroker.sizing.throughput import PRECISIONS, peak_of
 
 if TYPE_CHECKING:
     from cloudbroker.errors import Spelling

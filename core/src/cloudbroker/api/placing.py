@@ -12,8 +12,8 @@ from cloudbroker import api, limits
 from cloudbroker.api.arguments import Names, Number, _bounded, _bucket, _names, _seconds
 from cloudbroker.errors import NotTerminated, Spelling, UsageError, keyword
 from cloudbroker.models import BucketRef, Market
+from cloudbroker.models.placements import FailoverResult, Placement, PlacementStatus
 from cloudbroker.money import Money, parse_currency
-from cloudbroker.placements import FailoverResult, Placement, PlacementStatus
 from cloudbroker.plugins import PluginManager
 
 if TYPE_CHECKING:

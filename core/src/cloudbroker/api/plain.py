@@ -77,7 +77,7 @@ def provider_rows() -> list[dict[str, Any]]:
     import os
 
     from cloudbroker.catalogs import catalog_index
-    from cloudbroker.provider_paths import credential_source
+    from cloudbroker.plugins.paths import credential_source
 
     env = os.environ
     installed = catalog_index.installed(env)

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from cloudbroker import api, limits, sizing, throughput
+from cloudbroker import api, limits, sizing
 from cloudbroker.api import work as _work
 from cloudbroker.api.arguments import Names, Number, _bounded, _names
 from cloudbroker.api.work import WorkArgs
@@ -20,6 +20,7 @@ from cloudbroker.money import FxRate, FxTable, parse_currency
 from cloudbroker.quote import Job, Location, QuoteResult, Ranking
 from cloudbroker.quote import quote as run_quote
 from cloudbroker.quote import read_catalogs as read_catalogs
+from cloudbroker.sizing import throughput
 
 if TYPE_CHECKING:
     from cloudbroker.catalogs.availability import Live
@@ -226,9 +227,9 @@ def quote(
     ``model`` (a preset of :func:`size`) instead of ``gpu``, every configuration it fits is
     quoted. Raises :class:`~cloudbroker.quote.NoOfferError` when nothing matches.
 
-    Work instead of ``hours`` (:mod:`cloudbroker.throughput`): ``tokens`` through a transformer
-    ``model``, ``samples`` x ``epochs`` through a CNN preset (``"ResNet-152"``), or ``work=
-    "36 h on 1x A100-80GB"``; each (GPU, count) is then quoted for the hours it takes
+    Work instead of ``hours`` (:mod:`cloudbroker.sizing.throughput`): ``tokens`` through a
+    transformer ``model``, ``samples`` x ``epochs`` through a CNN preset (``"ResNet-152"``),
+    or ``work="36 h on 1x A100-80GB"``; each (GPU, count) is then quoted for the hours it takes
     (``Quote.finish``) and ranked by the total to finish. ``deadline`` (seconds) drops what
     cannot finish by then (``QuoteResult.work`` says which and why); ``step_time`` (seconds)
     measured ``on`` ``"8x A100-80GB"`` calibrates the estimate; ``mfu`` overrides the share of

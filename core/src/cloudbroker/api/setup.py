@@ -160,6 +160,6 @@ def shown_config() -> tuple[Path, dict[str, Any], bool]:
 def new_plugin(name: str, directory: Path) -> Path:
     """Write the distribution ``cloudbroker-<name>`` under ``directory`` from the template
     (its contract suite passes as generated); its path."""
-    from cloudbroker.scaffold import new_plugin as write
+    from cloudbroker.plugins.scaffold import new_plugin as write
 
     return write(name, directory)

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from cloudbroker import limits, sizing, throughput
+from cloudbroker import limits, sizing
 from cloudbroker.api.arguments import Number, _bounded, _seconds
 from cloudbroker.errors import Spelling, UsageError
-from cloudbroker.throughput import Plan
+from cloudbroker.sizing import throughput
+from cloudbroker.sizing.throughput import Plan
 
 #: Precisions only the throughput model knows, and what memory is sized as for them (fp8
 #: training keeps 16-bit weights and fp32 master weights; tf32 stores fp32).

@@ -35,8 +35,8 @@ from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.lifecycle import Lifecycle
 from cloudbroker.broker.records import LIVE, UNRESOLVED, span
 from cloudbroker.errors import UsageError, quoted
+from cloudbroker.models.placements import PlacementSpec, PlannedOffer
 from cloudbroker.money import ALIASES, CURRENCIES, DecimalStr, FxTable, Money, parse_currency
-from cloudbroker.placements import PlacementSpec, PlannedOffer
 from cloudbroker.quote.costs import SECONDS_PER_HOUR, billed_seconds, egress_cost
 from cloudbroker.state import Event, InstanceRow, PlacementRecord, Store
 from cloudbroker.state.fleet import Fleet

@@ -40,8 +40,8 @@ from cloudbroker.errors import (
     ProviderUnavailable,
 )
 from cloudbroker.models import BucketRef, Instance, InstanceState
+from cloudbroker.models.placements import PlannedOffer
 from cloudbroker.money import FxTable
-from cloudbroker.placements import PlannedOffer
 from cloudbroker.plugins import PluginManager
 from cloudbroker.plugins.launching import (
     KEY_TAG,

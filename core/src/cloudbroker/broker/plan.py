@@ -26,8 +26,7 @@ from cloudbroker.errors import (
     quoted,
 )
 from cloudbroker.models import BillingRule, BucketRef, Market, PriceSheet
-from cloudbroker.money import Money
-from cloudbroker.placements import (
+from cloudbroker.models.placements import (
     CostItem,
     PlacementCost,
     PlacementSpec,
@@ -36,6 +35,7 @@ from cloudbroker.placements import (
     PlannedPair,
     PlannedSide,
 )
+from cloudbroker.money import Money
 from cloudbroker.quote import Job, LiveReport, Quote, QuoteEngine, disk_settings, match_gpus
 from cloudbroker.quote.costs import egress_cost
 

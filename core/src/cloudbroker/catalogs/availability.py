@@ -29,7 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 from cloudbroker.models import Availability, AvailabilityStatus, Market, Quota
 
 if TYPE_CHECKING:
-    from cloudbroker.placements import PlannedOffer
+    from cloudbroker.models.placements import PlannedOffer
     from cloudbroker.plugins import PluginManager
 
 HOOK = "availability"

@@ -41,8 +41,8 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-from cloudbroker import plugin_switches
-from cloudbroker.provider_paths import api_endpoint, user_catalog_dir
+from cloudbroker.plugins import switches
+from cloudbroker.plugins.paths import api_endpoint, user_catalog_dir
 
 if TYPE_CHECKING:
     from cloudbroker.models import BillingRule, ComputePrice, InstanceType
@@ -132,17 +132,17 @@ def installed(env: Mapping[str, str]) -> dict[str, tuple[str | None, str | None]
     return {
         found.name: (found.distribution, found.version)
         for found in _discovered()[0]
-        if plugin_switches.enabled(found.name, env)
+        if switches.enabled(found.name, env)
     }
 
 
-Discovered = tuple[tuple[plugin_switches.Found, ...], str]
+Discovered = tuple[tuple[switches.Found, ...], str]
 #: This process's answers by key (importlib.metadata keeps its folder listings by mtime too).
 _DISCOVERED: dict[tuple[Any, ...], Discovered] = {}
 
 
 def _discovered() -> Discovered:
-    """:func:`cloudbroker.plugin_switches.discover` (every provider entry point), and the
+    """:func:`cloudbroker.plugins.switches.discover` (every provider entry point), and the
     core's version, kept.
 
     Importing :mod:`importlib.metadata` and scanning every distribution costs a fifth of a
@@ -159,14 +159,14 @@ def _discovered() -> Discovered:
         try:
             cached = marshal.loads(path.read_bytes())
             if cached[0] == key:
-                found = tuple(plugin_switches.Found(*each) for each in cached[1])
+                found = tuple(switches.Found(*each) for each in cached[1])
                 _DISCOVERED[key] = found, cached[2]
                 return _DISCOVERED[key]
         except Exception:  # absent, corrupt or foreign: a miss
             pass
     from cloudbroker import __version__
 
-    points = plugin_switches.discover()
+    points = switches.discover()
     if key is not None:
         if _settled(key):
             write_atomic(path, marshal.dumps((key, tuple(map(tuple, points)), __version__)))

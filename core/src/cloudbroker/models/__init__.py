@@ -1,4 +1,4 @@
-"""The data that crosses the provider contract.
+"""The typed data: what crosses the provider contract, and what the broker reports.
 
 Everything a provider returns is one of these pydantic models, so the core can validate a
 plugin's answer and report a plugin that returns the wrong shape instead of crashing on it.
@@ -8,7 +8,9 @@ rule carries the :class:`Source` it came from.
 Modules: ``base`` (:class:`Model`, :class:`Source`, :class:`Market`), ``catalog`` (instance
 types, prices, hidden-cost terms), ``provider`` (:class:`ProviderInfo`, :class:`Availability`,
 :class:`LiveReport`), ``instances`` (launch request, instance), ``storage`` (bucket, rclone
-remote, instance credentials), ``notice`` (a spot reclaim notice in the instance's metadata).
+remote, instance credentials), ``notice`` (a spot reclaim notice in the instance's metadata);
+``placements`` (a placement's plan and status as the broker reports them: not re-exported
+here, it is not part of the provider contract).
 """
 
 from __future__ import annotations

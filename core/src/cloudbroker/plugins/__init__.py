@@ -13,47 +13,73 @@ method asks exactly one provider; a fan-out hook's method asks every provider (o
 named) concurrently and can never be used to broadcast a routed hook.
 
 Modules: ``registry`` (finding and registering plugins), ``manager`` (:class:`PluginManager`:
-the typed call of each hook); this module loads them (:func:`load`).
+the typed call of each hook), ``switches`` (which plugins are installed and enabled) and
+``paths`` (where a provider's catalog, API address and credentials are): these two import
+neither pluggy nor pydantic, for the plain quote; ``provider`` (the base a provider is made
+of), ``scaffold`` (``cloudbroker plugin new``). This module loads a manager (:func:`load`);
+its other names load on first use (:pep:`562`), so the light modules stay light.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable as Iterable  # hook annotations resolve here too (tests)
+import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cloudbroker.plugins.answers import Catalogs, FanOut
-from cloudbroker.plugins.manager import PluginManager
-from cloudbroker.plugins.registry import DEFAULT_TIMEOUT, ENTRY_POINT_GROUP, HOOKS, PluginRecord
+if TYPE_CHECKING:  # what type checkers see; at run time each is loaded on use
+    from cloudbroker.plugins.answers import Catalogs, FanOut  # noqa: F401
+    from cloudbroker.plugins.manager import PluginManager
+    from cloudbroker.plugins.registry import (  # noqa: F401
+        DEFAULT_TIMEOUT,
+        ENTRY_POINT_GROUP,
+        HOOKS,
+        PluginRecord,
+    )
 
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "ENTRY_POINT_GROUP",
-    "HOOKS",
-    "Catalogs",
-    "FanOut",
-    "PluginManager",
-    "PluginRecord",
-    "load",
-]
+#: Each public name -> the module that defines it (loaded on first use).
+_SOURCES = {
+    "Catalogs": "answers",
+    "FanOut": "answers",
+    "PluginManager": "manager",
+    **dict.fromkeys(("DEFAULT_TIMEOUT", "ENTRY_POINT_GROUP", "HOOKS", "PluginRecord"), "registry"),
+}
+__all__ = sorted([*_SOURCES, "load"])
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name on first use, and keep it."""
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"cloudbroker.plugins.{_SOURCES[name]}"), name)
+    globals()[name] = value
+    return value
 
 
 def load(
     *,
     env: Mapping[str, str] | None = None,
     settings: Mapping[str, Mapping[str, Any]] | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
     offline: bool = True,
 ) -> PluginManager:
     """A plugin manager with every installed (and allowed) provider loaded.
 
-    ``settings`` default to the ``[providers.*]`` tables of the user's config file.
+    ``settings`` default to the ``[providers.*]`` tables of the user's config file;
+    ``timeout`` to :data:`~cloudbroker.plugins.registry.DEFAULT_TIMEOUT`.
     """
+    from cloudbroker.plugins.manager import PluginManager
+    from cloudbroker.plugins.registry import DEFAULT_TIMEOUT
+
     if settings is None:
         from cloudbroker.config import load_config, provider_settings
 
         settings = provider_settings(load_config(env))
-    manager = PluginManager(env=env, settings=settings, timeout=timeout, offline=offline)
+    manager = PluginManager(
+        env=env,
+        settings=settings,
+        timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+        offline=offline,
+    )
     manager.load_entrypoints()
     manager.check_enabled()
     return manager

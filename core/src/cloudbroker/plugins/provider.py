@@ -39,7 +39,7 @@ from cloudbroker.models import (
 )
 from cloudbroker.plugins.context import HookContext
 from cloudbroker.plugins.hookspecs import hookimpl
-from cloudbroker.provider_paths import api_endpoint, credential_source, user_catalog_dir
+from cloudbroker.plugins.paths import api_endpoint, credential_source, user_catalog_dir
 
 __all__ = [
     "CatalogProvider",

@@ -13,15 +13,14 @@ from typing import Any
 
 import pluggy
 
-from cloudbroker import plugin_switches
 from cloudbroker.errors import (
     ConfigError,
     UsageError,
 )
-from cloudbroker.plugins import hookspecs
+from cloudbroker.plugins import hookspecs, switches
 from cloudbroker.plugins.context import HookContext
 
-ENTRY_POINT_GROUP = plugin_switches.ENTRY_POINT_GROUP
+ENTRY_POINT_GROUP = switches.ENTRY_POINT_GROUP
 DEFAULT_TIMEOUT = 30.0
 
 
@@ -109,15 +108,15 @@ class Registry:
 
     def load_entrypoints(self) -> None:
         """Discover and register every provider plugin allowed by the env switches."""
-        allowed = plugin_switches.names(self.env.get("CLOUDBROKER_PLUGINS"))
+        allowed = switches.names(self.env.get("CLOUDBROKER_PLUGINS"))
         found = set()
-        for plugin in plugin_switches.discover():
+        for plugin in switches.discover():
             found.add(plugin.name)
             record = PluginRecord(
                 name=plugin.name, distribution=plugin.distribution, version=plugin.version
             )
             self.records[plugin.name] = record
-            if not plugin_switches.enabled(plugin.name, self.env):
+            if not switches.enabled(plugin.name, self.env):
                 record.disabled = True
                 continue
             ep = EntryPoint(name=plugin.name, value=plugin.value, group=ENTRY_POINT_GROUP)
@@ -144,13 +143,13 @@ class Registry:
         """
         if self.providers() or not any(r.disabled for r in self.records.values()):
             return
-        switches = ", ".join(
+        chosen = ", ".join(
             f"{name}={self.env[name]!r}"
             for name in ("CLOUDBROKER_PLUGINS", "CLOUDBROKER_DISABLE_PLUGINS")
             if self.env.get(name)
         )
         installed = ", ".join(sorted(n for n, r in self.records.items() if r.installed))
-        raise ConfigError(f"no provider is enabled ({switches}); installed: {installed}")
+        raise ConfigError(f"no provider is enabled ({chosen}); installed: {installed}")
 
     def register(
         self,

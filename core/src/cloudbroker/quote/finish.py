@@ -2,7 +2,7 @@
 total to finish, with a deadline.
 
 The engine prices a job of one length; here each configuration the job's offers have gets its
-own length from :mod:`cloudbroker.throughput`, is quoted by its own :class:`QuoteEngine` (so
+own length from :mod:`cloudbroker.sizing.throughput`, is quoted by its own :class:`QuoteEngine` (so
 billing minimums, storage for the job's time and bandwidth bought for it all follow that
 length), and the offers of all configurations are ranked together by their totals.
 Configurations that cannot run the job's precision, whose peak is unknown, or that would not
@@ -21,7 +21,7 @@ from cloudbroker.models import InstanceType, Market, PriceSheet
 from cloudbroker.money import FxTable
 from cloudbroker.quote.engine import QuoteEngine, Ranked
 from cloudbroker.quote.models import Finish, Job, Quote, Ranking, WorkReport
-from cloudbroker.throughput import Estimate, Refusal
+from cloudbroker.sizing.throughput import Estimate, Refusal
 
 _HOURS = Decimal("0.01")
 

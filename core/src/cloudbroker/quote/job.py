@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from cloudbroker.vocabulary import Market, Ranking
 
 if TYPE_CHECKING:
-    from cloudbroker.throughput import Plan
+    from cloudbroker.sizing.throughput import Plan
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,8 @@ class Job:
     spot_restart_minutes: Decimal = Decimal(10)
     spot_checkpoint_minutes: Decimal | None = None  # None: no checkpoints planned
     spot_interruptions_per_day: Decimal | None = None  # the user's rate, else published bands
-    # the job's work (cloudbroker.throughput): each (GPU model, count) is quoted for the hours
-    # it takes, and ranked by the total to finish; ``hours`` is then unused
+    # the job's work (cloudbroker.sizing.throughput): each (GPU model, count) is quoted for the
+    # hours it takes, and ranked by the total to finish; ``hours`` is then unused
     work: Plan | None = None
     deadline_hours: Decimal | None = None  # with ``work``: drop what cannot finish in time
     start: datetime | None = None  # with ``work``: when the job starts (default: now, UTC)

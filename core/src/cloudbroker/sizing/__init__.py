@@ -1,11 +1,13 @@
-"""GPU memory estimate for training, LoRA/QLoRA fine-tuning and inference, with sources.
+"""What a job needs: the GPU memory it takes (this module), and the hours it runs on each
+GPU (:mod:`.throughput`), with sources.
 
 Every byte count is the sum of published formulas (ZeRO, Korthikanti et al., vLLM, QLoRA) applied
 to a model's shape, so the user can check each line instead of trusting a flat "+20%". The broker
 calls :func:`requirements` to learn which GPU models and counts a job fits on before quoting.
 Figures and sources: ``shared/reference/sizing-and-tco.md`` (sections 1-3 and 5).
 
-One module per part: :mod:`.presets` (model presets, GPU data, constants), :mod:`.workload`
+The memory estimate covers training, LoRA/QLoRA fine-tuning and inference. One module per
+part: :mod:`.presets` (model presets, GPU data, constants), :mod:`.workload`
 (the inputs, checked), :mod:`.formulas` (bytes per part), :mod:`.lines` (the estimate as
 explained lines), :mod:`.fit` (where it fits, what would make it fit, the report).
 """

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from cloudbroker.errors import StateError
 
 if TYPE_CHECKING:
-    from cloudbroker.placements import PlacementSpec, PlannedJob
+    from cloudbroker.models.placements import PlacementSpec, PlannedJob
     from cloudbroker.state.backend import Row
 
 #: A placement's two sides: ``a`` is the primary until a failover swaps the roles.
@@ -65,7 +65,8 @@ class Event:
 
 class Plan:
     """A placement's plan as stored: its JSON (``raw``, what ``place --json`` printed) and,
-    read on first use and then kept, the typed :class:`~cloudbroker.placements.PlacementSpec`.
+    read on first use and then kept, the typed
+    :class:`~cloudbroker.models.placements.PlacementSpec`.
 
     Read lazily: listing thousands of placements costs no validation until a part of the
     broker asks for a spec (see :attr:`PlacementRecord.spec` for a plan this version
@@ -81,7 +82,7 @@ class Plan:
     @property
     def spec(self) -> PlacementSpec:
         if self._spec is None:  # (a plan is never rewritten: kept, it is valid for good)
-            from cloudbroker.placements import PlacementSpec
+            from cloudbroker.models.placements import PlacementSpec
 
             self._spec = PlacementSpec.model_validate(self.raw)
         return self._spec
@@ -122,7 +123,7 @@ class PlacementRecord:
     def job(self) -> PlannedJob:
         """The plan's job alone, validated without the rest of the plan (what a list of
         thousands of placements shows)."""
-        from cloudbroker.placements import PlannedJob
+        from cloudbroker.models.placements import PlannedJob
 
         return PlannedJob.model_validate(self.plan["job"])
 

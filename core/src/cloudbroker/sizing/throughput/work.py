@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cloudbroker.throughput.efficiency import Figure, mfu, scaling
-from cloudbroker.throughput.peaks import Peak, peak_of
+from cloudbroker.sizing.throughput.efficiency import Figure, mfu, scaling
+from cloudbroker.sizing.throughput.peaks import Peak, peak_of
 
 SECONDS_PER_HOUR = 3600
 

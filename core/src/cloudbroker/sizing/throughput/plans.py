@@ -1,4 +1,4 @@
-"""Building a :class:`~cloudbroker.throughput.work.Plan` from what the user asked, checked."""
+"""Building a :class:`~.work.Plan` from what the user asked, checked."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ import re
 from cloudbroker import gpus, limits
 from cloudbroker.errors import Spelling, UsageError, keyword
 from cloudbroker.sizing.presets import BITS, ModelShape
-from cloudbroker.throughput.peaks import PEAKS, PRECISIONS
-from cloudbroker.throughput.work import _KAPLAN, _LORA, CNN_PRESETS, CnnPreset, Measured, Plan
+from cloudbroker.sizing.throughput.peaks import PEAKS, PRECISIONS
+from cloudbroker.sizing.throughput.work import (
+    _KAPLAN,
+    _LORA,
+    CNN_PRESETS,
+    CnnPreset,
+    Measured,
+    Plan,
+)
 
 _MEASURED = re.compile(
     r"\s*(\d+(?:\.\d+)?)\s*(h|hours?|d|days?|m|min|minutes?)\s+on\s+(?:(\d+)\s*x\s*)?(\S.*?)\s*",
@@ -137,7 +144,7 @@ def calibrated(
 
 
 def mid_mfu(plan: Plan, gpu: str) -> float:
-    from cloudbroker.throughput.efficiency import mfu
+    from cloudbroker.sizing.throughput.efficiency import mfu
 
     if plan.mfu_override is not None:
         return plan.mfu_override

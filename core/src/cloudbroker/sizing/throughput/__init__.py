@@ -11,9 +11,9 @@ sources differ; ``quote --explain`` prints the arithmetic. How far to trust it:
 ``benchmarks/training_runs.py`` checks it against published training runs.
 """
 
-from cloudbroker.throughput.efficiency import DECODE, NVLINK_8, Figure, mfu, scaling
-from cloudbroker.throughput.peaks import ARCH_SOURCE, PEAKS, PRECISIONS, Peak, peak_of
-from cloudbroker.throughput.plans import (
+from cloudbroker.sizing.throughput.efficiency import DECODE, NVLINK_8, Figure, mfu, scaling
+from cloudbroker.sizing.throughput.peaks import ARCH_SOURCE, PEAKS, PRECISIONS, Peak, peak_of
+from cloudbroker.sizing.throughput.plans import (
     calibrated,
     cnn_plan,
     compute_precision,
@@ -22,7 +22,14 @@ from cloudbroker.throughput.plans import (
     llm_plan,
     measured,
 )
-from cloudbroker.throughput.work import CNN_PRESETS, CnnPreset, Estimate, Measured, Plan, Refusal
+from cloudbroker.sizing.throughput.work import (
+    CNN_PRESETS,
+    CnnPreset,
+    Estimate,
+    Measured,
+    Plan,
+    Refusal,
+)
 
 __all__ = [
     "ARCH_SOURCE",

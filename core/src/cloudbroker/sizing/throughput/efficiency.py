@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cloudbroker.throughput.peaks import Range
+from cloudbroker.sizing.throughput.peaks import Range
 
 
 @dataclass(frozen=True)
