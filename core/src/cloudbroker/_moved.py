@@ -26,6 +26,7 @@ MOVED: dict[str, str] = {
     "cloudbroker.commitments": "cloudbroker.economics.commitments",
     "cloudbroker.context": "cloudbroker.plugins.context",
     "cloudbroker.costs": "cloudbroker.quote.costs",
+    "cloudbroker.currency": "cloudbroker.money.currency",
     "cloudbroker.fast_quote": "cloudbroker.quote.fast_quote",
     "cloudbroker.geography": "cloudbroker.catalogs.geography",
     "cloudbroker.hookspecs": "cloudbroker.plugins.hookspecs",

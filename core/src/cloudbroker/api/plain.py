@@ -43,7 +43,7 @@ def job(values: dict[str, Any], flag: Callable[[str], str]) -> Job:
     option); Fallback when it is not plain."""
     from cloudbroker import limits
     from cloudbroker.catalogs.regions import split
-    from cloudbroker.currency import parse_currency
+    from cloudbroker.money.currency import parse_currency
     from cloudbroker.quote.fast_quote import MARKETS
     from cloudbroker.vocabulary import MARKET_ALIASES, Ranking, market_named
 

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from cloudbroker import gpus
 from cloudbroker.catalogs import catalog_index
-from cloudbroker.currency import DEFAULT_RATE_ROWS, RateTable
+from cloudbroker.money.currency import DEFAULT_RATE_ROWS, RateTable
 from cloudbroker.quote.job import Job
 from cloudbroker.quote.ranking import Ranker, place
 from cloudbroker.vocabulary import Market, Ranking, line_sum

@@ -105,7 +105,7 @@ class Ranker:
 
     ``sheets``: provider -> an object with ``compute`` (its prices, in sheet order);
     ``types``: provider -> its instance types; ``fx``: ``rate(source, target)`` and
-    ``used(currencies, target)`` (:class:`cloudbroker.currency.RateTable`).
+    ``used(currencies, target)`` (:class:`cloudbroker.money.currency.RateTable`).
     """
 
     def __init__(

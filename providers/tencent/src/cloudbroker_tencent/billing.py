@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from cloudbroker.currency import parse_currency
 from cloudbroker.models import Bill, InstanceRef
+from cloudbroker.money import parse_currency
 from cloudbroker.plugins.billing import Tally, covered, cycles, own
 from cloudbroker.plugins.context import HookContext
 from cloudbroker_tencent.client import BillingApi

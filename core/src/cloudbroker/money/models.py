@@ -1,8 +1,4 @@
-"""Decimal money with an explicit currency, and dated exchange rates.
-
-Catalog prices stay in the currency they were published in; conversion happens once, at the
-end of a quote, with a rate whose date and source travel with the result.
-"""
+"""Money, a dated rate and a table of them, as pydantic models built on :mod:`.currency`."""
 
 from __future__ import annotations
 
@@ -12,29 +8,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, field_validator
 
-from cloudbroker.currency import (
+from cloudbroker.errors import Spelling, keyword
+from cloudbroker.money.currency import (
     ALIASES,
     CURRENCIES,
     DEFAULT_RATE_ROWS,
-    PIVOT,
     RateTable,
-    parse_currency,
-    parse_decimal,
 )
-from cloudbroker.errors import Spelling, keyword
-
-__all__ = [
-    "ALIASES",
-    "CURRENCIES",
-    "DEFAULT_RATES",
-    "PIVOT",
-    "DecimalStr",
-    "FxRate",
-    "FxTable",
-    "Money",
-    "parse_currency",
-    "parse_decimal",
-]
 
 DecimalStr = Annotated[Decimal, PlainSerializer(lambda d: format(d, "f"), return_type=str)]
 """A Decimal that serialises to JSON as a plain string (never a float, never exponent form)."""

@@ -1,6 +1,6 @@
 """Currency codes, the pivot, the default dated rate and number parsing: no pydantic.
 
-:mod:`cloudbroker.money` builds its models on these; the fast quote
+:mod:`.models` builds the pydantic models on these; the fast quote
 (:mod:`cloudbroker.quote.fast_quote`) reads them without importing pydantic.
 """
 

@@ -1,0 +1,48 @@
+"""Decimal money with an explicit currency, and dated exchange rates.
+
+Catalog prices stay in the currency they were published in; conversion happens once, at the
+end of a quote, with a rate whose date and source travel with the result.
+
+Modules: :mod:`.currency` (the codes, the pivot, the default dated rate, number parsing: no
+pydantic, so the plain quote reads it as is) and :mod:`.models` (:class:`Money`,
+:class:`FxRate`, :class:`FxTable`). Each name here loads on first use (:pep:`562`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time each is loaded on use
+    from cloudbroker.money.currency import (  # noqa: F401
+        ALIASES,
+        CURRENCIES,
+        PIVOT,
+        parse_currency,
+        parse_decimal,
+    )
+    from cloudbroker.money.models import (  # noqa: F401
+        DEFAULT_RATES,
+        DecimalStr,
+        FxRate,
+        FxTable,
+        Money,
+    )
+
+#: Each public name -> the module that defines it (loaded on first use).
+_SOURCES = {
+    **dict.fromkeys(
+        ("ALIASES", "CURRENCIES", "PIVOT", "parse_currency", "parse_decimal"), "currency"
+    ),
+    **dict.fromkeys(("DEFAULT_RATES", "DecimalStr", "FxRate", "FxTable", "Money"), "models"),
+}
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name on first use, and keep it."""
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"cloudbroker.money.{_SOURCES[name]}"), name)
+    globals()[name] = value
+    return value
