@@ -17,9 +17,10 @@ pydantic); this module loads the plugins.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from cloudbroker import _lazy
 
 if TYPE_CHECKING:  # what type checkers see; at run time each is loaded on first use
     from cloudbroker.api.placing import Broker, not_terminated, place_request  # noqa: F401
@@ -48,13 +49,7 @@ _SOURCES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load a name on first use, and keep it."""
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_SOURCES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.names(__name__, _SOURCES)
 
 
 def load_plugins(

@@ -10,8 +10,9 @@ pydantic, so the plain quote reads it as is) and :mod:`.models` (:class:`Money`,
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cloudbroker import _lazy
 
 if TYPE_CHECKING:  # what type checkers see; at run time each is loaded on use
     from cloudbroker.money.currency import (  # noqa: F401
@@ -39,10 +40,4 @@ _SOURCES = {
 __all__ = sorted(_SOURCES)
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name on first use, and keep it."""
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"cloudbroker.money.{_SOURCES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.names(__name__, _SOURCES)

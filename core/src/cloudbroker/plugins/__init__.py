@@ -22,9 +22,10 @@ its other names load on first use (:pep:`562`), so the light modules stay light.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from cloudbroker import _lazy
 
 if TYPE_CHECKING:  # what type checkers see; at run time each is loaded on use
     from cloudbroker.plugins.answers import Catalogs, FanOut  # noqa: F401
@@ -46,13 +47,7 @@ _SOURCES = {
 __all__ = sorted([*_SOURCES, "load"])
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name on first use, and keep it."""
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"cloudbroker.plugins.{_SOURCES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.names(__name__, _SOURCES)
 
 
 def load(

@@ -25,8 +25,9 @@ that the plain quote imports ``job`` and ``ranking`` without pydantic.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cloudbroker import _lazy
 
 if TYPE_CHECKING:  # what type checkers see; at run time each is loaded on use
     from cloudbroker.quote.engine import QuoteEngine, Ranked  # noqa: F401
@@ -68,10 +69,4 @@ _SOURCES = {
 __all__ = sorted(_SOURCES)
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name on first use, and keep it."""
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"cloudbroker.quote.{_SOURCES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.names(__name__, _SOURCES)
