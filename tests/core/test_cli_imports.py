@@ -18,7 +18,8 @@ import cloudbroker
 CLI = Path(cloudbroker.__file__).parent / "cli"
 
 #: What the CLI may import of cloudbroker: the API, the errors, the models and money it
-#: renders, the quote's result models, and itself.
+#: renders (the bounds of every argument among them, which the options show in --help and
+#: check while parsing), the quote's result models, and itself.
 ALLOWED = (
     "cloudbroker.api",
     "cloudbroker.errors",
@@ -26,9 +27,7 @@ ALLOWED = (
     "cloudbroker.money",
     "cloudbroker.quote.models",
     "cloudbroker.cli",
-    # The one widening: the bounds of every API argument, which the options show in --help
-    # and check while parsing (plain data, no behaviour), and the package's version.
-    "cloudbroker.limits",
+    # The one widening: the package's version.
     "cloudbroker.__version__",
 )
 

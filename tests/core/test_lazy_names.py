@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -30,3 +31,10 @@ def test_the_light_module_of_a_package_loads_without_its_heavy_names():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("package", ["api", "models", "money", "plugins", "quote"])
+def test_every_name_a_package_lists_loads(package):
+    module = importlib.import_module(f"cloudbroker.{package}")
+    for name in module._SOURCES:
+        assert getattr(module, name) is not None, name

@@ -32,6 +32,7 @@ MOVED: dict[str, str] = {
     "cloudbroker.hookspecs": "cloudbroker.plugins.hookspecs",
     "cloudbroker.launching": "cloudbroker.plugins.launching",
     "cloudbroker.lease": "cloudbroker.broker.lease",
+    "cloudbroker.limits": "cloudbroker.models.limits",
     "cloudbroker.listing": "cloudbroker.storage.listing",
     "cloudbroker.metrics.calls": "cloudbroker.plugins.calls",
     "cloudbroker.notify": "cloudbroker.broker.notify",
@@ -54,6 +55,7 @@ MOVED: dict[str, str] = {
     "cloudbroker.tco": "cloudbroker.economics.tco",
     "cloudbroker.throughput": "cloudbroker.sizing.throughput",
     "cloudbroker.transfer": "cloudbroker.quote.transfer",
+    "cloudbroker.vocabulary": "cloudbroker.models.vocabulary",
     "cloudbroker.zone_stock": "cloudbroker.catalogs.zone_stock",
 }
 

@@ -7,9 +7,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cloudbroker import limits
 from cloudbroker.errors import Spelling
-from cloudbroker.models import BucketRef, parse_bucket
+from cloudbroker.models import BucketRef, limits, parse_bucket
 
 if TYPE_CHECKING:
     from cloudbroker.money import Money

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cloudbroker import api, limits
+from cloudbroker import api
 from cloudbroker.api.arguments import Names, Number, _bounded, _bucket, _names, _seconds
 from cloudbroker.errors import NotTerminated, Spelling, UsageError, keyword
-from cloudbroker.models import BucketRef, Market
+from cloudbroker.models import BucketRef, Market, limits
 from cloudbroker.models.placements import FailoverResult, Placement, PlacementStatus
 from cloudbroker.money import Money, parse_currency
 from cloudbroker.plugins import PluginManager

@@ -11,14 +11,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cloudbroker.gpus import describe as describe_gpus  # noqa: F401  (the renderer's)
+from cloudbroker.models.vocabulary import STALE_AFTER as STALE_AFTER
+from cloudbroker.models.vocabulary import Market as Market
+from cloudbroker.models.vocabulary import Ranking as Ranking
+from cloudbroker.models.vocabulary import cautions as cautions
 from cloudbroker.quote.fast_quote import Fallback as Fallback
 from cloudbroker.quote.fast_quote import Result as Result
 from cloudbroker.quote.fast_quote import run as run
 from cloudbroker.quote.job import Job
-from cloudbroker.vocabulary import STALE_AFTER as STALE_AFTER
-from cloudbroker.vocabulary import Market as Market
-from cloudbroker.vocabulary import Ranking as Ranking
-from cloudbroker.vocabulary import cautions as cautions
 
 
 def sets_disk() -> bool:
@@ -41,11 +41,11 @@ def job(values: dict[str, Any], flag: Callable[[str], str]) -> Job:
     """The :class:`cloudbroker.quote.Job` of parsed values, checked as
     :func:`cloudbroker.api.prepare_quote` checks them (``flag`` spells a parameter as its
     option); Fallback when it is not plain."""
-    from cloudbroker import limits
     from cloudbroker.catalogs.regions import split
+    from cloudbroker.models import limits
+    from cloudbroker.models.vocabulary import MARKET_ALIASES, Ranking, market_named
     from cloudbroker.money.currency import parse_currency
     from cloudbroker.quote.fast_quote import MARKETS
-    from cloudbroker.vocabulary import MARKET_ALIASES, Ranking, market_named
 
     if not values["gpu"]:
         raise Fallback("no GPU asked for")

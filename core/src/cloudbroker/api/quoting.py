@@ -10,12 +10,12 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from cloudbroker import api, limits, sizing
+from cloudbroker import api, sizing
 from cloudbroker.api import work as _work
 from cloudbroker.api.arguments import Names, Number, _bounded, _names
 from cloudbroker.api.work import WorkArgs
 from cloudbroker.errors import Spelling, UsageError, keyword
-from cloudbroker.models import Market
+from cloudbroker.models import Market, limits
 from cloudbroker.money import FxRate, FxTable, parse_currency
 from cloudbroker.quote import Job, Location, QuoteResult, Ranking
 from cloudbroker.quote import quote as run_quote
@@ -40,7 +40,7 @@ class QuoteRequest:
 def _markets(value: str, name: Spelling) -> tuple[Market, ...]:
     if value == "any":
         return tuple(Market)
-    from cloudbroker.vocabulary import MARKET_ALIASES, market_named
+    from cloudbroker.models.vocabulary import MARKET_ALIASES, market_named
 
     try:
         return (market_named(value),)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from cloudbroker import limits, sizing
+from cloudbroker import sizing
 from cloudbroker.api.arguments import Number, _bounded, _seconds
 from cloudbroker.errors import Spelling, UsageError
+from cloudbroker.models import limits
 from cloudbroker.sizing import throughput
 from cloudbroker.sizing.throughput import Plan
 

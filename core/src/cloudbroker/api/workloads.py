@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from cloudbroker import limits, sizing
+from cloudbroker import sizing
 from cloudbroker.api.arguments import Number
 from cloudbroker.errors import Spelling, keyword
+from cloudbroker.models import limits
 from cloudbroker.sizing import (
     GIB,
     GPUS,

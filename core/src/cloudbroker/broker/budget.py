@@ -29,12 +29,12 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from cloudbroker import limits
 from cloudbroker.broker.core import Context
 from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.lifecycle import Lifecycle
 from cloudbroker.broker.records import LIVE, UNRESOLVED, span
 from cloudbroker.errors import UsageError, quoted
+from cloudbroker.models import limits
 from cloudbroker.models.placements import PlacementSpec, PlannedOffer
 from cloudbroker.money import ALIASES, CURRENCIES, DecimalStr, FxTable, Money, parse_currency
 from cloudbroker.quote.costs import SECONDS_PER_HOUR, billed_seconds, egress_cost

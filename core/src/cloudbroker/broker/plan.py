@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from cloudbroker import limits
 from cloudbroker.broker.budget import budget_money
 from cloudbroker.broker.core import Context
 from cloudbroker.broker.idle import idle_rule
@@ -25,7 +24,7 @@ from cloudbroker.errors import (
     keyword,
     quoted,
 )
-from cloudbroker.models import BillingRule, BucketRef, Market, PriceSheet
+from cloudbroker.models import BillingRule, BucketRef, Market, PriceSheet, limits
 from cloudbroker.models.placements import (
     CostItem,
     PlacementCost,
@@ -67,7 +66,7 @@ class PlaceRequest:
     standby_anywhere: bool = False
 
     def bounded(self) -> PlaceRequest:
-        """This request with its numbers checked against :mod:`cloudbroker.limits`.
+        """This request with its numbers checked against :mod:`cloudbroker.models.limits`.
 
         The CLI's bounds, for library callers too: ``hours=1e308`` is a UsageError naming the
         field, not an overflow deep in the cost arithmetic.

@@ -7,7 +7,7 @@ accepts, never an overflow deep in the arithmetic. Declare an option with its ki
     hours: Decimal = options.option(options.HOURS, "1", "--hours", help="Job length in hours.")
 
 Bounds (documented in docs/commands.md, "Input limits"): the numeric ones are in
-:mod:`cloudbroker.limits`, where the library checks them too (numbers in ASCII digits only);
+:mod:`cloudbroker.models.limits`, where the library checks them too (numbers in ASCII digits only);
 names of at most 256 printable characters, a startup script of at most 64 KiB (no cloud
 accepts more user data than 32 KiB).
 """
@@ -21,8 +21,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cloudbroker import limits
 from cloudbroker.errors import UsageError, quoted
+from cloudbroker.models import limits
 
 if TYPE_CHECKING:  # the fast quote parses with these kinds and imports neither
     import typer
@@ -60,7 +60,7 @@ class Kind:
 
 @dataclass(frozen=True)
 class Number(Kind):
-    """A number within ``range`` (:mod:`cloudbroker.limits`, which the library checks too).
+    """A number within ``range`` (:mod:`cloudbroker.models.limits`, which the library checks too).
 
     ``whole`` numbers are returned as ``int``, the others as ``Decimal``.
     """

@@ -31,9 +31,9 @@ from cloudbroker.catalogs.catalog import parse_money, parse_sourced_toml, source
 from cloudbroker.catalogs.provider_data import read_data_file
 from cloudbroker.errors import CatalogError, UsageError
 from cloudbroker.models import ComputePrice, InstanceType, Market, Source
+from cloudbroker.models.vocabulary import HOURS_PER_MONTH
 from cloudbroker.money import FxTable, Money
 from cloudbroker.quote import Job, QuoteEngine, match_gpus
-from cloudbroker.vocabulary import HOURS_PER_MONTH
 
 if TYPE_CHECKING:
     from cloudbroker.plugins import Catalogs, PluginManager

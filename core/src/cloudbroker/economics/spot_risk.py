@@ -36,8 +36,8 @@ from cloudbroker.catalogs.catalog import parse_sourced_toml, source_ref
 from cloudbroker.catalogs.provider_data import read_data_file
 from cloudbroker.errors import CatalogError
 from cloudbroker.models import Source
+from cloudbroker.models.vocabulary import HOURS_PER_MONTH
 from cloudbroker.money import Money
-from cloudbroker.vocabulary import HOURS_PER_MONTH
 
 FILE = "spot_interruptions.toml"
 

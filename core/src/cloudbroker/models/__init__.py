@@ -10,96 +10,110 @@ types, prices, hidden-cost terms), ``provider`` (:class:`ProviderInfo`, :class:`
 :class:`LiveReport`), ``instances`` (launch request, instance), ``storage`` (bucket, rclone
 remote, instance credentials), ``notice`` (a spot reclaim notice in the instance's metadata);
 ``placements`` (a placement's plan and status as the broker reports them: not re-exported
-here, it is not part of the provider contract).
+here, it is not part of the provider contract); the words (:mod:`.vocabulary`: markets,
+rankings, price cautions) and the bounds of a job's numbers (:mod:`.limits`), without pydantic
+so that the plain quote and the CLI's options read them as they are. Each name here loads on
+first use (:pep:`562`).
 """
 
 from __future__ import annotations
 
-from cloudbroker.models.base import (
-    STALE_AFTER,
-    Market,
-    Model,
-    Source,
-    cautions,
-)
-from cloudbroker.models.catalog import (
-    BandwidthTier,
-    BillingRule,
-    ComputePrice,
-    EgressTerms,
-    Gpu,
-    InstanceType,
-    NotListed,
-    ObjectStoreTerms,
-    PriceSheet,
-    Rate,
-    RegionTerms,
-    Route,
-    StorageTerms,
-    Tier,
-)
-from cloudbroker.models.instances import (
-    Bill,
-    Instance,
-    InstanceRef,
-    InstanceState,
-    LaunchRequest,
-    NetworkSettings,
-)
-from cloudbroker.models.notice import NoticeFormat, SpotNotice
-from cloudbroker.models.provider import (
-    Availability,
-    AvailabilityStatus,
-    CredentialStatus,
-    LiveReport,
-    ProviderInfo,
-    Quota,
-)
-from cloudbroker.models.storage import (
-    BucketRef,
-    InstanceCredentials,
-    MetadataToken,
-    StorageRemote,
-    parse_bucket,
-)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "STALE_AFTER",
-    "Availability",
-    "AvailabilityStatus",
-    "BandwidthTier",
-    "Bill",
-    "BillingRule",
-    "BucketRef",
-    "ComputePrice",
-    "CredentialStatus",
-    "EgressTerms",
-    "Gpu",
-    "Instance",
-    "InstanceCredentials",
-    "InstanceRef",
-    "InstanceState",
-    "InstanceType",
-    "LaunchRequest",
-    "LiveReport",
-    "Market",
-    "MetadataToken",
-    "Model",
-    "NetworkSettings",
-    "NotListed",
-    "NoticeFormat",
-    "ObjectStoreTerms",
-    "PriceSheet",
-    "ProviderInfo",
-    "Quota",
-    "Rate",
-    "RegionTerms",
-    "Route",
-    "Source",
-    "SpotNotice",
-    "StorageRemote",
-    "StorageTerms",
-    "Tier",
-    "cautions",
-    "parse_bucket",
-]
+from cloudbroker import _lazy
+
+if TYPE_CHECKING:  # what type checkers see; at run time each is loaded on use
+    from cloudbroker.models.base import (  # noqa: F401
+        STALE_AFTER,
+        Market,
+        Model,
+        Source,
+        cautions,
+    )
+    from cloudbroker.models.catalog import (  # noqa: F401
+        BandwidthTier,
+        BillingRule,
+        ComputePrice,
+        EgressTerms,
+        Gpu,
+        InstanceType,
+        NotListed,
+        ObjectStoreTerms,
+        PriceSheet,
+        Rate,
+        RegionTerms,
+        Route,
+        StorageTerms,
+        Tier,
+    )
+    from cloudbroker.models.instances import (  # noqa: F401
+        Bill,
+        Instance,
+        InstanceRef,
+        InstanceState,
+        LaunchRequest,
+        NetworkSettings,
+    )
+    from cloudbroker.models.notice import NoticeFormat, SpotNotice  # noqa: F401
+    from cloudbroker.models.provider import (  # noqa: F401
+        Availability,
+        AvailabilityStatus,
+        CredentialStatus,
+        LiveReport,
+        ProviderInfo,
+        Quota,
+    )
+    from cloudbroker.models.storage import (  # noqa: F401
+        BucketRef,
+        InstanceCredentials,
+        MetadataToken,
+        StorageRemote,
+        parse_bucket,
+    )
+
+#: Each public name -> the module that defines it (loaded on first use).
+_SOURCES = {
+    **dict.fromkeys(("STALE_AFTER", "Market", "Model", "Source", "cautions"), "base"),
+    **dict.fromkeys(
+        (
+            "BandwidthTier",
+            "BillingRule",
+            "ComputePrice",
+            "EgressTerms",
+            "Gpu",
+            "InstanceType",
+            "NotListed",
+            "ObjectStoreTerms",
+            "PriceSheet",
+            "Rate",
+            "RegionTerms",
+            "Route",
+            "StorageTerms",
+            "Tier",
+        ),
+        "catalog",
+    ),
+    **dict.fromkeys(
+        ("Bill", "Instance", "InstanceRef", "InstanceState", "LaunchRequest", "NetworkSettings"),
+        "instances",
+    ),
+    **dict.fromkeys(("NoticeFormat", "SpotNotice"), "notice"),
+    **dict.fromkeys(
+        (
+            "Availability",
+            "AvailabilityStatus",
+            "CredentialStatus",
+            "LiveReport",
+            "ProviderInfo",
+            "Quota",
+        ),
+        "provider",
+    ),
+    **dict.fromkeys(
+        ("BucketRef", "InstanceCredentials", "MetadataToken", "StorageRemote", "parse_bucket"),
+        "storage",
+    ),
+}
+__all__ = sorted(_SOURCES)
+
+__getattr__ = _lazy.names(__name__, _SOURCES)

@@ -6,7 +6,7 @@ from datetime import date
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cloudbroker.vocabulary import STALE_AFTER, Market, cautions
+from cloudbroker.models.vocabulary import STALE_AFTER, Market, cautions
 
 __all__ = ["STALE_AFTER", "Market", "Model", "Source", "cautions"]
 

@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from decimal import ROUND_CEILING, Decimal
 from typing import TYPE_CHECKING, Literal
 
-from cloudbroker.vocabulary import HOURS_PER_MONTH as HOURS_PER_MONTH  # transfer reads it here
+from cloudbroker.models.vocabulary import (
+    HOURS_PER_MONTH as HOURS_PER_MONTH,  # transfer reads it here
+)
 
 if TYPE_CHECKING:  # billed time is also read by the fast quote, which imports no pydantic
     from cloudbroker.models import BandwidthTier, BillingRule, EgressTerms, Rate, Route, Tier

@@ -24,10 +24,10 @@ from typing import Any, NamedTuple
 
 from cloudbroker import gpus
 from cloudbroker.catalogs import catalog_index
+from cloudbroker.models.vocabulary import Market, Ranking, line_sum
 from cloudbroker.money.currency import DEFAULT_RATE_ROWS, RateTable
 from cloudbroker.quote.job import Job
 from cloudbroker.quote.ranking import Ranker, place
-from cloudbroker.vocabulary import Market, Ranking, line_sum
 
 #: The markets a plain quote can be: spot adds the spot-risk section (full path).
 MARKETS = (Market.ON_DEMAND, Market.CAPACITY_BLOCK, Market.SUBSCRIPTION)

@@ -16,8 +16,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from cloudbroker import limits
-from cloudbroker.models import InstanceType, Market, PriceSheet
+from cloudbroker.models import InstanceType, Market, PriceSheet, limits
 from cloudbroker.money import FxTable
 from cloudbroker.quote.engine import QuoteEngine, Ranked
 from cloudbroker.quote.models import Finish, Job, Quote, Ranking, WorkReport

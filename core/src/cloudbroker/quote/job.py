@@ -11,7 +11,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from cloudbroker.vocabulary import Market, Ranking
+from cloudbroker.models.vocabulary import Market, Ranking
 
 if TYPE_CHECKING:
     from cloudbroker.sizing.throughput import Plan

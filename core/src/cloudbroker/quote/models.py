@@ -14,10 +14,10 @@ from cloudbroker.models import (
     Source,
 )
 from cloudbroker.models import LiveReport as LiveReport  # re-exported: it lives below
+from cloudbroker.models.vocabulary import Ranking, line_sum
 from cloudbroker.money import DecimalStr, FxRate, Money
 from cloudbroker.quote.job import Job as Job  # re-exported: the job lives apart, plain
 from cloudbroker.quote.job import Location as Location
-from cloudbroker.vocabulary import Ranking, line_sum
 
 
 class Finish(Model):

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from cloudbroker.catalogs import regions as region_names
 from cloudbroker.errors import UsageError
+from cloudbroker.models.vocabulary import Market, Ranking
 from cloudbroker.quote.costs import SECONDS_PER_HOUR, billed_seconds, describe_billing
-from cloudbroker.vocabulary import Market, Ranking
 
 if TYPE_CHECKING:
     from cloudbroker.catalogs.availability import Board

@@ -9,10 +9,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cloudbroker import cli, limits
+from cloudbroker import cli
 from cloudbroker.api import placing
 from cloudbroker.cli import options
 from cloudbroker.cli.progress import Lines
+from cloudbroker.models import limits
 
 if TYPE_CHECKING:
     from cloudbroker.api.placing import BrokerEvent, Engine, WatchAll

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from cloudbroker import gpus, limits
+from cloudbroker import gpus
 from cloudbroker.errors import Spelling, UsageError, keyword
+from cloudbroker.models import limits
 from cloudbroker.sizing.presets import BITS, ModelShape
 from cloudbroker.sizing.throughput.peaks import PEAKS, PRECISIONS
 from cloudbroker.sizing.throughput.work import (
