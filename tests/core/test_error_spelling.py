@@ -12,7 +12,7 @@ from support.cli import run_cli
 import cloudbroker
 from cloudbroker import errors, sizing
 from cloudbroker.cli import option_name
-from cloudbroker.errors import CloudBrokerError, UsageError
+from cloudbroker.errors import CloudBrokerError, UsageError, arg, keyword, quoted
 
 PACKAGE = Path(cloudbroker.__file__).parent
 FLAG = re.compile(r"(?<![\w-])--[a-z]")
@@ -55,10 +55,21 @@ def test_no_library_error_message_names_a_cli_option():
 
 def test_the_library_names_a_keyword_and_the_cli_the_option():
     model = sizing.find_preset("Llama-2-7B")
-    with pytest.raises(UsageError, match=r"^mode 'serve' is not one of"):
+    with pytest.raises(UsageError, match=r"^mode 'serve' is not one of") as raised:
         sizing.make_workload(model, mode="serve")
-    with pytest.raises(UsageError, match=r"^--mode 'serve' is not one of"):
-        sizing.make_workload(model, mode="serve", name=option_name)
+    assert raised.value.spelled(option_name).startswith("--mode 'serve' is not one of")
+    assert str(raised.value) == raised.value.spelled(keyword)
+
+
+def test_an_argument_is_marked_once_and_spelled_where_the_message_is_shown():
+    typed = quoted("\x1f")  # the marker in a user's value is shown escaped, never spelled
+    error = UsageError(f"{arg('batch')} does not apply to {arg('mode')} infer; got {typed}")
+    assert str(error) == "batch does not apply to mode infer; got '\\x1f'"
+    assert error.spelled(option_name) == "--batch does not apply to --mode infer; got '\\x1f'"
+    assert UsageError("no argument here").spelled(option_name) == "no argument here"
+    assert CloudBrokerError(f"{arg('gpu')} sold out", provider="aws").spelled(option_name) == (
+        "aws: --gpu sold out"
+    )
 
 
 def test_the_cli_maps_a_library_error_to_its_options(clean_env):

@@ -35,10 +35,9 @@ def test_any_pair_converts_through_usd_with_both_dated_rates():
 
 
 def test_a_missing_rate_names_the_currency_and_how_to_give_it():
-    with pytest.raises(UsageError, match=r"no exchange rate for EUR; give one with fx EUR="):
+    with pytest.raises(UsageError, match=r"no exchange rate for EUR; give one with fx EUR=") as e:
         FxTable().rate("CNY", "EUR")
-    with pytest.raises(UsageError, match=r"no exchange rate for EUR; give one with --fx EUR="):
-        FxTable(name=option_name).rate("CNY", "EUR")
+    assert e.value.spelled(option_name).startswith("no exchange rate for EUR; give one with --fx")
 
 
 def test_a_later_rate_replaces_the_default():

@@ -16,14 +16,30 @@ Carried = TypeVar("Carried")
 
 QUOTED_CHARS = 60
 
-#: How a message names an argument: by its keyword in the library (``data_from``); the CLI
-#: passes its own spelling, the option (``--data-from``), so no library message names a flag.
+#: How an argument is spelled where a message is shown: its keyword by the library
+#: (``data_from``), its option by the CLI (``--data-from``), so no library message names a flag.
 Spelling = Callable[[str], str]
+
+#: Around an argument's name in a message (:func:`arg`); never in a quoted value, which
+#: :func:`quoted` shows escaped.
+_ARG = "\x1f"
 
 
 def keyword(field: str) -> str:
     """The library's spelling of an argument in a message: its keyword."""
     return field
+
+
+def arg(field: str) -> str:
+    """An argument's name in an error message, spelled when the message is shown: the
+    raiser names the argument once and knows nothing of who called it."""
+    return f"{_ARG}{field}{_ARG}"
+
+
+def spelled(text: str, name: Spelling = keyword) -> str:
+    """``text`` with each argument :func:`arg` marked spelled by ``name``."""
+    parts = text.split(_ARG)
+    return "".join(name(part) if i % 2 else part for i, part in enumerate(parts))
 
 
 def quoted(value: object, limit: int = QUOTED_CHARS) -> str:
@@ -43,7 +59,11 @@ class CloudBrokerError(Exception):
         self.provider = provider
 
     def __str__(self) -> str:
-        message = super().__str__()
+        return self.spelled(keyword)
+
+    def spelled(self, name: Spelling) -> str:
+        """The message with each argument spelled by ``name`` (the CLI: as its option)."""
+        message = spelled(super().__str__(), name)
         return f"{self.provider}: {message}" if self.provider else message
 
 

@@ -5,9 +5,10 @@ Keyword arguments are the command's options (``--data-gb`` is ``data_gb=``) with
 defaults and bounds, except that durations are seconds. Errors are
 :class:`~cloudbroker.errors.CloudBrokerError` subclasses naming the argument; the CLI builds
 its requests with the same functions (:func:`prepare_quote`, :func:`place_request`) and
-spells the argument as its option. Functions that ask providers take ``plugins=``, a
-:class:`~cloudbroker.plugins.PluginManager`; by default every installed provider with the
-settings of the user's config file, as the CLI loads them.
+spells the argument as its option where it shows the error
+(:meth:`~cloudbroker.errors.CloudBrokerError.spelled`). Functions that ask providers take
+``plugins=``, a :class:`~cloudbroker.plugins.PluginManager`; by default every installed
+provider with the settings of the user's config file, as the CLI loads them.
 
 Modules: ``arguments`` (checks shared by the functions), ``workloads`` (:func:`size`),
 ``syncing`` (:func:`sync`), ``placing`` (:func:`place_request`, :class:`Broker`), ``quoting``

@@ -7,7 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cloudbroker.errors import Spelling
+from cloudbroker.errors import arg
 from cloudbroker.models import BucketRef, limits, parse_bucket
 
 if TYPE_CHECKING:
@@ -27,8 +27,8 @@ def _names(value: Names | None) -> tuple[str, ...]:
     return split((value,) if isinstance(value, str) else value)
 
 
-def _bounded(bound: limits.Range, value: Number | None, field: str, name: Spelling) -> Any:
-    return None if value is None else bound.check(value, name(field))
+def _bounded(bound: limits.Range, value: Number | None, field: str) -> Any:
+    return None if value is None else bound.check(value, arg(field))
 
 
 def _bucket(value: str | BucketRef, field: str) -> BucketRef:

@@ -11,7 +11,7 @@ from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from cloudbroker.errors import Spelling, keyword
+from cloudbroker.errors import arg
 from cloudbroker.models import Market
 from cloudbroker.money import CURRENCIES, FxRate, FxTable, Money, parse_currency
 
@@ -48,6 +48,7 @@ class OnPremInput:
     value: Money | Decimal | int | None
     source: str
     as_of: date | None = None
+    given_as: str | None = None  # the argument the caller gave it as (None: sourced)
 
 
 @dataclass(frozen=True)
@@ -87,20 +88,19 @@ def tco(
     providers: tuple[str, ...] = (),
     country: str | None = None,
     plugins: PluginManager | None = None,
-    name: Spelling = keyword,
 ) -> Tco:
     """On-prem against every cloud option over ``years`` at ``utilization`` (as
     ``cloudbroker tco``): each on-prem input not given is its ``country``'s sourced default
     (US, or CN for a CNY report), the server price and power those of the sourced
     ``count``-GPU server of ``gpu`` (there is one for 8 GPUs); money is converted to
-    ``currency`` with the dated rates, ``fx`` overriding them. ``name`` spells an argument
-    in errors and sources (the CLI's option names)."""
+    ``currency`` with the dated rates, ``fx`` overriding them. An input the caller
+    gave names its argument (``OnPremInput.given_as``)."""
     from cloudbroker import api
     from cloudbroker.economics import tco as costs
     from cloudbroker.quote import Job
 
-    currency = parse_currency(currency, name("currency"))
-    table = FxTable(name=name)
+    currency = parse_currency(currency, arg("currency"))
+    table = FxTable()
     for rate in fx or ():
         table.add(rate)
     model = costs.resolve_model(gpu)
@@ -112,7 +112,7 @@ def tco(
     def pick(key: str, value: Money | Decimal | None, default: costs.Figure, money: bool):
         if value is not None:
             field = "colo_per_kw_month" if key == "colo" else key  # the argument's name
-            given[key] = OnPremInput(value, f"{name(field)} (user)")
+            given[key] = OnPremInput(value, f"{field} (user)", given_as=field)
         else:
             value = default.money() if money else default.value
             given[key] = OnPremInput(value, default.source, default.as_of)
@@ -146,11 +146,11 @@ def tco(
     return Tco(model, where, onprem, given, chosen, cost, label, rows, cloud.failures, rates)
 
 
-def check_utilization(utilization: Decimal, name: Spelling = keyword) -> Decimal:
+def check_utilization(utilization: Decimal) -> Decimal:
     """``utilization``, a share of the time in (0, 1]; a UsageError naming it otherwise."""
     from cloudbroker.economics import tco as costs
 
-    return costs.check_utilization(utilization, name)
+    return costs.check_utilization(utilization)
 
 
 def source_name(source: Source) -> str:

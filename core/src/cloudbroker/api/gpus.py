@@ -23,7 +23,6 @@ from cloudbroker.money import FxRate, FxTable, parse_currency
 from cloudbroker.sizing.throughput import PRECISIONS, peak_of
 
 if TYPE_CHECKING:
-    from cloudbroker.errors import Spelling
     from cloudbroker.plugins import PluginManager
 
 __all__ = [
@@ -61,21 +60,18 @@ def gpus(
     currency: str = "USD",
     fx: Sequence[FxRate] = (),
     plugins: PluginManager | None = None,
-    spelling: Spelling | None = None,
 ) -> GpuListing:
     """Every GPU model, cheapest on-demand GPU-hour first, with who sells it in
     ``providers`` / ``regions`` (default: everywhere); with ``name`` (a model, family or
     alias: ``"A100 80G"``) only the models it names; with a provider or region and no name,
-    only what is sold there. ``fx`` overrides the dated exchange rates; ``spelling`` spells
-    an argument in errors (the CLI's option names)."""
+    only what is sold there. ``fx`` overrides the dated exchange rates."""
     from cloudbroker import api
-    from cloudbroker.errors import keyword
+    from cloudbroker.errors import arg
     from cloudbroker.gpus import listing as sold
     from cloudbroker.gpus import lookup
 
-    spell = spelling or keyword
-    currency = parse_currency(currency, spell("currency"))
-    table = FxTable(name=spell)
+    currency = parse_currency(currency, arg("currency"))
+    table = FxTable()
     for rate in fx:
         table.add(rate)
     manager = plugins if plugins is not None else api.load_plugins()

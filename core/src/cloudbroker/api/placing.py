@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from cloudbroker import api
 from cloudbroker.api.arguments import Names, Number, _bounded, _bucket, _names, _seconds
-from cloudbroker.errors import NotTerminated, Spelling, UsageError, keyword
+from cloudbroker.errors import NotTerminated, UsageError, arg
 from cloudbroker.models import BucketRef, Market, limits
 from cloudbroker.models.placements import FailoverResult, Placement, PlacementStatus
 from cloudbroker.money import Money, parse_currency
@@ -50,7 +50,6 @@ def place_request(
     max_hours: Number | None = None,
     idle_stop: str | None = None,
     standby_anywhere: bool = False,
-    name: Spelling = keyword,
 ) -> PlaceRequest:
     """Check :meth:`Broker.place`'s arguments; a ``Path`` startup script is read (64 KiB)."""
     from cloudbroker.broker import PlaceRequest
@@ -65,30 +64,30 @@ def place_request(
         *(("region", r) for r in regions),
     ):
         if value is not None and not value.strip():
-            raise UsageError(f"empty {name(field)}; give a value")
+            raise UsageError(f"empty {arg(field)}; give a value")
     if market not in ("on-demand", "spot"):
-        raise UsageError(f"{name('market')} for a placement is on-demand or spot, got {market!r}")
+        raise UsageError(f"{arg('market')} for a placement is on-demand or spot, got {market!r}")
     if isinstance(startup_script, os.PathLike):  # as --startup-script reads it
-        startup_script = read_text(Path(startup_script), name("startup_script"), SCRIPT_BYTES)
+        startup_script = read_text(Path(startup_script), arg("startup_script"), SCRIPT_BYTES)
     return PlaceRequest(
         gpu=gpu,
-        count=limits.GPUS.check(count, name("count")),
-        hours=limits.HOURS.check(hours, name("hours")),
-        bucket=_bucket(bucket, name("bucket")),
-        standby_bucket=_bucket(standby_bucket, name("standby_bucket")),
+        count=limits.GPUS.check(count, arg("count")),
+        hours=limits.HOURS.check(hours, arg("hours")),
+        bucket=_bucket(bucket, arg("bucket")),
+        standby_bucket=_bucket(standby_bucket, arg("standby_bucket")),
         primary=primary,
         standby=standby,
         market=Market(market),
         standby_mode=standby_mode,
-        sync_every=_seconds(sync_every, name("sync_every")),
-        checkpoint_gb=limits.GB.check(checkpoint_gb, name("checkpoint_gb")),
-        checkpoint_every=_seconds(checkpoint_every, name("checkpoint_every")),
-        currency=parse_currency(currency, name("currency")),
+        sync_every=_seconds(sync_every, arg("sync_every")),
+        checkpoint_gb=limits.GB.check(checkpoint_gb, arg("checkpoint_gb")),
+        checkpoint_every=_seconds(checkpoint_every, arg("checkpoint_every")),
+        currency=parse_currency(currency, arg("currency")),
         startup_script=startup_script,
         regions=regions,
-        budget=None if budget is None else budget_money(budget, name("budget")),
-        max_hours=_bounded(limits.HOURS, max_hours, "max_hours", name),
-        idle_stop=None if idle_stop is None else _idle(idle_stop, name("idle_stop")),
+        budget=None if budget is None else budget_money(budget, arg("budget")),
+        max_hours=_bounded(limits.HOURS, max_hours, "max_hours"),
+        idle_stop=None if idle_stop is None else _idle(idle_stop, arg("idle_stop")),
         standby_anywhere=standby_anywhere,
     )
 

@@ -7,7 +7,7 @@ words the renderer shares with the models. Imports no pydantic (nor does the pac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cloudbroker.gpus import describe as describe_gpus  # noqa: F401  (the renderer's)
@@ -37,11 +37,12 @@ def early_warning(leads: Mapping[str, int], polled: Sequence[str]) -> str:
     return early_warning(leads, polled)
 
 
-def job(values: dict[str, Any], flag: Callable[[str], str]) -> Job:
+def job(values: dict[str, Any]) -> Job:
     """The :class:`cloudbroker.quote.Job` of parsed values, checked as
-    :func:`cloudbroker.api.prepare_quote` checks them (``flag`` spells a parameter as its
-    option); Fallback when it is not plain."""
+    :func:`cloudbroker.api.prepare_quote` checks them (an error declines: the full path
+    words it); Fallback when it is not plain."""
     from cloudbroker.catalogs.regions import split
+    from cloudbroker.errors import arg
     from cloudbroker.models import limits
     from cloudbroker.models.vocabulary import MARKET_ALIASES, Ranking, market_named
     from cloudbroker.money.currency import parse_currency
@@ -56,16 +57,16 @@ def job(values: dict[str, Any], flag: Callable[[str], str]) -> Job:
     floor = values["min_gpu_memory"]
     return Job(
         gpu=values["gpu"],
-        count=1 if count is None else limits.GPUS.check(count, flag("count")),
-        hours=limits.HOURS.check(values["hours"], flag("hours")),
+        count=1 if count is None else limits.GPUS.check(count, arg("count")),
+        hours=limits.HOURS.check(values["hours"], arg("hours")),
         markets=(market_named(market),),
         providers=split(values["provider"] or ()),
         regions=split(values["region"] or ()),
         min_gpu_memory_gb=None
         if floor is None
-        else limits.GPU_MEMORY_GB.check(floor, flag("min_gpu_memory")),
-        currency=parse_currency(values["currency"], flag("currency")),
-        top=limits.OFFERS.check(values["top"], flag("top")),
+        else limits.GPU_MEMORY_GB.check(floor, arg("min_gpu_memory")),
+        currency=parse_currency(values["currency"], arg("currency")),
+        top=limits.OFFERS.check(values["top"], arg("top")),
         ranking=Ranking(values["rank"]),
         count_is_default=count is None,
     )

@@ -14,7 +14,7 @@ from cloudbroker import api, sizing
 from cloudbroker.api import work as _work
 from cloudbroker.api.arguments import Names, Number, _bounded, _names
 from cloudbroker.api.work import WorkArgs
-from cloudbroker.errors import Spelling, UsageError, keyword
+from cloudbroker.errors import UsageError, arg
 from cloudbroker.models import Market, limits
 from cloudbroker.money import FxRate, FxTable, parse_currency
 from cloudbroker.quote import Job, Location, QuoteResult, Ranking
@@ -37,7 +37,7 @@ class QuoteRequest:
     sized: dict[tuple[str, int], str]
 
 
-def _markets(value: str, name: Spelling) -> tuple[Market, ...]:
+def _markets(value: str) -> tuple[Market, ...]:
     if value == "any":
         return tuple(Market)
     from cloudbroker.models.vocabulary import MARKET_ALIASES, market_named
@@ -46,46 +46,46 @@ def _markets(value: str, name: Spelling) -> tuple[Market, ...]:
         return (market_named(value),)
     except ValueError:
         accepted = ", ".join([*(m.value for m in Market), *MARKET_ALIASES, "any"])
-        raise UsageError(f"unknown {name('market')} {value!r}; accepted: {accepted}") from None
+        raise UsageError(f"unknown {arg('market')} {value!r}; accepted: {accepted}") from None
 
 
-def _ranking(value: str, name: Spelling) -> Ranking:
+def _ranking(value: str) -> Ranking:
     try:
         return Ranking(value)
     except ValueError:
         accepted = ", ".join(r.value for r in Ranking)
-        raise UsageError(f"unknown {name('rank')} {value!r}; accepted: {accepted}") from None
+        raise UsageError(f"unknown {arg('rank')} {value!r}; accepted: {accepted}") from None
 
 
-def _route(value: str, name: Spelling) -> str:
+def _route(value: str) -> str:
     from cloudbroker.quote.transfer import ROUTES
 
     if value not in ROUTES:
-        raise UsageError(f"unknown {name('route')} {value!r}; accepted: {', '.join(ROUTES)}")
+        raise UsageError(f"unknown {arg('route')} {value!r}; accepted: {', '.join(ROUTES)}")
     return value
 
 
-def _location(value: str, name: Spelling) -> Location:
+def _location(value: str) -> Location:
     provider, sep, region = value.partition(":")
     if not sep or not provider or not region:
         raise UsageError(
-            f"malformed {name('data_from')} {value!r}; expected PROVIDER:REGION, "
+            f"malformed {arg('data_from')} {value!r}; expected PROVIDER:REGION, "
             "e.g. aliyun:cn-beijing"
         )
     return Location(provider, region)
 
 
-def _fx(rates: Mapping[str, Number] | Iterable[FxRate] | None, name: Spelling) -> FxTable:
+def _fx(rates: Mapping[str, Number] | Iterable[FxRate] | None) -> FxTable:
     """The default dated rates, overridden by ``{"CNY": 7.10}`` (units per USD, dated today)."""
-    table = FxTable(name=name)
+    table = FxTable()
     if isinstance(rates, Mapping):
         rates = [
             FxRate(
                 base="USD",
-                quote=parse_currency(currency, f"{name('fx')} currency"),
-                rate=limits.RATE.check(rate, f"{name('fx')} rate for {currency}"),
+                quote=parse_currency(currency, f"{arg('fx')} currency"),
+                rate=limits.RATE.check(rate, f"{arg('fx')} rate for {currency}"),
                 as_of=date.today(),
-                source=f"{name('fx')} (caller)",
+                source="fx (caller)",
             )
             for currency, rate in rates.items()
         ]
@@ -122,56 +122,55 @@ def prepare_quote(
     route: str = "public",
     work: WorkArgs | None = None,
     start: datetime | None = None,
-    name: Spelling = keyword,
 ) -> QuoteRequest:
     """Check :func:`quote`'s arguments and build the job (no provider is asked yet)."""
     work = work or WorkArgs()
     if not gpu and not model and work.work is None:
         raise UsageError(
-            f"give {name('gpu')} MODEL (e.g. A100), or {name('model')} NAME to size the job"
+            f"give {arg('gpu')} MODEL (e.g. A100), or {arg('model')} NAME to size the job"
         )
     plan, deadline = _work.plan(
-        work, model=model, mode=mode, precision=precision, batch=batch, seq=seq, name=name
+        work, model=model, mode=mode, precision=precision, batch=batch, seq=seq
     )
     if plan is not None and Decimal(str(hours)) != 1:
         raise UsageError(
-            f"{name('hours')} is for a fixed-length job; with work the hours are estimated per "
+            f"{arg('hours')} is for a fixed-length job; with work the hours are estimated per "
             "offer (give one or the other)"
         )
     sized: dict[tuple[str, int], str] = {}
     if model and not throughput.find_cnn(model):  # CNN presets are not sized (no memory model)
         precision = _work.sizing_precision(work, precision)
-        sized = sizing.placements(model, mode, precision, batch, seq, zero, gpus, recompute, name)
+        sized = sizing.placements(model, mode, precision, batch, seq, zero, gpus, recompute)
         if plan is not None and plan.kind != "decode":  # recompute to fit costs FLOPs
             chosen = {c: how.rpartition("recompute ")[2] for c, how in sized.items()}
             plan = replace(plan, recompute=tuple(sorted(chosen.items())))
     configs = frozenset(sized)
     explicit_count = count is not None
-    count = 1 if count is None else limits.GPUS.check(count, name("count"))
-    currency = parse_currency(currency, name("currency"))
-    table = _fx(fx, name)
+    count = 1 if count is None else limits.GPUS.check(count, arg("count"))
+    currency = parse_currency(currency, arg("currency"))
+    table = _fx(fx)
     if data_gb and not data_from:
         raise UsageError(
-            f"{name('data_gb')} needs {name('data_from')} PROVIDER:REGION (where the data is now)"
+            f"{arg('data_gb')} needs {arg('data_from')} PROVIDER:REGION (where the data is now)"
         )
     job = Job(
         gpu=gpu,
         count=count,
-        hours=limits.HOURS.check(hours, name("hours")),
-        markets=_markets(market, name),
+        hours=limits.HOURS.check(hours, arg("hours")),
+        markets=_markets(market),
         providers=_names(provider),
         regions=_names(region),
-        min_gpu_memory_gb=_bounded(limits.GPU_MEMORY_GB, min_gpu_memory, "min_gpu_memory", name),
+        min_gpu_memory_gb=_bounded(limits.GPU_MEMORY_GB, min_gpu_memory, "min_gpu_memory"),
         currency=currency,
-        data_gb=limits.GB.check(data_gb, name("data_gb")),
-        data_from=_location(data_from, name) if data_from else None,
-        checkpoint_gb=limits.GB.check(checkpoint_gb, name("checkpoint_gb")),
-        snapshot_days=limits.DAYS.check(snapshot_days, name("snapshot_days")),
-        top=limits.OFFERS.check(top, name("top")),
-        ranking=_ranking(rank, name),
+        data_gb=limits.GB.check(data_gb, arg("data_gb")),
+        data_from=_location(data_from) if data_from else None,
+        checkpoint_gb=limits.GB.check(checkpoint_gb, arg("checkpoint_gb")),
+        snapshot_days=limits.DAYS.check(snapshot_days, arg("snapshot_days")),
+        top=limits.OFFERS.check(top, arg("top")),
+        ranking=_ranking(rank),
         configs=frozenset(c for c in configs if c[1] == count) if explicit_count else configs,
         count_is_default=not explicit_count,
-        route=_route(route, name),
+        route=_route(route),
         work=plan,
         deadline_hours=deadline,
         start=start,
@@ -253,12 +252,10 @@ def run(
     fx: FxTable,
     live: Live | None,
     catalogs: Catalogs,
-    name: Spelling = keyword,
 ) -> QuoteResult:
     """Quote a checked job (:func:`prepare_quote`) from catalogs already read
-    (:func:`read_catalogs`), live when ``live`` (:func:`live`); errors spell the arguments
-    with ``name``."""
-    return run_quote(pm, job, fx, live, catalogs, name=name)
+    (:func:`read_catalogs`), live when ``live`` (:func:`live`)."""
+    return run_quote(pm, job, fx, live, catalogs)
 
 
 def save_index(pm: PluginManager, catalogs: Catalogs) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cloudbroker.errors import NotFoundError, Spelling, UsageError, keyword
+from cloudbroker.errors import NotFoundError, UsageError, arg
 from cloudbroker.models import BucketRef, parse_bucket
 from cloudbroker.sandbox.env import (
     DIR_ENV,
@@ -123,17 +123,17 @@ def ls(pm: PluginManager, ref: BucketRef, where: Path) -> Listing:
 
 
 def job_logs(
-    state: str | os.PathLike[str] | None, placement_id: str, side: str, name: Spelling = keyword
+    state: str | os.PathLike[str] | None, placement_id: str, side: str
 ) -> Iterator[tuple[str, str, str, Path]]:
     """The job output of the placement's instances on ``side`` (``primary`` or ``standby``,
     the roles now), one (provider, instance id, state, log file) at a time; a UsageError
     when it launched none there, or at an instance that is not the sandbox's (no log kept).
-    The store at ``state`` is only read; ``name`` spells the side's argument in errors."""
+    The store at ``state`` is only read."""
     from cloudbroker.api.state import open_state
     from cloudbroker.sandbox.instances import log_path
 
     if side not in ("primary", "standby"):
-        raise UsageError(f"unknown {name('side')} {side!r}; accepted: primary, standby")
+        raise UsageError(f"unknown {arg('side')} {side!r}; accepted: primary, standby")
     store = open_state(state, read_only=True)  # reads; never makes a file
     placement = store.require_placement(placement_id)
     primary = placement.primary_side

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from cloudbroker import sizing
 from cloudbroker.api.arguments import Number, _bounded, _seconds
-from cloudbroker.errors import Spelling, UsageError
+from cloudbroker.errors import UsageError, arg
 from cloudbroker.models import limits
 from cloudbroker.sizing import throughput
 from cloudbroker.sizing.throughput import Plan
@@ -51,7 +51,6 @@ def plan(
     precision: str | None,
     batch: int | None,
     seq: int | None,
-    name: Spelling,
 ) -> tuple[Plan | None, Decimal | None]:
     """(the plan, the deadline in hours), or (None, None) without work."""
     if not args.given:
@@ -59,36 +58,36 @@ def plan(
     for value, field in ((args.deadline, "deadline"), (args.mfu, "mfu"), (args.on, "on")):
         if value is not None and not (args.tokens or args.samples or args.work or args.step_time):
             raise UsageError(
-                f"{name(field)} needs work: {name('tokens')}, {name('samples')} with "
-                f'{name("epochs")}, or {name("work")} "36 h on 1x A100-80GB"'
+                f"{arg(field)} needs work: {arg('tokens')}, {arg('samples')} with "
+                f'{arg("epochs")}, or {arg("work")} "36 h on 1x A100-80GB"'
             )
-    mfu = _bounded(limits.MFU, args.mfu, "mfu", name)
+    mfu = _bounded(limits.MFU, args.mfu, "mfu")
     mfu = None if mfu is None else float(mfu)
     wanted = (precision or "").strip().lower()
-    built = _base(args, model, mode, wanted, seq, mfu, name)
+    built = _base(args, model, mode, wanted, seq, mfu)
     if args.work is not None:
         if args.step_time is not None:
-            raise UsageError(f"give {name('work')} or {name('step_time')}, not both")
-        built = throughput.measured(args.work, built, name)
+            raise UsageError(f"give {arg('work')} or {arg('step_time')}, not both")
+        built = throughput.measured(args.work, built)
     if args.step_time is not None or args.on is not None:
         if args.step_time is None or args.on is None:
             raise UsageError(
-                f"{name('step_time')} and {name('on')} go together: the time of one step, and "
+                f"{arg('step_time')} and {arg('on')} go together: the time of one step, and "
                 "the GPUs it was measured on (e.g. 8x A100-80GB)"
             )
         if built.units is None or built.kind == "decode":
             raise UsageError(
-                f"{name('step_time')} calibrates training work: give {name('tokens')} (with "
-                f"{name('seq')} and {name('batch')}) or {name('samples')} and {name('epochs')}"
+                f"{arg('step_time')} calibrates training work: give {arg('tokens')} (with "
+                f"{arg('seq')} and {arg('batch')}) or {arg('samples')} and {arg('epochs')}"
             )
         per_sequence = (seq or sizing.DEFAULT_SEQ) if built.kind == "llm" else 1
         per_step = (batch or 1) * per_sequence
         unit = "tokens" if built.kind == "llm" else "samples"
-        step = _seconds(args.step_time, name("step_time"))
-        built = throughput.calibrated(built, step, args.on, per_step, unit, name)
+        step = _seconds(args.step_time, arg("step_time"))
+        built = throughput.calibrated(built, step, args.on, per_step, unit)
     deadline = None
     if args.deadline is not None:
-        hours = Decimal(str(_seconds(args.deadline, name("deadline")))) / 3600
+        hours = Decimal(str(_seconds(args.deadline, arg("deadline")))) / 3600
         deadline = hours.quantize(Decimal("0.0001"))
     return built, deadline
 
@@ -100,53 +99,52 @@ def _base(
     precision: str,
     seq: int | None,
     mfu: float | None,
-    name: Spelling,
 ) -> Plan:
     cnn = throughput.find_cnn(model) if model else None
     if args.samples is not None or args.epochs is not None:
         if cnn is None:
             presets = ", ".join(p.name for p in throughput.CNN_PRESETS.values())
             raise UsageError(
-                f"{name('samples')} and {name('epochs')} are for the CNN presets ({presets}) "
-                f"given as {name('model')}; a transformer's work is {name('tokens')}"
+                f"{arg('samples')} and {arg('epochs')} are for the CNN presets ({presets}) "
+                f"given as {arg('model')}; a transformer's work is {arg('tokens')}"
             )
         if args.samples is None or args.epochs is None:
-            raise UsageError(f"give {name('samples')} and {name('epochs')} together")
-        samples = limits.SAMPLES.check(args.samples, name("samples"))
-        epochs = float(limits.EPOCHS.check(args.epochs, name("epochs")))
+            raise UsageError(f"give {arg('samples')} and {arg('epochs')} together")
+        samples = limits.SAMPLES.check(args.samples, arg("samples"))
+        epochs = float(limits.EPOCHS.check(args.epochs, arg("epochs")))
         if mode != "train":
-            raise UsageError(f"CNN presets are trained: {name('mode')} train, not {mode!r}")
-        return throughput.cnn_plan(cnn, samples, epochs, _precision(precision, "bf16", name), mfu)
+            raise UsageError(f"CNN presets are trained: {arg('mode')} train, not {mode!r}")
+        return throughput.cnn_plan(cnn, samples, epochs, _precision(precision, "bf16"), mfu)
     if cnn is not None:
         raise UsageError(
-            f"{cnn.name} is a CNN preset: its work is {name('samples')} N and {name('epochs')} E "
+            f"{cnn.name} is a CNN preset: its work is {arg('samples')} N and {arg('epochs')} E "
             "(ImageNet-1k has 1,281,167 training images)"
         )
     if args.tokens is not None:
         if not model:
-            raise UsageError(f"{name('tokens')} needs {name('model')}: a transformer preset")
-        tokens = float(limits.WORK_TOKENS.check(args.tokens, name("tokens")))
-        shape = sizing.find_preset(model, name)
+            raise UsageError(f"{arg('tokens')} needs {arg('model')}: a transformer preset")
+        tokens = float(limits.WORK_TOKENS.check(args.tokens, arg("tokens")))
+        shape = sizing.find_preset(model)
         default = "int4" if mode == "qlora" else "bf16"
         return throughput.llm_plan(
             shape,
             mode,
-            _precision(precision, default, name),
+            _precision(precision, default),
             tokens,
             seq or sizing.DEFAULT_SEQ,
             mfu,
         )
     if args.work is None:
         raise UsageError(
-            f"give the work: {name('tokens')}, {name('samples')} with {name('epochs')}, or "
-            f'{name("work")} "36 h on 1x A100-80GB"'
+            f"give the work: {arg('tokens')}, {arg('samples')} with {arg('epochs')}, or "
+            f'{arg("work")} "36 h on 1x A100-80GB"'
         )
-    return throughput.generic_plan(_precision(precision, "bf16", name), mfu)
+    return throughput.generic_plan(_precision(precision, "bf16"), mfu)
 
 
-def _precision(given: str, default: str, name: Spelling) -> str:
+def _precision(given: str, default: str) -> str:
     value = given or default
     known = (*throughput.PRECISIONS, "int8", "int4")
     if value not in known:
-        raise UsageError(f"{name('precision')} {value!r} is not one of: {', '.join(known)}")
+        raise UsageError(f"{arg('precision')} {value!r} is not one of: {', '.join(known)}")
     return value

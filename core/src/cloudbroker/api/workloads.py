@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cloudbroker import sizing
 from cloudbroker.api.arguments import Number
-from cloudbroker.errors import Spelling, keyword
+from cloudbroker.errors import arg
 from cloudbroker.models import limits
 from cloudbroker.sizing import (
     GIB,
@@ -56,7 +56,6 @@ def prepare_size(
     concurrency: int | None = None,
     headroom: Number = 10,
     conservative: bool = False,
-    name: Spelling = keyword,
 ) -> tuple[sizing.Workload, float]:
     """Check :func:`size`'s arguments: the workload, and the share of memory kept free."""
     shape = sizing.resolve_model(
@@ -67,7 +66,6 @@ def prepare_size(
         heads=heads,
         kv_heads=kv_heads,
         vocab=vocab,
-        name=name,
     )
     work = sizing.make_workload(
         shape,
@@ -83,9 +81,8 @@ def prepare_size(
         context=context,
         concurrency=concurrency,
         conservative=conservative,
-        name=name,
     )
-    return work, float(limits.PERCENT.check(headroom, name("headroom"))) / 100
+    return work, float(limits.PERCENT.check(headroom, arg("headroom"))) / 100
 
 
 def size(
@@ -110,7 +107,6 @@ def size(
     concurrency: int | None = None,
     headroom: Number = 10,
     conservative: bool = False,
-    name: Spelling = keyword,
 ) -> SizeResult:
     """GPU memory per GPU for a model and workload, where it fits, and what would make it fit.
 
@@ -119,7 +115,7 @@ def size(
     qlora or infer; ``headroom`` the percent of each GPU's memory kept free (10). LoRA and
     QLoRA assume FlashAttention-style attention (selective recompute) unless ``recompute`` is
     given; ``conservative`` sizes them with none, the upper bound (``SizeResult.cheaper``
-    names the GPUs more recompute makes fit). ``name`` spells an argument in errors.
+    names the GPUs more recompute makes fit).
 
     >>> result = size("Llama-3-8B", mode="infer")
     >>> f"{result.estimate.total_bytes / 2**30:.1f} GiB", [fit.count for fit in result.fits[1]][0]
@@ -148,6 +144,5 @@ def size(
         concurrency=concurrency,
         headroom=headroom,
         conservative=conservative,
-        name=name,
     )
     return sizing.report(work, share)

@@ -44,7 +44,6 @@ from cloudbroker.broker.records import (
     span,
 )
 from cloudbroker.broker.watch import Checked, Watched, Watcher
-from cloudbroker.errors import Spelling, keyword
 from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
 
@@ -159,20 +158,14 @@ class Broker:
 
     # -- planning (:class:`~.plan.Planner`) ------------------------------------------------
 
-    def plan(
-        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
-    ) -> dict[str, Any]:
-        return self.planner.plan(request, name, live)
+    def plan(self, request: PlaceRequest, live: Live | None = None) -> dict[str, Any]:
+        return self.planner.plan(request, live)
 
-    def plan_spec(
-        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
-    ) -> PlacementSpec:
-        return self.planner.plan_spec(request, name, live)
+    def plan_spec(self, request: PlaceRequest, live: Live | None = None) -> PlacementSpec:
+        return self.planner.plan_spec(request, live)
 
-    def place(
-        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        return self.planner.place(request, name, live)
+    def place(self, request: PlaceRequest, live: Live | None = None) -> tuple[str, dict[str, Any]]:
+        return self.planner.place(request, live)
 
     # -- the lifecycle, failover (:class:`~.lifecycle.Lifecycle`, :class:`~.failover.Failover`)
 

@@ -19,9 +19,8 @@ from cloudbroker.errors import (
     CloudBrokerError,
     ConfigError,
     NotFoundError,
-    Spelling,
     UsageError,
-    keyword,
+    arg,
     quoted,
 )
 from cloudbroker.models import BillingRule, BucketRef, Market, PriceSheet, limits
@@ -136,7 +135,7 @@ KEPT = 5
 BUCKET_CHECK_SECONDS = 60.0
 
 
-def _priced(candidates: dict[str, list[Quote]], name: Spelling) -> dict[str, list[Quote]]:
+def _priced(candidates: dict[str, list[Quote]]) -> dict[str, list[Quote]]:
     """With a budget, each cloud's offers without a published hourly price left out (spend
     on them could not be counted, so the guard would never fire); UsageError when a cloud's
     best offer is one (no fallback is preferred silently to what the plan would launch)."""
@@ -145,9 +144,9 @@ def _priced(candidates: dict[str, list[Quote]], name: Spelling) -> dict[str, lis
         if quotes and quotes[0].hourly is None:
             q = quotes[0]
             raise UsageError(
-                f"{name('budget')}: {cloud} {q.instance_type} in {q.zone or q.region} has no "
+                f"{arg('budget')}: {cloud} {q.instance_type} in {q.zone or q.region} has no "
                 "published hourly price, so its spend cannot be counted against a budget; "
-                f"accepted: {name('max_hours')} alone, or another cloud or region"
+                f"accepted: {arg('max_hours')} alone, or another cloud or region"
             )
         priced[cloud] = [q for q in quotes if q.hourly is not None]
     return priced
@@ -233,25 +232,20 @@ class Planner:
         )
         return candidates, report
 
-    def plan(
-        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
-    ) -> dict[str, Any]:
+    def plan(self, request: PlaceRequest, live: Live | None = None) -> dict[str, Any]:
         """:meth:`plan_spec` as JSON-ready data: what the store keeps, ``place --json`` prints."""
-        return self.plan_spec(request, name, live).model_dump(mode="json")
+        return self.plan_spec(request, live).model_dump(mode="json")
 
-    def plan_spec(
-        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
-    ) -> PlacementSpec:
+    def plan_spec(self, request: PlaceRequest, live: Live | None = None) -> PlacementSpec:
         """The cheapest primary and standby on two different clouds, with the full cost.
 
-        ``name`` spells a request's field in an error (the CLI passes its options'). With
-        ``live``, each side's offers are ordered by availability (see :meth:`_candidates`);
+        With ``live``, each side's offers are ordered by availability (see :meth:`_candidates`);
         every offer is kept, with its figure.
         """
         request = request.bounded()
         if request.standby_mode not in ("cold", "hot"):
             raise UsageError(
-                f"unknown {name('standby_mode')} {request.standby_mode!r}; accepted: cold, hot"
+                f"unknown {arg('standby_mode')} {request.standby_mode!r}; accepted: cold, hot"
             )
         for cloud in (
             request.primary,
@@ -262,9 +256,9 @@ class Planner:
             if cloud is not None:  # an empty name is an unknown cloud, not "any"
                 self.ctx.pm.require(cloud)
         if request.primary and request.primary == request.standby:
-            raise UsageError(f"{name('primary')} and {name('standby')} must be different clouds")
+            raise UsageError(f"{arg('primary')} and {arg('standby')} must be different clouds")
         if request.budget is not None:
-            self._check_budget(request, name)
+            self._check_budget(request)
         providers = self.ctx.pm.providers()
         # Planned from the catalogs, as quotes are (run `catalog refresh` for live prices).
         types, sheets, failures = self.ctx.pm.catalogs(providers, offline=True)
@@ -281,8 +275,8 @@ class Planner:
         for role, cloud in (("primary", request.primary), ("standby", request.standby)):
             if cloud and cloud not in buckets:
                 raise UsageError(
-                    f"{name(role)} {cloud}: no bucket on {cloud}; give {name('bucket')} / "
-                    f"{name('standby_bucket')} on {', '.join(buckets)}"
+                    f"{arg(role)} {cloud}: no bucket on {cloud}; give {arg('bucket')} / "
+                    f"{arg('standby_bucket')} on {', '.join(buckets)}"
                 )
         primaries = [request.primary] if request.primary else list(buckets)
         standbys = [request.standby] if request.standby else list(buckets)
@@ -290,7 +284,7 @@ class Planner:
             request, sorted({*primaries, *standbys}), sheets, types, live
         )
         if request.budget is not None:  # the guard counts spend at known prices only
-            candidates = _priced(candidates, name)
+            candidates = _priced(candidates)
         candidates = {p: qs for p, qs in candidates.items() if qs}
         blocked = _over_quota(candidates)
         best = None
@@ -390,14 +384,14 @@ class Planner:
                 "instance_keys or instance_env_auth; docs/plugins.md, storage access)"
             )
 
-    def _check_budget(self, request: PlaceRequest, name: Spelling) -> None:
+    def _check_budget(self, request: PlaceRequest) -> None:
         """A budget in another currency than the plan's needs a dated rate between the two."""
         assert request.budget is not None
         try:
             self.ctx.fx.rate(request.currency, request.budget.currency)
         except UsageError:
             raise UsageError(
-                f"{name('budget')} in {request.budget.currency}: no exchange rate between "
+                f"{arg('budget')} in {request.budget.currency}: no exchange rate between "
                 f"{request.budget.currency} and {request.currency}; accepted: a budget in "
                 f"{request.currency}, or in a currency with a known rate"
             ) from None
@@ -443,7 +437,7 @@ class Planner:
             complete=len(known) == len(lines) and primary.complete,
         )
 
-    def _check_buckets(self, request: PlaceRequest, spec: PlacementSpec, name: Spelling) -> None:
+    def _check_buckets(self, request: PlaceRequest, spec: PlacementSpec) -> None:
         """Each side's bucket exists, answers in the region of its offer and takes a write,
         or the plan is refused naming it: a bucket that does not would make every
         replication fail, and a failover's RPO unknown. A cloud without credentials here
@@ -452,9 +446,7 @@ class Planner:
         if check is None:
             return
         for bucket in (spec.sides["a"].bucket, spec.sides["b"].bucket):
-            flag = name(
-                "bucket" if bucket.provider == request.bucket.provider else "standby_bucket"
-            )
+            flag = arg("bucket" if bucket.provider == request.bucket.provider else "standby_bucket")
             where = f"{flag} {bucket_text(bucket)}"
             infos = self.ctx.pm.provider_info(providers=[bucket.provider], timeout=10)
             info = infos.results.get(bucket.provider)
@@ -473,12 +465,10 @@ class Planner:
                     "credentials may write"
                 ) from None
 
-    def place(
-        self, request: PlaceRequest, name: Spelling = keyword, live: Live | None = None
-    ) -> tuple[str, dict[str, Any]]:
+    def place(self, request: PlaceRequest, live: Live | None = None) -> tuple[str, dict[str, Any]]:
         """Plan, then record the plan as a new placement (the store is touched only then)."""
-        spec = self.plan_spec(request, name, live)
-        self._check_buckets(request, spec, name)
+        spec = self.plan_spec(request, live)
+        self._check_buckets(request, spec)
         placement_id, plan = f"pl-{uuid.uuid4().hex[:10]}", spec.model_dump(mode="json")
         self.ctx.store.add_placement(placement_id, plan)
         return placement_id, plan

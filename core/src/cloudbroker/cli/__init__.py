@@ -134,8 +134,8 @@ def _full(argv: list[str] | None, context: AppContext | None = None) -> None:
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help was shown; nothing failed
             sys.exit(0)
         fail(exc.format_message(), getattr(exc, "exit_code", 2))
-    except CloudBrokerError as exc:
-        fail(str(exc), exc.exit_code)
+    except CloudBrokerError as exc:  # its arguments named by their options
+        fail(exc.spelled(option_name), exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", 130)
     finally:

@@ -14,7 +14,6 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from cloudbroker.api import economics
-from cloudbroker.cli import option_name
 from cloudbroker.cli.economics_tables import (
     GENERIC,
     _commitment_notes,
@@ -61,7 +60,7 @@ class CommitmentSettings:
 
 
 def commitment_settings(utilization: Decimal, every_term: bool = False) -> CommitmentSettings:
-    return CommitmentSettings(economics.check_utilization(utilization, option_name), every_term)
+    return CommitmentSettings(economics.check_utilization(utilization), every_term)
 
 
 def _wanted(job: Job, c: CommitmentSettings) -> bool:

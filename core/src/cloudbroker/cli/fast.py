@@ -114,7 +114,7 @@ def _answer(argv: list[str]) -> Any:
 
         rows = plain.provider_rows()
         return lambda: print_table(rows)
-    result = plain.run(plain.job(values, lambda name: QUOTE[name].flag))
+    result = plain.run(plain.job(values))
     keys = [k.strip() for k in values["columns"].split(",")] if values["columns"] else None
     from cloudbroker.cli.quote_render import COLUMNS, _print_table
 

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from cloudbroker.api import gpus
 from cloudbroker.api.gpus import Listing, Offering, Price, price_key
-from cloudbroker.cli import app, option_name, options
+from cloudbroker.cli import app, options
 from cloudbroker.cli.context import current
 from cloudbroker.cli.output import console, field, print_json
 from cloudbroker.cli.table import Column, FitTable, amount, show
@@ -383,7 +383,6 @@ def gpus_command(
         currency=currency,
         fx=fx or (),
         plugins=current().plugins(),
-        spelling=option_name,
     )
     listing, names = found.listing, found.names
     offered = {o.model for o in listing.offerings}

@@ -9,7 +9,7 @@ from typing import Any
 
 from cloudbroker import api
 from cloudbroker.api import quoting
-from cloudbroker.cli import app, economics, option_name
+from cloudbroker.cli import app, economics
 from cloudbroker.cli.context import current
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.quote_options import QUOTE, passed
@@ -98,7 +98,6 @@ def quote_command(
         **passed(given, "request"),
         top=max(top, explain or 0),
         work=api.WorkArgs(**passed(given, "work")),
-        name=option_name,
     )
     job, table, sized = request.job, request.fx, request.sized
     risk = economics.spot_settings(interruptions, restart_minutes, checkpoint_minutes)
@@ -120,7 +119,7 @@ def quote_command(
     catalogs = quoting.read_catalogs(pm, job)  # read once: the quote and its sections
     quoting.save_index(pm, catalogs)  # the next plain quote reads these answers (cli.fast)
     live_read = live_options(live, max_age, available_only)
-    result = quoting.run(pm, job, table, live_read, catalogs, name=option_name)
+    result = quoting.run(pm, job, table, live_read, catalogs)
     if result.smallest_sold:  # what was quoted instead of 1 GPU: the "rent how?" sections too
         job = replace(job, configs=frozenset(result.smallest_sold.items()))
     if result.work is not None:  # the "rent how?" sections: the offer shown, for its hours

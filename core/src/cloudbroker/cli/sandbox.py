@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cloudbroker.cli import app, option_name, options
+from cloudbroker.cli import app, options
 from cloudbroker.cli.output import err_console, print_json
 from cloudbroker.errors import UsageError
 
@@ -278,7 +278,7 @@ def logs(
     """The output of the placement's job on one side (sandbox instances)."""
     from cloudbroker.api.sandbox import job_logs
 
-    found = job_logs(state, placement_id, side, option_name)
+    found = job_logs(state, placement_id, side)
     for provider, instance_id, instance_state, path in found:
         print(f"== {provider} {instance_id} ({instance_state})")
         sys.stdout.write(path.read_text(encoding="utf-8", errors="replace"))

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from cloudbroker import api
 from cloudbroker.api import workloads as sizing
-from cloudbroker.cli import app, option_name, options
+from cloudbroker.cli import app, options
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.table import Column, FitTable, show
 
@@ -135,7 +135,6 @@ def size_command(
         concurrency=concurrency,
         headroom=options.PERCENT.parse(headroom.strip().removesuffix("%"), "--headroom"),
         conservative=conservative,
-        name=option_name,
     )
     if json_output:
         print_json(_as_json(result))

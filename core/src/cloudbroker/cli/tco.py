@@ -43,13 +43,18 @@ def _text(item: OnPremInput) -> str:
     return "unknown" if item.value is None else f"{item.value}"
 
 
+def _source(item: OnPremInput) -> str:
+    """Where an input came from, an input the user gave named by its option."""
+    return f"{option_name(item.given_as)} (user)" if item.given_as else item.source
+
+
 def _input_json(item: OnPremInput) -> dict:
     money = isinstance(item.value, Money)
     amount = item.value.amount if isinstance(item.value, Money) else item.value
     return {
         "value": None if amount is None else format(amount, "f"),
         "currency": item.value.currency if money else None,  # type: ignore[union-attr]
-        "source": item.source,
+        "source": _source(item),
         "as_of": item.as_of.isoformat() if item.as_of else None,
     }
 
@@ -298,7 +303,6 @@ def tco_command(
         providers=tuple(provider or ()),
         country=country,
         plugins=current().plugins(),
-        name=option_name,
     )
     model, where, given, server = found.model, found.country, found.given, found.server
     onprem, cost, label, rows = found.onprem, found.cost, found.label, found.rows
@@ -354,7 +358,7 @@ def _print_inputs(given: dict[str, OnPremInput], args: dict) -> None:
     for key, label in names.items():
         item = given[key]
         when = f" ({item.as_of.isoformat()})" if item.as_of else ""
-        table.add_row(label, escape(_text(item)), escape(item.source + when))
+        table.add_row(label, escape(_text(item)), escape(_source(item) + when))
     table.add_row(
         "years",
         f"{args['years']}",

@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from cloudbroker.economics import commitments
-from cloudbroker.errors import NoOfferError, Spelling, UsageError, keyword
+from cloudbroker.errors import NoOfferError, UsageError, arg
 from cloudbroker.models import Market
 from cloudbroker.money import FxTable, Money
 from cloudbroker.quote import Job, quote, read_catalogs
@@ -300,9 +300,9 @@ def onprem_cost(p: OnPrem) -> OnPremCost:
     return OnPremCost(capex, energy, None if colo is None else colo * (p.power_kw * 12))
 
 
-def check_utilization(utilization: Decimal, name: Spelling = keyword) -> Decimal:
+def check_utilization(utilization: Decimal) -> Decimal:
     if not 0 < utilization <= 1:
-        raise UsageError(f"{name('utilization')} must be in (0, 1], got {utilization}")
+        raise UsageError(f"{arg('utilization')} must be in (0, 1], got {utilization}")
     return utilization
 
 

@@ -11,7 +11,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any, Generic, Protocol, TypeVar
 
-from cloudbroker.errors import Spelling, UsageError, keyword, quoted
+from cloudbroker.errors import UsageError, arg, quoted
 
 #: Currencies the catalogs publish in and the quote can convert to.
 CURRENCIES = ("USD", "CNY", "EUR", "SGD")
@@ -61,9 +61,7 @@ class RateTable(Generic[R]):
     conversion from CNY to EUR is CNY -> USD -> EUR with the two dated rates, both reported.
     """
 
-    def __init__(self, rates: Iterable[R], name: Spelling = keyword) -> None:
-        """``name`` spells the argument that adds a rate, in the error naming a missing one."""
-        self.name = name
+    def __init__(self, rates: Iterable[R]) -> None:
         self._per_pivot: dict[str, R] = {}
         for rate in rates:
             self.add(rate)
@@ -80,7 +78,7 @@ class RateTable(Generic[R]):
         found = self._per_pivot.get(currency)
         if found is None:
             raise UsageError(
-                f"no exchange rate for {currency}; give one with {self.name('fx')} "
+                f"no exchange rate for {currency}; give one with {arg('fx')} "
                 f"{currency}=<{currency} "
                 f"per {PIVOT}> (known: {', '.join(sorted({PIVOT, *self._per_pivot}))})"
             )

@@ -8,7 +8,6 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, field_validator
 
-from cloudbroker.errors import Spelling, keyword
 from cloudbroker.money.currency import (
     ALIASES,
     CURRENCIES,
@@ -88,11 +87,8 @@ DEFAULT_RATES: tuple[FxRate, ...] = tuple(
 class FxTable(RateTable[FxRate]):
     """Dated rates against one pivot (USD), the default rates unless others are given."""
 
-    def __init__(
-        self, rates: tuple[FxRate, ...] | list[FxRate] = DEFAULT_RATES, name: Spelling = keyword
-    ) -> None:
-        """``name`` spells the argument that adds a rate, in the error naming a missing one."""
-        super().__init__(rates, name)
+    def __init__(self, rates: tuple[FxRate, ...] | list[FxRate] = DEFAULT_RATES) -> None:
+        super().__init__(rates)
 
     def convert(self, money: Money, target: str) -> Money:
         return Money.of(money.amount * self.rate(money.currency, target), target)

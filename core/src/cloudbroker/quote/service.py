@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cloudbroker import gpus
-from cloudbroker.errors import CloudBrokerError, NoOfferError, Spelling, UsageError, keyword
+from cloudbroker.errors import CloudBrokerError, NoOfferError, UsageError, arg
 from cloudbroker.models import InstanceType, Market, PriceSheet
 from cloudbroker.money import FxTable
 from cloudbroker.quote.engine import QuoteEngine, Ranked, _closest
@@ -40,7 +40,7 @@ def _places(
     return place(job, {p: {t.region for t in ts} for p, ts in types.items()}, sheets)
 
 
-def _check_known(job: Job, types: dict[str, list[InstanceType]], name: Spelling = keyword) -> None:
+def _check_known(job: Job, types: dict[str, list[InstanceType]]) -> None:
     origin = job.data_from
     if origin is not None:
         own = {t.region for t in types.get(origin.provider, [])}
@@ -48,7 +48,7 @@ def _check_known(job: Job, types: dict[str, list[InstanceType]], name: Spelling 
             close = difflib.get_close_matches(origin.region, sorted(own), n=3)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise UsageError(
-                f"{name('data_from')}: {origin.provider} has no region {origin.region!r}{hint}"
+                f"{arg('data_from')}: {origin.provider} has no region {origin.region!r}{hint}"
             )
 
 
@@ -72,7 +72,6 @@ def quote(
     fx: FxTable,
     live: Live | None = None,
     catalogs: Catalogs | None = None,
-    name: Spelling = keyword,
 ) -> QuoteResult:
     """Ask every provider for its types and prices at once, then rank the job's offers.
 
@@ -84,7 +83,7 @@ def quote(
     types, sheets, failures = catalogs or read_catalogs(pm, job)
     if job.data_from and job.data_from.provider in failures:
         raise CloudBrokerError(
-            f"{name('data_from')}: {job.data_from.provider} failed: "
+            f"{arg('data_from')}: {job.data_from.provider} failed: "
             f"{failures[job.data_from.provider]}"
         )
     siblings: tuple[str, ...] = ()
@@ -102,9 +101,9 @@ def quote(
         job = replace(job, disk_gb=disk_settings(pm))
     spot = _spot_ranker(pm, job)
     engine = QuoteEngine(job, sheets, types, fx, spot)
-    _check_known(job, types, name)
+    _check_known(job, types)
     if job.work is not None:
-        return _quote_work(job, sheets, types, fx, failures, siblings, live, name)
+        return _quote_work(job, sheets, types, fx, failures, siblings, live)
     ranked = engine.rank()
     smallest: dict[str, int] = {}
     if not ranked.matched and job.count_is_default and not job.configs:
@@ -222,13 +221,12 @@ def _quote_work(
     failures: dict[str, str],
     siblings: tuple[str, ...],
     live: Live | None,
-    name: Spelling,
 ) -> QuoteResult:
     """A work-based quote (:mod:`cloudbroker.quote.finish`): offers ranked by total to finish."""
     if live is not None:
         raise UsageError(
-            f"{name('live')} is not available with work-based quotes yet; quote offline, then "
-            f"check the chosen offer with {name('live')} and {name('hours')}"
+            f"{arg('live')} is not available with work-based quotes yet; quote offline, then "
+            f"check the chosen offer with {arg('live')} and {arg('hours')}"
         )
     ranked, report, currencies = rank_to_finish(job, sheets, types, fx)
     if not matched_any(ranked):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from cloudbroker.errors import Spelling, UsageError, keyword
+from cloudbroker.errors import UsageError, arg
 from cloudbroker.sizing.lines import Estimate, estimate
 from cloudbroker.sizing.presets import (
     BITS,
@@ -240,7 +240,6 @@ def placements(
     zero: int | None,
     gpus: int | None,
     recompute: str | None,
-    name: Spelling = keyword,
 ) -> dict[tuple[str, int], str]:
     """Every (GPU model, count) the sized workload fits on, with the settings that make it fit.
 
@@ -248,7 +247,7 @@ def placements(
     memory-saving (ZeRO-0, then ZeRO-3 across the instance's GPUs; no recompute, selective,
     full), and each configuration keeps the first that fits.
     """
-    shape = resolve_model(model, None, name=name)
+    shape = resolve_model(model, None)
     training = mode != "infer"
     zeros = [zero] if zero is not None or not training else [0, 3]
     recomputes = [recompute] if recompute or not training else ["none", "selective", "full"]
@@ -264,7 +263,6 @@ def placements(
                 zero=stage,
                 gpus=gpus or (1 if stage else None),
                 recompute=rec,
-                name=name,
             )
             for fit in requirements(work):
                 label = f"ZeRO-{stage}, recompute {rec}" if training else "tensor parallel"
@@ -272,6 +270,6 @@ def placements(
     if not found:
         raise UsageError(
             f"{model} ({mode}) fits no GPU at 1-8 GPUs per instance even with "
-            f"ZeRO-3 and full recompute; see `cloudbroker size` (try {name('mode')} qlora)"
+            f"ZeRO-3 and full recompute; see `cloudbroker size` (try {arg('mode')} qlora)"
         )
     return found

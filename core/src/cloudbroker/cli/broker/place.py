@@ -14,7 +14,7 @@ from rich.text import Text
 from cloudbroker import api
 from cloudbroker.api import plans
 from cloudbroker.api.state import check_location, open_state
-from cloudbroker.cli import app, fail, option_name, options
+from cloudbroker.cli import app, fail, options
 from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines
@@ -100,14 +100,13 @@ def place(
         max_hours=max_hours,
         idle_stop=idle_stop,
         standby_anywhere=standby_anywhere,
-        name=option_name,
     )
     # Planned before the state file is opened: a plan that fails leaves no file behind; a
     # location that cannot be opened is refused first, before any note of the planning.
     if state is not None:
         check_location(state)
     broker = _broker(lambda: open_state(state, create=True))
-    placement_id, spec = broker.place(request, option_name, reading)
+    placement_id, spec = broker.place(request, reading)
     if json_output:
         print_json({"id": placement_id, **spec})
         return

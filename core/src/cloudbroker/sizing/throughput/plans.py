@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from cloudbroker import gpus
-from cloudbroker.errors import Spelling, UsageError, keyword
+from cloudbroker.errors import UsageError, arg
 from cloudbroker.models import limits
 from cloudbroker.sizing.presets import BITS, ModelShape
 from cloudbroker.sizing.throughput.peaks import PEAKS, PRECISIONS
@@ -85,9 +85,9 @@ def _gpu_named(text: str, option: str) -> str:
     return next(iter(found))
 
 
-def measured(text: str, plan: Plan, name: Spelling = keyword) -> Plan:
+def measured(text: str, plan: Plan) -> Plan:
     """``--work "36 h on 1x A100-80GB"``: the plan with that measurement."""
-    option = name("work")
+    option = arg("work")
     match = _MEASURED.fullmatch(text)
     if not match:
         raise UsageError(
@@ -109,11 +109,10 @@ def calibrated(
     on: str,
     per_step: float,
     unit: str,
-    name: Spelling = keyword,
 ) -> Plan:
     """``--step-time 1.9s --on A100-80GB``: one measured step (``per_step`` tokens or samples
     per GPU) gives the job's hours on that configuration; the others are scaled from it."""
-    option = name("on")
+    option = arg("on")
     match = _ON.fullmatch(on)
     if not match:
         raise UsageError(f"malformed {option} {on!r}; expected e.g. A100-80GB or 8x A100-80GB")
@@ -125,7 +124,7 @@ def calibrated(
     steps = total / (per_step * n)
     hours = steps * step_seconds / 3600
     how = (
-        f"{name('step_time')} {step_seconds:g} s on {n}x {model}: {total:.4g} {unit} / "
+        f"{arg('step_time')} {step_seconds:g} s on {n}x {model}: {total:.4g} {unit} / "
         f"({per_step:g} per GPU per step x {n}) = {steps:,.0f} steps x {step_seconds:g} s"
     )
     result = _with_measurement(plan, Measured(model, n, hours, how), option)
