@@ -11,29 +11,38 @@ from support.broker_fakes import FakeReplicator, fake_world
 
 from cloudbroker import api
 from cloudbroker.api import economics, gpus, placing, plans, sandbox, setup, state
+from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.errors import UsageError
+from cloudbroker.models import parse_bucket
 from cloudbroker.money import FxTable, Money
+from cloudbroker.state import open_store
 
 
-def spec(**extra):
-    return {
-        "job": {"hours": "72"},
-        "cost": {"total": {"amount": "100", "currency": "USD"}},
-        **extra,
-    }
+def spec(tmp_path, **extra):
+    """A plan of 72 h that costs 100 USD in all, with ``extra`` limits."""
+    pm, clouds = fake_world(ali="10", ten="12")
+    broker = Broker(pm, open_store(tmp_path / "s.db"), FakeReplicator(clouds))
+    buckets = parse_bucket("ali:ckpt/x", "bucket"), parse_bucket("ten:ckpt/y", "standby_bucket")
+    planned = broker.plan_spec(PlaceRequest("A100", 8, Decimal(72), *buckets))
+    assert planned.cost is not None
+    cost = planned.cost.model_copy(update={"total": Money.of(100, "USD")})
+    return planned.model_copy(update={"cost": cost, **extra})
 
 
-def test_a_plan_fits_its_limits_or_is_said_not_to():
+def test_a_plan_fits_its_limits_or_is_said_not_to(tmp_path):
     fx = FxTable()
-    assert plans.plan_fit(spec(), fx).budget_fits is None  # no limit: nothing to fit
-    over = plans.plan_fit(spec(budget={"amount": "50", "currency": "USD"}), fx)
+    assert plans.plan_fit(spec(tmp_path), fx).budget_fits is None  # no limit: nothing to fit
+    over = plans.plan_fit(spec(tmp_path, budget=Money.of(50, "USD")), fx)
     assert over.budget_fits is False and over.budget == Money.of(50, "USD")
     # the total is converted to the budget's currency before it is compared
-    cny = plans.plan_fit(spec(budget={"amount": "5000", "currency": "CNY"}), fx)
+    cny = plans.plan_fit(spec(tmp_path, budget=Money.of(5000, "CNY")), fx)
     assert cny.budget_fits is True
-    short = plans.plan_fit(spec(max_hours="48"), fx)
+    short = plans.plan_fit(spec(tmp_path, max_hours="48"), fx)
     assert (short.hours_fit, short.budget_fits) == (False, None)
-    assert plans.plan_fit(spec(max_hours="72"), fx).hours_fit is True
+    assert plans.plan_fit(spec(tmp_path, max_hours="72"), fx).hours_fit is True
+    # an old version's plan without its cost: unknown, never taken as fitting
+    old = plans.plan_fit(spec(tmp_path, cost=None, budget=Money.of(50, "USD")), fx)
+    assert (old.total, old.budget_fits) == (None, None)
 
 
 def test_a_store_that_is_not_there_is_refused_never_made(tmp_path):

@@ -159,9 +159,10 @@ def test_a_quota_api_that_does_not_answer_is_shown_in_one_line(tmp_path):
     assert "quota unknown: ali: quota API unreachable" in notes
     from cloudbroker.cli.broker.place import _live_plan
     from cloudbroker.cli.output import console
+    from cloudbroker.models.placements import PlacementSpec
 
     with console.capture() as shown:
-        _live_plan(spec)
+        _live_plan(PlacementSpec.model_validate(spec))
     assert "quota unknown: ali: quota API unreachable" in shown.get().splitlines()
     pid, _ = broker.place(request())
     broker.up(pid)

@@ -175,8 +175,9 @@ def test_place_names_the_pair_and_how_near_in_text_json_and_ups_plan(cli_world, 
         "aws us-east-1",
     )
     from cloudbroker.cli.broker.place import _launch_plan
+    from cloudbroker.models.placements import PlacementSpec
 
-    lines = _launch_plan(spec, "a")
+    lines = _launch_plan(PlacementSpec.model_validate(spec), "a")
     said = "pair: tencent sa-saopaulo -> standby aws us-east-1: same continent (Americas)"
     assert f"{said}, chosen by cost alone" in lines
 

@@ -14,6 +14,7 @@ from cloudbroker.money import FxTable, Money
 if TYPE_CHECKING:
     from cloudbroker.broker import Broker as Engine
     from cloudbroker.broker import Spend
+    from cloudbroker.models.placements import PlacementSpec
     from cloudbroker.plugins import PluginManager
 
 __all__ = [
@@ -23,7 +24,6 @@ __all__ = [
     "early_warning",
     "gpu_now",
     "idle_rule_text",
-    "pair_text",
     "plan_fit",
     "span",
     "status_report",
@@ -36,26 +36,21 @@ class PlanFit:
     ``total`` its full cost; each ``*_fits`` None when there is no such limit."""
 
     hours: Decimal
-    total: Money
+    total: Money | None  # None: unknown
     budget: Money | None
     max_hours: Decimal | None
     hours_fit: bool | None
     budget_fits: bool | None
 
 
-def plan_fit(spec: dict[str, Any], fx: FxTable) -> PlanFit:
-    """Whether the plan ``spec`` (a saved placement's) fits its ``--max-hours`` and its
-    ``--budget``, the total converted to the budget's currency with ``fx``.
-
-    >>> spec = {"job": {"hours": "72"}, "max_hours": "48",
-    ...         "cost": {"total": {"amount": "100", "currency": "USD"}}}
-    >>> fit = plan_fit(spec, FxTable())
-    >>> fit.hours_fit, fit.budget_fits
-    (False, None)
-    """
-    hours, total = Decimal(spec["job"]["hours"]), Money.model_validate(spec["cost"]["total"])
-    budget = Money.model_validate(spec["budget"]) if spec.get("budget") else None
-    max_hours = Decimal(spec["max_hours"]) if spec.get("max_hours") else None
+def plan_fit(spec: PlacementSpec, fx: FxTable) -> PlanFit:
+    """Whether the plan ``spec`` (a saved placement's) fits its ``max_hours`` and its
+    ``budget``, the total converted to the budget's currency with ``fx``. A plan an old
+    version made without its cost has no total: whether it fits its budget is unknown."""
+    hours = Decimal(spec.job.hours)
+    total = spec.cost.total if spec.cost else None
+    budget = spec.budget
+    max_hours = Decimal(spec.max_hours) if spec.max_hours else None
     return PlanFit(
         hours=hours,
         total=total,
@@ -63,26 +58,19 @@ def plan_fit(spec: dict[str, Any], fx: FxTable) -> PlanFit:
         max_hours=max_hours,
         hours_fit=None if max_hours is None else hours <= max_hours,
         budget_fits=None
-        if budget is None
+        if budget is None or total is None
         else fx.convert(total, budget.currency).amount <= budget.amount,
     )
 
 
-def early_warning(plugins: PluginManager, spec: dict[str, Any]) -> str:
+def early_warning(plugins: PluginManager, spec: PlacementSpec) -> str:
     """Which of the placement's clouds warn its instances of a spot reclaim (one line)."""
     from cloudbroker.agent import early_warning as line
 
-    providers = list(dict.fromkeys(side["provider"] for side in spec["sides"].values()))
+    providers = list(dict.fromkeys(side.provider for side in spec.sides.values()))
     notices = plugins.spot_notice(providers=providers).results
     leads = {p: notices[p].lead_seconds for p in providers if p in notices}
     return line(leads, [p for p in providers if p not in notices])
-
-
-def pair_text(pair: dict[str, Any]) -> str:
-    """The plan's primary/standby pair and how near they are, in a sentence."""
-    from cloudbroker.broker.plan import PlannedPair
-
-    return PlannedPair.model_validate(pair).text()
 
 
 def idle_rule_text(rule: dict[str, Any]) -> str:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
 import typer
 from rich.markup import escape
@@ -18,6 +16,8 @@ from cloudbroker.cli import app, fail, options
 from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines
+from cloudbroker.models import LiveReport
+from cloudbroker.models.placements import PlacementCost, PlacementSpec
 from cloudbroker.money import FxTable, Money
 
 
@@ -106,63 +106,64 @@ def place(
     if state is not None:
         check_location(state)
     broker = _broker(lambda: open_state(state, create=True))
-    placement_id, spec = broker.place(request, reading)
+    placement_id, plan = broker.place(request, reading)
     if json_output:
-        print_json({"id": placement_id, **spec})
+        print_json({"id": placement_id, **plan})
         return
-    a, b = spec["sides"]["a"], spec["sides"]["b"]
+    spec = PlacementSpec.model_validate(plan)
+    a, b = spec.sides["a"], spec.sides["b"]
     console.print(
         f"[bold]placement {escape(placement_id)}[/bold]: "
         + escape(
-            f"primary {a['provider']} "
-            f"{a['offers'][0]['instance_type']} in {a['offers'][0]['region']}, "
-            f"{spec['standby_mode']} standby {b['provider']} "
-            f"{b['offers'][0]['instance_type']} in {b['offers'][0]['region']}"
+            f"primary {a.provider} {a.offers[0].instance_type} in {a.offers[0].region}, "
+            f"{spec.standby_mode} standby {b.provider} "
+            f"{b.offers[0].instance_type} in {b.offers[0].region}"
         )
     )
-    table = Table(title=f"plan for {spec['job']['hours']} h")
-    table.add_column("cost")
-    table.add_column("amount", justify="right", no_wrap=True)
-    for line in spec["cost"]["lines"]:
-        amount = line["amount"]
-        table.add_row(
-            escape(line["label"]),
-            "unknown"
-            if amount is None
-            else f"{Decimal(amount['amount']):,.2f} {amount['currency']}",
-        )
-    total = spec["cost"]["total"]
-    table.add_row(
-        "[bold]total[/bold]",
-        f"{'' if spec['cost']['complete'] else '≥ '}"
-        f"{Decimal(total['amount']):,.2f} {total['currency']}",
-    )
-    console.print(table)
-    if pair := spec.get("pair"):
-        console.print(plans.pair_text(pair), markup=False)
-    if "live" in spec:
+    if spec.cost is not None:  # always, for a plan made now
+        console.print(_cost_table(spec.job.hours, spec.cost))
+    if spec.pair:
+        console.print(spec.pair.text(), markup=False)
+    if spec.live:
         _live_plan(spec)
-    if "budget" in spec or "max_hours" in spec:
+    if spec.budget or spec.max_hours:
         _limits(spec, broker.fx)
-    if rule := spec.get("idle_stop"):
+    if spec.idle_stop:
         console.print(
-            f"GPUs {plans.idle_rule_text(rule)}: `watch` warns, syncs a last checkpoint and "
-            "terminates it",
+            f"GPUs {plans.idle_rule_text(spec.idle_stop)}: `watch` warns, syncs a last "
+            "checkpoint and terminates it",
             markup=False,
         )
     console.print(plans.early_warning(broker.pm, spec), markup=False)
     console.print(f"next: cloudbroker up {placement_id}", markup=False)
 
 
-def _limits(spec: dict[str, Any], fx: FxTable) -> None:
+def _cost_table(hours: str, cost: PlacementCost) -> Table:
+    table = Table(title=f"plan for {hours} h")
+    table.add_column("cost")
+    table.add_column("amount", justify="right", no_wrap=True)
+    for line in cost.lines:
+        amount = line.amount
+        table.add_row(
+            escape(line.label),
+            "unknown" if amount is None else f"{amount.amount:,.2f} {amount.currency}",
+        )
+    table.add_row(
+        "[bold]total[/bold]",
+        f"{'' if cost.complete else '≥ '}{cost.total.amount:,.2f} {cost.total.currency}",
+    )
+    return table
+
+
+def _limits(spec: PlacementSpec, fx: FxTable) -> None:
     """The budget and hours the watcher holds the placement to, and whether the plan fits
     (:func:`cloudbroker.api.plans.plan_fit` decides)."""
     fit = plans.plan_fit(spec, fx)
     said = []
     if fit.budget is not None:
         said.append(f"budget {fit.budget}")
-    if spec.get("max_hours"):
-        said.append(f"at most {spec['max_hours']} h")
+    if spec.max_hours:
+        said.append(f"at most {spec.max_hours} h")
     console.print(
         f"{', '.join(said)}: `watch` warns at 80 % and at 100 % syncs a last checkpoint "
         "and terminates the placement",
@@ -170,7 +171,7 @@ def _limits(spec: dict[str, Any], fx: FxTable) -> None:
     )
     if fit.hours_fit is False:
         console.print(
-            Text(f"the job's {fit.hours} h do not fit in {spec['max_hours']} h", style="yellow")
+            Text(f"the job's {fit.hours} h do not fit in {spec.max_hours} h", style="yellow")
         )
     if fit.budget_fits is False:
         console.print(
@@ -178,28 +179,29 @@ def _limits(spec: dict[str, Any], fx: FxTable) -> None:
         )
 
 
-def _live_plan(spec: dict[str, Any]) -> None:
+def _live_plan(spec: PlacementSpec) -> None:
     """Each side's offers in launch order with their availability and its age, and which
     clouds' availability stays unknown, and why."""
     from cloudbroker.cli.quote_render import age
 
     roles = {"a": "primary", "b": "standby"}
-    for key, side in spec["sides"].items():
+    for key, side in spec.sides.items():
         offers = []
-        for o in side["offers"]:
-            figure = o.get("availability")
+        for o in side.offers:
+            figure = o.availability
             said = "unknown"
             if figure:
-                said = figure["status"].replace("-", " ")
-                said += f", score {figure['score']}/10" if figure.get("score") else ""
-                said += f", read {age(datetime.fromisoformat(figure['read_at']))} ago"
-            offers.append(f"{o['instance_type']} in {o['zone'] or o['region']} ({said})")
+                said = figure.status.value.replace("-", " ")
+                said += f", score {figure.score}/10" if figure.score else ""
+                said += f", read {age(figure.read_at)} ago"
+            offers.append(f"{o.instance_type} in {o.zone or o.region} ({said})")
         console.print(
-            f"{roles[key]} {side['provider']}, in launch order: {'; '.join(offers)}", markup=False
+            f"{roles[key]} {side.provider}, in launch order: {'; '.join(offers)}", markup=False
         )
-    for provider, reason in sorted(spec["live"]["unknown"].items()):
+    live = spec.live or LiveReport(read_at={})
+    for provider, reason in sorted(live.unknown.items()):
         console.print(Text(f"availability unknown: {provider}: {reason}", style="yellow"))
-    for provider, reason in sorted(spec["live"].get("quota_unknown", {}).items()):
+    for provider, reason in sorted(live.quota_unknown.items()):
         console.print(Text(f"quota unknown: {provider}: {reason}", style="yellow"))
 
 
@@ -218,7 +220,7 @@ def up(
     store = _state(state)
     if not yes and _interactive():
         placement = store.require_placement(placement_id)
-        for line in _launch_plan(placement.plan, placement.primary_side):
+        for line in _launch_plan(placement.spec, placement.primary_side):
             err_console.print(line, markup=False, soft_wrap=True)
         if not typer.confirm("launch?", default=False, err=True):
             fail(f"{placement_id} not launched: the answer was no", 1)
@@ -239,31 +241,30 @@ def _interactive() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
-def _launch_plan(spec: dict[str, Any], primary: str) -> list[str]:
+def _launch_plan(spec: PlacementSpec, primary: str) -> list[str]:
     """What ``up`` launches (each side's first offer; others if that one has no stock), at
     which hourly rate, and the plan's cost and limits: from the plan as stored."""
     launching = [primary]
-    if spec["standby_mode"] == "hot":
+    if spec.standby_mode == "hot":
         launching.append("b" if primary == "a" else "a")
+    sides = {str(key): side for key, side in spec.sides.items()}
     lines = []
     for key in launching:
-        side = spec["sides"][key]
-        offer = side["offers"][0]
-        hourly = "hourly price unknown"
-        if offer["hourly"] is not None:
-            hourly = f"{Money.model_validate(offer['hourly'])}/h"
+        side = sides[key]
+        offer = side.offers[0]
+        hourly = "hourly price unknown" if offer.hourly is None else f"{offer.hourly}/h"
         role = "primary" if key == primary else "hot standby"
-        more = len(side["offers"]) - 1
+        more = len(side.offers) - 1
         lines.append(
-            f"{role}: {side['provider']} {offer['instance_type']} in "
-            f"{offer['zone'] or offer['region']} at {hourly}"
+            f"{role}: {side.provider} {offer.instance_type} in "
+            f"{offer.zone or offer.region} at {hourly}"
             + (f" ({more} more offer(s) if it has no stock)" if more else "")
         )
-    if pair := spec.get("pair"):
-        lines.append(plans.pair_text(pair))
-    total = Money.model_validate(spec["cost"]["total"])
-    plan = f"the plan: {total} for {spec['job']['hours']} h"
-    if spec.get("budget"):
-        plan += f", budget {Money.model_validate(spec['budget'])}"
-    lines.append(plan + ("" if spec["cost"].get("complete", True) else " (not every cost known)"))
+    if spec.pair:
+        lines.append(spec.pair.text())
+    cost = spec.cost
+    plan = f"the plan: {'an unknown cost' if cost is None else cost.total} for {spec.job.hours} h"
+    if spec.budget:
+        plan += f", budget {spec.budget}"
+    lines.append(plan + ("" if cost and cost.complete else " (not every cost known)"))
     return lines
