@@ -80,3 +80,36 @@ def test_the_cli_maps_a_library_error_to_its_options(clean_env):
     assert done.stderr.strip() == (
         "error: --batch does not apply to --mode infer (use --context/--concurrency)"
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "keyword_said", "option_said"),
+    [
+        ({"hours": 1e308}, "hours must be at most", "--hours must be at most"),
+        ({"budget": "lots"}, "budget must be an amount", "--budget must be an amount"),
+        ({"sync_every": 0}, "sync_every must be", "--sync-every must be"),
+        ({"idle_stop": "sometimes"}, "idle_stop", "--idle-stop"),
+    ],
+)
+def test_a_place_request_is_checked_in_one_place_whoever_builds_it(
+    given, keyword_said, option_said
+):
+    from dataclasses import replace
+    from decimal import Decimal
+
+    from cloudbroker.api import place_request
+    from cloudbroker.broker import PlaceRequest
+    from cloudbroker.models import parse_bucket
+
+    buckets = {"bucket": "aws:ckpt/a", "standby_bucket": "tencent:ckpt/b"}
+    with pytest.raises(UsageError) as by_the_api:
+        place_request("A100", **{"hours": 10, **buckets, **given})
+    assert str(by_the_api.value).startswith(keyword_said)
+    assert by_the_api.value.spelled(option_name).startswith(option_said)
+    by_hand = PlaceRequest(
+        "A100", 8, Decimal(10), parse_bucket(buckets["bucket"], "bucket"),
+        parse_bucket(buckets["standby_bucket"], "standby_bucket"),
+    )  # fmt: skip
+    with pytest.raises(UsageError) as bounded:
+        replace(by_hand, **given).bounded()
+    assert bounded.value.spelled(option_name) == by_the_api.value.spelled(option_name)

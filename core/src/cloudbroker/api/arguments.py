@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cloudbroker.errors import arg
 from cloudbroker.models import BucketRef, limits, parse_bucket
+from cloudbroker.models.limits import Number as Number
 
 if TYPE_CHECKING:
     from cloudbroker.money import Money
 
-Number = int | float | Decimal
 Names = str | Iterable[str]
 
 
@@ -36,8 +35,8 @@ def _bucket(value: str | BucketRef, field: str) -> BucketRef:
 
 
 def _seconds(value: Number, field: str) -> float:
-    """A duration in seconds, 1 ms to 30 days."""
-    return float(limits.SECONDS.check(value, field))
+    """A duration in seconds, 1 ms to 30 days (a UsageError naming the argument ``field``)."""
+    return float(limits.SECONDS.check(value, arg(field)))
 
 
 def budget(value: Money | str, name: str = "budget") -> Money:

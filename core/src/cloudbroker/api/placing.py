@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cloudbroker import api
-from cloudbroker.api.arguments import Names, Number, _bounded, _bucket, _names, _seconds
+from cloudbroker.api.arguments import Names, Number, _bucket, _names, _seconds
 from cloudbroker.errors import NotTerminated, UsageError, arg
 from cloudbroker.models import BucketRef, Market, limits
 from cloudbroker.models.placements import FailoverResult, Placement, PlacementStatus
@@ -51,9 +51,9 @@ def place_request(
     idle_stop: str | None = None,
     standby_anywhere: bool = False,
 ) -> PlaceRequest:
-    """Check :meth:`Broker.place`'s arguments; a ``Path`` startup script is read (64 KiB)."""
+    """Check :meth:`Broker.place`'s arguments (the numbers, budget and idle rule as
+    :meth:`PlaceRequest.checked` does); a ``Path`` startup script is read (64 KiB)."""
     from cloudbroker.broker import PlaceRequest
-    from cloudbroker.broker.budget import budget_money
     from cloudbroker.config import read_text
 
     regions = _names(region)
@@ -69,35 +69,27 @@ def place_request(
         raise UsageError(f"{arg('market')} for a placement is on-demand or spot, got {market!r}")
     if isinstance(startup_script, os.PathLike):  # as --startup-script reads it
         startup_script = read_text(Path(startup_script), arg("startup_script"), SCRIPT_BYTES)
-    return PlaceRequest(
+    return PlaceRequest.checked(
         gpu=gpu,
-        count=limits.GPUS.check(count, arg("count")),
-        hours=limits.HOURS.check(hours, arg("hours")),
+        count=count,
+        hours=hours,
         bucket=_bucket(bucket, arg("bucket")),
         standby_bucket=_bucket(standby_bucket, arg("standby_bucket")),
         primary=primary,
         standby=standby,
         market=Market(market),
         standby_mode=standby_mode,
-        sync_every=_seconds(sync_every, arg("sync_every")),
-        checkpoint_gb=limits.GB.check(checkpoint_gb, arg("checkpoint_gb")),
-        checkpoint_every=_seconds(checkpoint_every, arg("checkpoint_every")),
+        sync_every=sync_every,
+        checkpoint_gb=checkpoint_gb,
+        checkpoint_every=checkpoint_every,
         currency=parse_currency(currency, arg("currency")),
         startup_script=startup_script,
         regions=regions,
-        budget=None if budget is None else budget_money(budget, arg("budget")),
-        max_hours=_bounded(limits.HOURS, max_hours, "max_hours"),
-        idle_stop=None if idle_stop is None else _idle(idle_stop, arg("idle_stop")),
+        budget=budget,
+        max_hours=max_hours,
+        idle_stop=idle_stop,
         standby_anywhere=standby_anywhere,
     )
-
-
-def _idle(text: str, what: str) -> str:
-    """``10%:30m``, checked (a UsageError naming ``what`` otherwise)."""
-    from cloudbroker.broker.idle import idle_rule
-
-    idle_rule(text, what)
-    return text
 
 
 def not_terminated(placement_id: str, left: list[tuple[InstanceRow, str]]) -> NotTerminated:
@@ -164,7 +156,7 @@ def watch(
     return engine.watch(
         placement_id,
         interval=seconds,
-        failures=limits.FAILURES.check(failures, "failures"),
+        failures=limits.FAILURES.check(failures, arg("failures")),
         until=stop,
     )
 
@@ -186,11 +178,11 @@ def watcher(
     engine.final_sync_timeout = _seconds(final_sync_timeout, "final_sync_timeout")
     engine.poll_interval = min(engine.poll_interval, seconds)
     if max_placements is not None:
-        max_placements = limits.PLACEMENTS.check(max_placements, "max_placements")
+        max_placements = limits.PLACEMENTS.check(max_placements, arg("max_placements"))
     return WatchAll(
         engine,
         interval=seconds,
-        failures=limits.FAILURES.check(failures, "failures"),
+        failures=limits.FAILURES.check(failures, arg("failures")),
         max_placements=max_placements,
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from cloudbroker.errors import (
     quoted,
 )
 from cloudbroker.models import BillingRule, BucketRef, Market, PriceSheet, limits
+from cloudbroker.models.limits import Number
 from cloudbroker.models.placements import (
     CostItem,
     PlacementCost,
@@ -64,29 +65,45 @@ class PlaceRequest:
     # the standby by cost alone, wherever it is (default: the nearest to the primary first)
     standby_anywhere: bool = False
 
-    def bounded(self) -> PlaceRequest:
-        """This request with its numbers checked against :mod:`cloudbroker.models.limits`.
-
-        The CLI's bounds, for library callers too: ``hours=1e308`` is a UsageError naming the
-        field, not an overflow deep in the cost arithmetic.
-        """
-        return replace(
-            self,
-            count=limits.GPUS.check(self.count, "count"),
-            hours=limits.HOURS.check(self.hours, "hours"),
-            sync_every=float(limits.SECONDS.check(self.sync_every, "sync_every")),
-            checkpoint_gb=limits.GB.check(self.checkpoint_gb, "checkpoint_gb"),
-            checkpoint_every=float(limits.SECONDS.check(self.checkpoint_every, "checkpoint_every")),
-            budget=None if self.budget is None else budget_money(self.budget, "budget"),
+    @classmethod
+    def checked(
+        cls,
+        *,
+        count: Number = 1,
+        hours: Number,
+        sync_every: Number = 900,
+        checkpoint_gb: Number = 0,
+        checkpoint_every: Number = 3600,
+        budget: Money | str | None = None,
+        max_hours: Number | None = None,
+        idle_stop: str | None = None,
+        **rest: Any,
+    ) -> PlaceRequest:
+        """A request with its numbers, budget and idle rule checked against
+        :mod:`cloudbroker.models.limits`: the one place they are, for the API's
+        ``place_request`` and for a request built by hand (:meth:`bounded`). ``hours=1e308``
+        is a UsageError naming the argument, not an overflow deep in the cost arithmetic."""
+        return cls(
+            count=limits.GPUS.check(count, arg("count")),
+            hours=limits.HOURS.check(hours, arg("hours")),
+            sync_every=float(limits.SECONDS.check(sync_every, arg("sync_every"))),
+            checkpoint_gb=limits.GB.check(checkpoint_gb, arg("checkpoint_gb")),
+            checkpoint_every=float(limits.SECONDS.check(checkpoint_every, arg("checkpoint_every"))),
+            budget=None if budget is None else budget_money(budget, arg("budget")),
             max_hours=None
-            if self.max_hours is None
-            else limits.HOURS.check(self.max_hours, "max_hours"),
-            idle_stop=None if self.idle_stop is None else _idle_text(self.idle_stop),
+            if max_hours is None
+            else limits.HOURS.check(max_hours, arg("max_hours")),
+            idle_stop=None if idle_stop is None else _idle_text(idle_stop),
+            **rest,
         )
+
+    def bounded(self) -> PlaceRequest:
+        """This request, :meth:`checked`."""
+        return PlaceRequest.checked(**{f.name: getattr(self, f.name) for f in fields(self)})
 
 
 def _idle_text(text: str) -> str:
-    idle_rule(text, "idle_stop")  # checked here; the plan stores the parsed rule
+    idle_rule(text, arg("idle_stop"))  # checked here; the plan stores the parsed rule
     return text
 
 

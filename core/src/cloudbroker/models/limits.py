@@ -23,6 +23,9 @@ from cloudbroker.errors import UsageError, quoted
 #: 1e-400 that the money arithmetic cannot round.
 PLACES = 9
 
+#: A number as a library caller may give it.
+Number = int | float | Decimal
+
 #: What a range gives: ``int`` for a ``whole`` range, else ``Decimal``.
 N = TypeVar("N", int, Decimal)
 
