@@ -124,3 +124,17 @@ def test_commitments_and_spot_risk_are_api_functions(aws):
         economics.commitments(job, FxTable(), Decimal(2), plugins=aws)
     settings = economics.spot_settings(None, None, None)
     assert settings.restart_assumed and settings.restart_minutes > 0
+
+
+def test_a_function_passes_on_its_arguments_by_their_names_once():
+    from cloudbroker.api.arguments import arguments_for
+
+    def size(model=None, *, mode="train", headroom=10):
+        return arguments_for(api.size, locals())
+
+    assert size("Llama-3-8B", mode="infer") == {
+        "model": "Llama-3-8B",
+        "mode": "infer",
+        "headroom": 10,
+    }
+    assert arguments_for(api.size, {"state": "x.db", "gpus": 8}) == {"gpus": 8}  # not its own

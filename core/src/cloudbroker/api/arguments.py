@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,14 @@ if TYPE_CHECKING:
     from cloudbroker.money import Money
 
 Names = str | Iterable[str]
+
+
+def arguments_for(function: Callable[..., Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` (a caller's ``locals()``) for each of ``function``'s parameters: a function
+    that passes its arguments on names them once, in its own signature."""
+    import inspect
+
+    return {name: given[name] for name in inspect.signature(function).parameters if name in given}
 
 
 def _names(value: Names | None) -> tuple[str, ...]:

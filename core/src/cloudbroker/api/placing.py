@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cloudbroker import api
-from cloudbroker.api.arguments import Names, Number, _bucket, _names, _seconds
+from cloudbroker.api.arguments import Names, Number, _bucket, _names, _seconds, arguments_for
 from cloudbroker.errors import NotTerminated, UsageError, arg
 from cloudbroker.models import BucketRef, Market, limits
 from cloudbroker.models.placements import FailoverResult, Placement, PlacementStatus
@@ -303,27 +303,7 @@ class BrokerClient:
         continent; mainland China with mainland China), the cheapest among equals;
         ``standby_anywhere`` chooses it by cost alone. Nothing is launched: see :meth:`up`.
         """
-        request = place_request(
-            gpu,
-            hours=hours,
-            bucket=bucket,
-            standby_bucket=standby_bucket,
-            count=count,
-            primary=primary,
-            standby=standby,
-            market=market,
-            standby_mode=standby_mode,
-            sync_every=sync_every,
-            checkpoint_gb=checkpoint_gb,
-            checkpoint_every=checkpoint_every,
-            startup_script=startup_script,
-            currency=currency,
-            region=region,
-            budget=budget,
-            max_hours=max_hours,
-            idle_stop=idle_stop,
-            standby_anywhere=standby_anywhere,
-        )
+        request = place_request(**arguments_for(place_request, locals()))
         self._creating = True
         try:
             placement_id, plan = self._open().place(request)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cloudbroker import sizing
-from cloudbroker.api.arguments import Number
+from cloudbroker.api.arguments import Number, arguments_for
 from cloudbroker.errors import arg
 from cloudbroker.models import limits
 from cloudbroker.sizing import (
@@ -123,26 +123,5 @@ def size(
     >>> "L4" in [fit.gpu_model for fit in result.fits[1]]  # 24 GB, 10 % kept free
     True
     """
-    work, share = prepare_size(
-        model,
-        params=params,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        vocab=vocab,
-        mode=mode,
-        precision=precision,
-        optimizer=optimizer,
-        batch=batch,
-        seq=seq,
-        recompute=recompute,
-        zero=zero,
-        gpus=gpus,
-        lora_rank=lora_rank,
-        context=context,
-        concurrency=concurrency,
-        headroom=headroom,
-        conservative=conservative,
-    )
+    work, share = prepare_size(**arguments_for(prepare_size, locals()))
     return sizing.report(work, share)

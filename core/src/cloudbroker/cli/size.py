@@ -12,6 +12,7 @@ from rich.text import Text
 
 from cloudbroker import api
 from cloudbroker.api import workloads as sizing
+from cloudbroker.api.arguments import arguments_for
 from cloudbroker.cli import app, options
 from cloudbroker.cli.output import console, print_json
 from cloudbroker.cli.table import Column, FitTable, show
@@ -114,28 +115,8 @@ def size_command(
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Estimate GPU memory per GPU (weights, gradients, optimizer, activations, KV cache)."""
-    result = api.size(
-        model,
-        params=params,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        vocab=vocab,
-        mode=mode,
-        precision=precision,
-        optimizer=optimizer,
-        batch=batch,
-        seq=seq,
-        recompute=recompute,
-        zero=zero,
-        gpus=gpus,
-        lora_rank=lora_rank,
-        context=context,
-        concurrency=concurrency,
-        headroom=options.PERCENT.parse(headroom.strip().removesuffix("%"), "--headroom"),
-        conservative=conservative,
-    )
+    percent = options.PERCENT.parse(headroom.strip().removesuffix("%"), "--headroom")
+    result = api.size(**arguments_for(api.size, {**locals(), "headroom": percent}))
     if json_output:
         print_json(_as_json(result))
         return

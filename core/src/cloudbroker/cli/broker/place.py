@@ -11,6 +11,7 @@ from rich.text import Text
 
 from cloudbroker import api
 from cloudbroker.api import plans
+from cloudbroker.api.arguments import arguments_for
 from cloudbroker.api.state import check_location, open_state
 from cloudbroker.cli import app, fail, options
 from cloudbroker.cli.broker.common import STATE, _broker, _state
@@ -80,27 +81,7 @@ def place(
     from cloudbroker.cli.quote import live_options
 
     reading = live_options(live, max_age, available_only=False)
-    request = api.place_request(
-        gpu,
-        hours=hours,
-        bucket=bucket,
-        standby_bucket=standby_bucket,
-        count=count,
-        primary=primary,
-        standby=standby,
-        market=market,
-        standby_mode=standby_mode,
-        sync_every=sync_every,
-        checkpoint_gb=checkpoint_gb,
-        checkpoint_every=checkpoint_every,
-        startup_script=startup_script,
-        currency=currency,
-        region=region,
-        budget=budget,
-        max_hours=max_hours,
-        idle_stop=idle_stop,
-        standby_anywhere=standby_anywhere,
-    )
+    request = api.place_request(**arguments_for(api.place_request, locals()))
     # Planned before the state file is opened: a plan that fails leaves no file behind; a
     # location that cannot be opened is refused first, before any note of the planning.
     if state is not None:
