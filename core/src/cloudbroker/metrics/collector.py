@@ -160,10 +160,19 @@ def _refresh(fleet: Fleet, known: dict[str, _Figures], now: float) -> None:
 def _families(
     store: Store, now: float, reader: FleetReader, known: dict[str, _Figures]
 ) -> list[Metric]:
-    """Every family, in a fixed number of statements whatever the fleet's size."""
+    """Every family, in a fixed number of statements whatever the fleet's size. The cyclic
+    collector is held off throughout: the samples of thousands of placements are built while
+    the fleet's objects (an event each) are alive, and each of its full collections would
+    walk all of them (10,000 placements x 100 events: 0.7 s a scrape, measured)."""
+    with gc_paused():
+        return _families_now(store, now, reader, known)
+
+
+def _families_now(
+    store: Store, now: float, reader: FleetReader, known: dict[str, _Figures]
+) -> list[Metric]:
     fleet = reader.read(store)
-    with gc_paused():  # the figures of thousands of placements
-        _refresh(fleet, known, now)
+    _refresh(fleet, known, now)
     placements = fleet.placements
     by_status = Counter(p.status for p in placements)
     statuses = GaugeMetricFamily(
