@@ -466,7 +466,7 @@ def stocked_world(tmp_path):
         on_event=events.append,
     )
     pid, spec = broker.place(stocked_request())
-    assert [o["zone"] for o in spec["sides"]["a"]["offers"]] == ["z1", "z2"]  # cheapest first
+    assert [o.zone for o in spec.sides["a"].offers] == ["z1", "z2"]  # cheapest first
     return broker, clouds, pid, events
 
 

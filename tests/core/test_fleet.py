@@ -32,10 +32,11 @@ def broker(store_location):
 def fleet_of(broker: Broker, count: int, copies: int, prefix: str = "pl-f") -> list[str]:
     """``count`` placements up, each with ``copies`` replications of 1 MiB recorded."""
     first, spec = broker.place(request())
+    plan = spec.model_dump(mode="json")  # as the store keeps it
     broker.up(first)
     ids = [first]
     for n in range(1, count):
-        broker.store.add_placement(f"{prefix}{n}", spec)
+        broker.store.add_placement(f"{prefix}{n}", plan)
         broker.up(f"{prefix}{n}")
         ids.append(f"{prefix}{n}")
     for pid in ids:

@@ -19,8 +19,8 @@ from cloudbroker.state import PlacementRecord, open_store
 def placed(tmp_path, **extra):
     pm, clouds = fake_world(ali="20", ten="30")
     broker = Broker(pm, open_store(tmp_path / "s.db"), FakeReplicator(clouds))
-    pid, plan = broker.place(ali_ten_request(**extra))
-    return broker, pid, plan
+    pid, spec = broker.place(ali_ten_request(**extra))
+    return broker, pid, spec.model_dump(mode="json")
 
 
 def test_the_store_returns_a_typed_record_whose_spec_is_the_plan_it_was_given(tmp_path):

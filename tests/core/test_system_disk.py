@@ -90,6 +90,6 @@ def test_up_launches_the_disk_the_plan_priced(tmp_path):
             standby_bucket=parse_bucket("ten:ckpt-b/r", "--b"),
         )
     )  # fmt: skip
-    assert spec["sides"]["a"]["offers"][0]["system_disk_gb"] == 40
+    assert spec.sides["a"].offers[0].system_disk_gb == 40
     broker.up(pid)
     assert [i["disk_gb"] for i in clouds["ali"].instances.values()] == [40]

@@ -86,7 +86,8 @@ class World:
                     standby_bucket=parse_bucket("ten:ckpt-b/run1", "--standby-bucket"),
                     sync_every=3600,
                 )
-                pid, self.spec = self.broker.place(request)
+                pid, spec = self.broker.place(request)
+                self.spec = spec.model_dump(mode="json")  # as the store keeps it
             else:
                 pid = f"pl-{len(self.broker.store.placement_ids()):04d}"
                 self.broker.store.add_placement(pid, self.spec)

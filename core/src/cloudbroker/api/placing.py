@@ -306,10 +306,10 @@ class BrokerClient:
         request = place_request(**arguments_for(place_request, locals()))
         self._creating = True
         try:
-            placement_id, plan = self._open().place(request)
+            placement_id, spec = self._open().place(request)
         finally:
             self._creating = False
-        return Placement.of(placement_id, plan)
+        return Placement.of(placement_id, spec)
 
     def up(self, placement_id: str) -> PlacementStatus:
         """Launch the primary (and a hot standby), wait until running (900 s at most).

@@ -164,7 +164,7 @@ class Broker:
     def plan_spec(self, request: PlaceRequest, live: Live | None = None) -> PlacementSpec:
         return self.planner.plan_spec(request, live)
 
-    def place(self, request: PlaceRequest, live: Live | None = None) -> tuple[str, dict[str, Any]]:
+    def place(self, request: PlaceRequest, live: Live | None = None) -> tuple[str, PlacementSpec]:
         return self.planner.place(request, live)
 
     # -- the lifecycle, failover (:class:`~.lifecycle.Lifecycle`, :class:`~.failover.Failover`)

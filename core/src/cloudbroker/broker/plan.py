@@ -482,10 +482,11 @@ class Planner:
                     "credentials may write"
                 ) from None
 
-    def place(self, request: PlaceRequest, live: Live | None = None) -> tuple[str, dict[str, Any]]:
-        """Plan, then record the plan as a new placement (the store is touched only then)."""
+    def place(self, request: PlaceRequest, live: Live | None = None) -> tuple[str, PlacementSpec]:
+        """Plan, then record the plan as a new placement (the store is touched only then):
+        its id and its typed plan, as the store's record reads it (``.spec``)."""
         spec = self.plan_spec(request, live)
         self._check_buckets(request, spec)
-        placement_id, plan = f"pl-{uuid.uuid4().hex[:10]}", spec.model_dump(mode="json")
-        self.ctx.store.add_placement(placement_id, plan)
-        return placement_id, plan
+        placement_id = f"pl-{uuid.uuid4().hex[:10]}"
+        self.ctx.store.add_placement(placement_id, spec.model_dump(mode="json"))
+        return placement_id, spec

@@ -126,16 +126,15 @@ class Placement(_Report):
     plan: dict[str, Any]
 
     @classmethod
-    def of(cls, placement_id: str, plan: dict[str, Any]) -> Placement:
+    def of(cls, placement_id: str, spec: PlacementSpec) -> Placement:
         """From what the broker planned (side ``a`` is the primary until a failover)."""
-        sides = plan["sides"]
         return cls(
             id=placement_id,
-            primary=sides["a"]["offers"][0],
-            standby=sides["b"]["offers"][0],
-            standby_mode=plan["standby_mode"],
-            cost=plan["cost"],
-            plan=plan,
+            primary=spec.sides["a"].offers[0],
+            standby=spec.sides["b"].offers[0],
+            standby_mode=spec.standby_mode,
+            cost=spec.cost,
+            plan=spec.model_dump(mode="json"),
         )
 
 

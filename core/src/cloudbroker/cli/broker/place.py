@@ -87,11 +87,10 @@ def place(
     if state is not None:
         check_location(state)
     broker = _broker(lambda: open_state(state, create=True))
-    placement_id, plan = broker.place(request, reading)
+    placement_id, spec = broker.place(request, reading)
     if json_output:
-        print_json({"id": placement_id, **plan})
+        print_json({"id": placement_id, **spec.model_dump(mode="json")})
         return
-    spec = PlacementSpec.model_validate(plan)
     a, b = spec.sides["a"], spec.sides["b"]
     console.print(
         f"[bold]placement {escape(placement_id)}[/bold]: "
