@@ -36,12 +36,6 @@ def arg(field: str) -> str:
     return f"{_ARG}{field}{_ARG}"
 
 
-def spelled(text: str, name: Spelling = keyword) -> str:
-    """``text`` with each argument :func:`arg` marked spelled by ``name``."""
-    parts = text.split(_ARG)
-    return "".join(name(part) if i % 2 else part for i, part in enumerate(parts))
-
-
 def quoted(value: object, limit: int = QUOTED_CHARS) -> str:
     """A user's value as a message shows it: quoted and escaped (one line), cut at ``limit``."""
     text = str(value)
@@ -63,7 +57,8 @@ class CloudBrokerError(Exception):
 
     def spelled(self, name: Spelling) -> str:
         """The message with each argument spelled by ``name`` (the CLI: as its option)."""
-        message = spelled(super().__str__(), name)
+        parts = super().__str__().split(_ARG)  # odd parts: the arguments marked by arg()
+        message = "".join(name(part) if i % 2 else part for i, part in enumerate(parts))
         return f"{self.provider}: {message}" if self.provider else message
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Literal
 
 import typer
 from rich.markup import escape
@@ -17,7 +18,6 @@ from cloudbroker.cli import app, fail, options
 from cloudbroker.cli.broker.common import STATE, _broker, _state
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines
-from cloudbroker.models import LiveReport
 from cloudbroker.models.placements import PlacementCost, PlacementSpec
 from cloudbroker.money import FxTable, Money
 
@@ -178,10 +178,11 @@ def _live_plan(spec: PlacementSpec) -> None:
         console.print(
             f"{roles[key]} {side.provider}, in launch order: {'; '.join(offers)}", markup=False
         )
-    live = spec.live or LiveReport(read_at={})
-    for provider, reason in sorted(live.unknown.items()):
+    if spec.live is None:
+        return
+    for provider, reason in sorted(spec.live.unknown.items()):
         console.print(Text(f"availability unknown: {provider}: {reason}", style="yellow"))
-    for provider, reason in sorted(live.quota_unknown.items()):
+    for provider, reason in sorted(spec.live.quota_unknown.items()):
         console.print(Text(f"quota unknown: {provider}: {reason}", style="yellow"))
 
 
@@ -221,16 +222,15 @@ def _interactive() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
-def _launch_plan(spec: PlacementSpec, primary: str) -> list[str]:
+def _launch_plan(spec: PlacementSpec, primary: Literal["a", "b"]) -> list[str]:
     """What ``up`` launches (each side's first offer; others if that one has no stock), at
     which hourly rate, and the plan's cost and limits: from the plan as stored."""
-    launching = [primary]
+    launching: list[Literal["a", "b"]] = [primary]
     if spec.standby_mode == "hot":
         launching.append("b" if primary == "a" else "a")
-    sides = {str(key): side for key, side in spec.sides.items()}
     lines = []
     for key in launching:
-        side = sides[key]
+        side = spec.sides[key]
         offer = side.offers[0]
         hourly = "hourly price unknown" if offer.hourly is None else f"{offer.hourly}/h"
         role = "primary" if key == primary else "hot standby"
