@@ -23,7 +23,7 @@ def spec(tmp_path, **extra):
     pm, clouds = fake_world(ali="10", ten="12")
     broker = Broker(pm, open_store(tmp_path / "s.db"), FakeReplicator(clouds))
     buckets = parse_bucket("ali:ckpt/x", "bucket"), parse_bucket("ten:ckpt/y", "standby_bucket")
-    planned = broker.plan_spec(PlaceRequest("A100", 8, Decimal(72), *buckets))
+    planned = broker.plan(PlaceRequest("A100", 8, Decimal(72), *buckets))
     assert planned.cost is not None
     cost = planned.cost.model_copy(update={"total": Money.of(100, "USD")})
     return planned.model_copy(update={"cost": cost, **extra})

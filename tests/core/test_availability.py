@@ -545,22 +545,22 @@ def test_place_live_plans_a_sold_out_cheapest_offer_after_an_available_one(tmp_p
     broker, clouds, _, _ = stocked_world(tmp_path)
     clouds["ali"].sold_out = {"z1"}  # z1 is ali's cheapest zone
     offline = broker.plan(stocked_request())
-    assert [o["zone"] for o in offline["sides"]["a"]["offers"]] == ["z1", "z2"]
-    assert "live" not in offline and "availability" not in offline["sides"]["a"]["offers"][0]
+    assert [o.zone for o in offline.sides["a"].offers] == ["z1", "z2"]
+    assert offline.live is None and offline.sides["a"].offers[0].availability is None
     assert not hasattr(clouds["ali"], "asked")  # without live, no cloud is asked
 
     live = Live(cache=Cache(tmp_path / "availability"))
     spec = broker.plan(stocked_request(), live=live)
-    offers = spec["sides"]["a"]["offers"]
-    assert [(o["zone"], o["availability"]["status"]) for o in offers] == [
+    offers = spec.sides["a"].offers
+    assert [(o.zone, o.availability and o.availability.status) for o in offers] == [
         ("z2", "available"),
         ("z1", "sold-out"),  # never dropped: listed, with its figure, after the others
     ]
-    assert offers[0]["availability"]["read_at"]
-    assert spec["cost"]["lines"][0]["amount"] == offers[0]["total"]  # costed as launched: z2
-    assert offers[0]["total"] != offline["sides"]["a"]["offers"][0]["total"]
-    assert [o["zone"] for o in spec["sides"]["b"]["offers"]] == ["z1", "z2"]
-    assert set(spec["live"]["read_at"]) == {"ali", "ten"} and spec["live"]["listed_last"] == 1
+    assert offers[0].availability and offers[0].availability.read_at
+    assert spec.cost and spec.cost.lines[0].amount == offers[0].total  # costed as launched: z2
+    assert offers[0].total != offline.sides["a"].offers[0].total
+    assert [o.zone for o in spec.sides["b"].offers] == ["z1", "z2"]
+    assert spec.live and set(spec.live.read_at) == {"ali", "ten"} and spec.live.listed_last == 1
     pid, _ = broker.place(stocked_request(), live=live)
     assert clouds["ali"].asked == 1  # the second plan read quote's cache
     [row] = broker.up(pid)  # the saved plan launches as planned: z2

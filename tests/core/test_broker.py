@@ -13,6 +13,7 @@ from support.machine import factor, within
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.errors import ProviderUnavailable, ThrottledError, UsageError
 from cloudbroker.models import parse_bucket
+from cloudbroker.money import Money
 from cloudbroker.state import Conflict, LeaseLost, open_store
 
 REQUEST = dict(gpu="A100", count=8, hours=Decimal(72), checkpoint_gb=Decimal(50))
@@ -51,14 +52,15 @@ def test_plan_picks_cheapest_pair_on_two_clouds_with_full_cost(tmp_path):
     )
     spec = broker.plan(request)
     # the buckets name the two clouds; the cheaper direction wins
-    assert (spec["sides"]["a"]["provider"], spec["sides"]["b"]["provider"]) == ("ali", "ten")
-    labels = [line["label"] for line in spec["cost"]["lines"]]
+    assert (spec.sides["a"].provider, spec.sides["b"].provider) == ("ali", "ten")
+    assert spec.cost is not None
+    labels = [line.label for line in spec.cost.lines]
     assert labels[0].startswith("primary ali") and labels[1].startswith("cold standby")
     assert "replication: 72 checkpoint(s) of 50 GB" in labels[2]
     # 72 x 50 GB leave ali at 0.1 USD/GB
-    assert spec["cost"]["lines"][2]["amount"]["amount"] == "360.0"
+    assert spec.cost.lines[2].amount == Money.of("360.0", "USD")
     # the standby keeps its other offers for capacity fallback
-    assert [o["zone"] for o in spec["sides"]["b"]["offers"]] == ["z1", "z2"]
+    assert [o.zone for o in spec.sides["b"].offers] == ["z1", "z2"]
 
 
 def test_plan_rejects_same_cloud_and_bad_buckets(tmp_path):

@@ -85,7 +85,9 @@ class Records:
 
 def planned(tmp_path, **extra) -> PlacementRecord:
     broker, *_ = world(tmp_path)
-    return PlacementRecord("pl-1", 0.0, "a", "up", Plan(broker.plan(request(**extra))))
+    return PlacementRecord(
+        "pl-1", 0.0, "a", "up", Plan(broker.plan(request(**extra)).model_dump(mode="json"))
+    )
 
 
 def failed_over() -> Records:
@@ -383,12 +385,12 @@ def test_a_budget_on_an_unpriced_offer_is_refused_in_one_line(tmp_path):
         "budget: ten gpu8 in z1 has no published hourly price, so its spend cannot be counted "
         "against a budget; accepted: max_hours alone, or another cloud or region"
     )
-    assert broker.plan(request(max_hours=Decimal(5)))["max_hours"] == "5"  # hours alone: fine
+    assert broker.plan(request(max_hours=Decimal(5))).max_hours == "5"  # hours alone: fine
 
 
 def test_with_a_budget_an_unpriced_fallback_offer_is_left_out_of_the_plan(tmp_path):
     broker, *_ = world(tmp_path)
     unpriced(broker, "ten", 1)
     spec = broker.plan(request(budget=Money.of(100, "USD")))
-    assert [o["zone"] for o in spec["sides"]["b"]["offers"]] == ["z1"]
-    assert all(o["hourly"] for side in spec["sides"].values() for o in side["offers"])
+    assert [o.zone for o in spec.sides["b"].offers] == ["z1"]
+    assert all(o.hourly for side in spec.sides.values() for o in side.offers)

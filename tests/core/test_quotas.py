@@ -83,25 +83,25 @@ def test_quotas_is_an_optional_fan_out_hook():
 def test_place_live_marks_offers_beyond_the_quota_with_its_words(tmp_path):
     broker, _ = world(tmp_path, ali_limit="48")
     spec = broker.plan(request(), live=Live(cache=Cache(tmp_path / "availability")))
-    offers = spec["sides"]["a"]["offers"]
-    assert {o["availability"]["status"] for o in offers} == {"over-quota"}
-    assert offers[0]["availability"]["detail"] == (
+    offers = spec.sides["a"].offers
+    assert {o.availability.status for o in offers} == {"over-quota"}
+    assert offers[0].availability.detail == (
         "quota GPU vCPUs (Q-1): 48 vCPUs, one instance needs 96"
     )
-    standby = spec["sides"]["b"]["offers"]
-    assert {o["availability"]["status"] for o in standby} == {"available"}  # within its quota
+    standby = spec.sides["b"].offers
+    assert {o.availability.status for o in standby} == {"available"}  # within its quota
 
 
 def test_a_quota_within_the_need_changes_nothing(tmp_path):
     broker, _ = world(tmp_path, ali_limit="96")
     spec = broker.plan(request(), live=Live(cache=Cache(tmp_path / "availability")))
-    assert {o["availability"]["status"] for o in spec["sides"]["a"]["offers"]} == {"available"}
+    assert {o.availability.status for o in spec.sides["a"].offers} == {"available"}
 
 
 def test_a_quota_api_that_does_not_answer_leaves_the_offers_as_the_stock_says(tmp_path):
     broker, clouds = world(tmp_path, ali_limit=None)
     spec = broker.plan(request(), live=Live(cache=Cache(tmp_path / "availability")))
-    assert {o["availability"]["status"] for o in spec["sides"]["a"]["offers"]} == {"available"}
+    assert {o.availability.status for o in spec.sides["a"].offers} == {"available"}
     assert clouds["ali"].asked == 1
 
 
@@ -127,10 +127,10 @@ def test_place_plans_around_a_cloud_whose_every_offer_is_over_quota(tmp_path):
     broker, _ = world(tmp_path, ali_limit="1000", heard=heard)
     live = Live(cache=Cache(tmp_path / "availability"))
     spec = broker.plan(either(), live=live)
-    assert spec["sides"]["a"]["provider"] == "ali"  # within its quota, ali is cheaper
+    assert spec.sides["a"].provider == "ali"  # within its quota, ali is cheaper
     broker, _ = world(tmp_path, ali_limit="48", heard=heard)
     spec = broker.plan(either(), live=Live(cache=Cache(tmp_path / "availability-2")))
-    assert (spec["sides"]["a"]["provider"], spec["sides"]["b"]["provider"]) == ("ten", "ali")
+    assert (spec.sides["a"].provider, spec.sides["b"].provider) == ("ten", "ali")
     said = [e.message for e in heard if e.kind == "warning"]
     assert said == [
         "ali: every offer is over the account's quota (quota GPU vCPUs (Q-1): 48 vCPUs, one "
@@ -142,20 +142,19 @@ def test_a_primary_named_over_quota_is_planned_with_a_warning(tmp_path):
     heard: list = []
     broker, _ = world(tmp_path, ali_limit="48", heard=heard)
     spec = broker.plan(request(), live=Live(cache=Cache(tmp_path / "availability")))
-    assert spec["sides"]["a"]["provider"] == "ali"  # asked for: kept, and said
+    assert spec.sides["a"].provider == "ali"  # asked for: kept, and said
     [warning] = [e.message for e in heard if e.kind == "warning"]
     assert warning.startswith("primary ali: every offer is over the account's quota")
 
 
 def test_a_quota_api_that_does_not_answer_is_shown_in_one_line(tmp_path):
     from cloudbroker.cli.quote_render import _live_notes
-    from cloudbroker.quote import LiveReport
 
     heard: list = []
     broker, _ = world(tmp_path, ali_limit=None, heard=heard)
     spec = broker.plan(request(), live=Live(cache=Cache(tmp_path / "availability")))
-    assert spec["live"]["quota_unknown"] == {"ali": "quota API unreachable"}
-    notes = [str(n) for n in _live_notes(LiveReport.model_validate(spec["live"]))]
+    assert spec.live and spec.live.quota_unknown == {"ali": "quota API unreachable"}
+    notes = [str(n) for n in _live_notes(spec.live)]
     assert "quota unknown: ali: quota API unreachable" in notes
     from cloudbroker.cli.broker.place import _live_plan
     from cloudbroker.cli.output import console

@@ -109,7 +109,11 @@ class Records:
 def test_a_window_counts_run_time_inside_it_and_the_uplift_where_a_run_began(tmp_path):
     pm, clouds = fake_world(ali="20", ten="30")
     broker = Broker(pm, open_store(tmp_path / "s.db"), FakeReplicator(clouds))
-    records = Records(PlacementRecord("pl-1", 0.0, "a", "up", Plan(broker.plan(request()))))
+    records = Records(
+        PlacementRecord(
+            "pl-1", 0.0, "a", "up", Plan(broker.plan(request()).model_dump(mode="json"))
+        )
+    )
     records.ran("ka", "a", "ali", "ali-1", 0, start=1000.0, end=2800.0)  # 20 USD/h
     records.log.append(Event("pl-1", 1500.0, "replicated", {"bytes": 10 * GB}))  # before
     records.log.append(Event("pl-1", 2100.0, "replicated", {"bytes": 5 * GB}))  # inside

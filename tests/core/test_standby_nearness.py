@@ -17,6 +17,7 @@ from support.cli import run_cli
 from cloudbroker.broker import Broker, PlaceRequest
 from cloudbroker.catalogs import geography, regions
 from cloudbroker.models import parse_bucket
+from cloudbroker.models.placements import PlacementSpec
 from cloudbroker.plugins import PluginManager
 from cloudbroker.plugins.hookspecs import hookimpl
 from cloudbroker.state import open_store
@@ -59,7 +60,7 @@ def world(tmp_path, **clouds: dict[str, str]) -> Broker:
     return Broker(pm, open_store(tmp_path / "s.db"), FakeReplicator(fakes), sleep=lambda s: 0)
 
 
-def plan(broker: Broker, primary: str, standby: str, **extra) -> dict:
+def plan(broker: Broker, primary: str, standby: str, **extra) -> PlacementSpec:
     request = PlaceRequest(
         gpu="A100",
         count=8,
@@ -74,8 +75,8 @@ def plan(broker: Broker, primary: str, standby: str, **extra) -> dict:
     return broker.plan(request)
 
 
-def standby_region(spec: dict) -> str:
-    return spec["sides"]["b"]["offers"][0]["region"]
+def standby_region(spec: PlacementSpec) -> str:
+    return spec.sides["b"].offers[0].region
 
 
 US = {"sa-saopaulo": "5", "ap-tokyo": "6", "na-ashburn": "25", "na-siliconvalley": "24"}
@@ -85,14 +86,14 @@ def test_a_far_cheaper_foreign_standby_loses_to_a_near_one(tmp_path):
     broker = world(tmp_path, aws={"us-east-1": "30"}, tencent=US)
     spec = plan(broker, "aws", "tencent")
     assert standby_region(spec) == "na-ashburn"  # Virginia, as us-east-1; not Sao Paulo at 5
-    assert spec["pair"] == {
+    assert spec.pair and spec.pair.model_dump() == {
         "primary": "aws us-east-1",
         "standby": "tencent na-ashburn",
         "relation": "same place (virginia)",
         "chosen": "nearest first",
     }
     # the standby's fallbacks nearest first too: Silicon Valley (same country) before the rest
-    regions_in_order = [o["region"] for o in spec["sides"]["b"]["offers"]]
+    regions_in_order = [o.region for o in spec.sides["b"].offers]
     assert regions_in_order == ["na-ashburn", "na-siliconvalley", "sa-saopaulo", "ap-tokyo"]
 
 
@@ -100,8 +101,8 @@ def test_standby_anywhere_brings_back_the_cheapest_pair(tmp_path):
     broker = world(tmp_path, aws={"us-east-1": "30"}, tencent=US)
     spec = plan(broker, "aws", "tencent", standby_anywhere=True)
     assert standby_region(spec) == "sa-saopaulo"
-    assert spec["pair"]["chosen"] == "by cost alone"
-    assert spec["pair"]["relation"] == "same continent (Americas)"
+    assert spec.pair.chosen == "by cost alone"
+    assert spec.pair.relation == "same continent (Americas)"
 
 
 def test_mainland_china_pairs_with_mainland_china(tmp_path):
@@ -109,7 +110,7 @@ def test_mainland_china_pairs_with_mainland_china(tmp_path):
     broker = world(tmp_path, aliyun={"cn-beijing": "30"}, tencent=tencent)
     spec = plan(broker, "aliyun", "tencent")
     assert standby_region(spec) == "ap-shanghai"
-    assert spec["pair"]["relation"] == "same country (CN)"
+    assert spec.pair.relation == "same country (CN)"
     # and a Hong Kong primary keeps its standby outside the mainland, though Shanghai is cheaper
     (tmp_path / "hk").mkdir()
     tencent = {"ap-shanghai": "5", "ap-singapore": "20"}
@@ -132,8 +133,8 @@ def test_the_nearer_pair_of_clouds_wins_over_the_cheaper_direction(tmp_path):
         standby_bucket=parse_bucket("aliyun:ckpt/r", "--standby-bucket"),
     )
     spec = broker.plan(request)
-    assert spec["pair"]["primary"] == "aliyun cn-beijing"
-    assert spec["pair"]["standby"] == "tencent ap-beijing"
+    assert spec.pair.primary == "aliyun cn-beijing"
+    assert spec.pair.standby == "tencent ap-beijing"
 
 
 def test_an_unknown_location_ranks_after_known_near_ones_and_is_said(tmp_path):
@@ -147,9 +148,7 @@ def test_an_unknown_location_ranks_after_known_near_ones_and_is_said(tmp_path):
     )
     spec = plan(broker, "aws", "tencent")
     assert standby_region(spec) == "xx-nowhere"
-    assert (
-        spec["pair"]["relation"] == "location unknown (tencent xx-nowhere: not in the region table)"
-    )
+    assert spec.pair.relation == "location unknown (tencent xx-nowhere: not in the region table)"
 
 
 @pytest.fixture
@@ -175,7 +174,6 @@ def test_place_names_the_pair_and_how_near_in_text_json_and_ups_plan(cli_world, 
         "aws us-east-1",
     )
     from cloudbroker.cli.broker.place import _launch_plan
-    from cloudbroker.models.placements import PlacementSpec
 
     lines = _launch_plan(PlacementSpec.model_validate(spec), "a")
     said = "pair: tencent sa-saopaulo -> standby aws us-east-1: same continent (Americas)"

@@ -158,11 +158,8 @@ class Broker:
 
     # -- planning (:class:`~.plan.Planner`) ------------------------------------------------
 
-    def plan(self, request: PlaceRequest, live: Live | None = None) -> dict[str, Any]:
+    def plan(self, request: PlaceRequest, live: Live | None = None) -> PlacementSpec:
         return self.planner.plan(request, live)
-
-    def plan_spec(self, request: PlaceRequest, live: Live | None = None) -> PlacementSpec:
-        return self.planner.plan_spec(request, live)
 
     def place(self, request: PlaceRequest, live: Live | None = None) -> tuple[str, PlacementSpec]:
         return self.planner.place(request, live)

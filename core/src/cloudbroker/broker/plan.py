@@ -249,11 +249,7 @@ class Planner:
         )
         return candidates, report
 
-    def plan(self, request: PlaceRequest, live: Live | None = None) -> dict[str, Any]:
-        """:meth:`plan_spec` as JSON-ready data: what the store keeps, ``place --json`` prints."""
-        return self.plan_spec(request, live).model_dump(mode="json")
-
-    def plan_spec(self, request: PlaceRequest, live: Live | None = None) -> PlacementSpec:
+    def plan(self, request: PlaceRequest, live: Live | None = None) -> PlacementSpec:
         """The cheapest primary and standby on two different clouds, with the full cost.
 
         With ``live``, each side's offers are ordered by availability (see :meth:`_candidates`);
@@ -485,7 +481,7 @@ class Planner:
     def place(self, request: PlaceRequest, live: Live | None = None) -> tuple[str, PlacementSpec]:
         """Plan, then record the plan as a new placement (the store is touched only then):
         its id and its typed plan, as the store's record reads it (``.spec``)."""
-        spec = self.plan_spec(request, live)
+        spec = self.plan(request, live)
         self._check_buckets(request, spec)
         placement_id = f"pl-{uuid.uuid4().hex[:10]}"
         self.ctx.store.add_placement(placement_id, spec.model_dump(mode="json"))

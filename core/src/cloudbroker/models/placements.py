@@ -90,9 +90,9 @@ class PlannedPair(BaseModel):
 
 
 class PlacementSpec(BaseModel):
-    """A placement's plan: what :meth:`cloudbroker.broker.Broker.plan_spec` returns (and
-    ``plan`` dumps as JSON-ready data), what the state store keeps and what ``place --json``
-    prints. Side ``a`` is the primary until a failover swaps the roles."""
+    """A placement's plan: what :meth:`cloudbroker.broker.Broker.plan` returns; dumped as
+    JSON, what the state store keeps and what ``place --json`` prints. Side ``a`` is the
+    primary until a failover swaps the roles."""
 
     job: PlannedJob
     standby_mode: Literal["cold", "hot"]
