@@ -38,3 +38,18 @@ def test_architecture_names_every_top_level_concept():
     layers = text.split("## Layers", 1)[1].split("## Where each concept lives", 1)[0]
     named = set(re.findall(r"`?\b([a-z_]+)(?:/|\.py)", layers))
     assert set(concepts()) <= named, sorted(set(concepts()) - named)
+
+
+def test_the_readmes_layout_is_a_short_tree_of_what_is_there():
+    """Issue 30: the README maps the repository in a few lines, each folder it names real."""
+    root = DOCS.parent
+    text = (root / "README.md").read_text()
+    tree = text.split("## Layout\n", 1)[1].split("## ", 1)[0].split("```text\n", 1)[1]
+    tree = tree.split("```", 1)[0]
+    assert len(tree.splitlines()) <= 5
+    folders = re.findall(r"(?<![\w/<>])([\w<>]+(?:/[\w<>]+)*)/(?=\s)", tree)
+    assert {"core/src/cloudbroker", "cli", "api", "providers/<cloud>", "tests"} <= set(folders)
+    for folder in folders:
+        here = [root / folder.replace("<cloud>", cloud) for cloud in ("aws", "huawei")]
+        inside = SRC / folder
+        assert all(p.is_dir() for p in here) or inside.is_dir(), folder
