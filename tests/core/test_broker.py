@@ -100,12 +100,12 @@ def test_manual_failover_moves_the_job_and_reports_rto_rpo(tmp_path):
     src = parse_bucket("ali:ckpt-a/run1", "x")
     replicator.write(src, "step-100.pt", time.time() - 120)
     result = broker.failover(pid, "manual")
-    assert result["from"] == "ali" and result["to"] == "ten"
-    assert result["rto_seconds"] >= 0 and 119 <= result["rpo_seconds"] <= 130
+    assert result.from_provider == "ali" and result.to_provider == "ten"
+    assert result.rto_seconds >= 0 and 119 <= result.rpo_seconds <= 130
     assert clouds["ali"].live() == [] and len(clouds["ten"].live()) == 1
     status = broker.status(pid)
-    assert status["primary"] == "ten" and status["standby"] == "ali"
-    kinds = [e["kind"] for e in status["events"]]
+    assert status.primary == "ten" and status.standby == "ali"
+    kinds = [e["kind"] for e in status.events]
     for kind in (
         "failure-detected",
         "primary-fenced",
@@ -126,7 +126,7 @@ def test_capacity_error_tries_the_next_standby_offer(tmp_path):
     broker.failover(pid)
     [iid] = clouds["ten"].live()
     assert clouds["ten"].instances[iid]["zone"] == "z2"
-    assert any(e["kind"] == "launch-no-capacity" for e in broker.status(pid)["events"])
+    assert any(e["kind"] == "launch-no-capacity" for e in broker.status(pid).events)
 
 
 def test_primary_api_unreachable_uses_last_replica_and_shows_the_orphan(tmp_path):
@@ -137,12 +137,12 @@ def test_primary_api_unreachable_uses_last_replica_and_shows_the_orphan(tmp_path
     replicator.replicate(parse_bucket("ali:ckpt-a/run1", "x"), parse_bucket("ten:ckpt-b/r", "x"))
     clouds["ali"].down = True
     result = broker.failover(pid, "outage")
-    assert result["rpo_seconds"] >= 600  # the replica is what survived
+    assert result.rpo_seconds >= 600  # the replica is what survived
     status = broker.status(pid)
-    kinds = [e["kind"] for e in status["events"]]
+    kinds = [e["kind"] for e in status.events]
     assert "final-sync-skipped" in kinds and "terminate-failed" in kinds
-    orphan = [i for i in status["instances"] if i["provider"] == "ali"]
-    assert orphan and orphan[0]["state"] == "running" and "unreachable" in orphan[0]["error"]
+    orphan = [i for i in status.instances if i.provider == "ali"]
+    assert orphan and orphan[0].state == "running" and "unreachable" in orphan[0].error
     clouds["ali"].down = False
     assert broker.down(pid) == []
     assert clouds["ali"].live() == [] and clouds["ten"].live() == []
@@ -156,7 +156,7 @@ def test_a_former_primary_not_terminated_is_labelled_so_and_the_watch_ends_it(tm
     [old] = clouds["ali"].live()
     clouds["ali"].down = True  # its API (and storage) down through the failover
     broker.failover(pid, "outage")
-    roles = {(i["provider"], i["role"]) for i in broker.status(pid, refresh=False)["instances"]}
+    roles = {(i.provider, i.role) for i in broker.status(pid, refresh=False).instances}
     assert roles == {("ali", "former primary"), ("ten", "primary")}  # never "standby"
     heard = []
     broker.on_event = heard.append
@@ -170,11 +170,11 @@ def test_a_former_primary_not_terminated_is_labelled_so_and_the_watch_ends_it(tm
     assert clouds["ali"].live() == []
     assert f"former primary ali {old} terminated" in [e.message for e in heard]
     status = broker.status(pid)
-    assert {(i["provider"], i["role"], i["state"]) for i in status["instances"]} == {
+    assert {(i.provider, i.role, i.state) for i in status.instances} == {
         ("ali", "former primary", "terminated"),
         ("ten", "primary", "running"),
     }
-    assert status["status"] == "up"
+    assert status.status == "up"
 
 
 class FolderReplicator(FakeReplicator):
@@ -198,7 +198,7 @@ def test_the_new_primary_writes_a_new_generation_the_former_one_cannot_reach(tmp
     broker.watch(pid, interval=0, until=lambda: replicator.calls >= 1)  # replicated once
     clouds["ali"].down = True  # API and storage: the old primary cannot be stopped
     result = broker.failover(pid, "outage")
-    assert result["generation"] == 1
+    assert result.generation == 1
     gen1_a, gen1_b = (
         parse_bucket("ali:ckpt-a/run1.gen1", "x"),
         parse_bucket("ten:ckpt-b/run1.gen1", "x"),
@@ -217,7 +217,7 @@ def test_the_new_primary_writes_a_new_generation_the_former_one_cannot_reach(tmp
     assert set(replicator._bucket(gen1_a)) == {"step-625.pt", "step-650.pt"}  # no step-1000
     assert "step-1000.pt" not in replicator._bucket(gen1_b)
     assert "step-1000.pt" not in replicator._bucket(gen0_b)  # nor the old generation's copy
-    assert broker.status(pid, refresh=False)["buckets"] == {
+    assert broker.status(pid, refresh=False).buckets == {
         "primary": "ten:ckpt-b/run1.gen1",
         "standby": "ali:ckpt-a/run1.gen1",
     }
@@ -266,12 +266,12 @@ def test_a_replication_that_keeps_failing_is_an_alert_and_a_status_line(tmp_path
     assert alerts[0].message.startswith("replication has failed 3 times in a row")
     kinds = [e.kind for e in broker.store.events(pid)]
     assert kinds.count("replication-alert") == 1 and kinds.count("replication-failed") == 4
-    failing_now = broker.status(pid, refresh=False)["replication_failing"]
+    failing_now = broker.status(pid, refresh=False).replication_failing
     assert failing_now["failures"] == 4 and "not found" in failing_now["error"]
     replicator.missing.clear()  # it works again: no alert left
     checks = 3
     broker.watch(pid, interval=2, until=until)
-    assert broker.status(pid, refresh=False)["replication_failing"] is None
+    assert broker.status(pid, refresh=False).replication_failing is None
 
 
 def test_killed_mid_failover_then_resumed_leaves_one_standby(tmp_path):
@@ -319,8 +319,8 @@ def test_watch_replicates_and_fails_over_on_reclaim(tmp_path):
     broker.watch(pid, interval=0, failures=3, until=until)
     assert replicator.calls >= 2
     status = broker.status(pid)
-    assert status["primary"] == "ten"
-    assert status["last_failover"]["reason"].startswith("reclaim")
+    assert status.primary == "ten"
+    assert status.last_failover.reason.startswith("reclaim")
 
 
 def test_two_watchers_never_both_fail_over(tmp_path):
@@ -470,7 +470,7 @@ def test_up_after_down_launches_with_a_new_key(tmp_path):
     assert row.instance_id in clouds["ali"].live() and len(clouds["ali"].live()) == 1
     first, second = launches(broker, pid)
     assert first != second
-    assert broker.status(pid)["status"] == "up"
+    assert broker.status(pid).status == "up"
 
 
 def test_up_resumed_after_a_crash_keeps_its_key_and_makes_one_instance(tmp_path):
@@ -498,8 +498,8 @@ def test_a_lost_launch_answer_is_found_by_its_key_shown_and_terminated(tmp_path)
     with pytest.raises(ProviderUnavailable):
         broker.up(pid)
     [iid] = clouds["ali"].live()
-    [shown_row] = broker.status(pid)["instances"]
-    assert shown_row["instance_id"] == iid and shown_row["state"] == "running"
+    [shown_row] = broker.status(pid).instances
+    assert shown_row.instance_id == iid and shown_row.state == "running"
     assert broker.down(pid) == [] and clouds["ali"].live() == []
     assert broker.store.placement(pid).status == "down"
 
@@ -523,8 +523,8 @@ def test_a_failed_launch_leaves_no_row_that_down_cannot_clear(tmp_path, error, s
     assert row.instance_id is None
     if state:  # the cloud may have made it: not cleared before it could have shown up
         assert row.state == state
-        [entry] = broker.status(pid)["instances"]
-        assert "not confirmed yet" in entry["error"]
+        [entry] = broker.status(pid).instances
+        assert "not confirmed yet" in entry.error
     start = clock()
     assert broker.down(pid) == []
     assert clock() - start <= broker.launch_settle + 2  # waited, within a bound
@@ -548,8 +548,8 @@ def test_a_launch_killed_in_flight_is_not_cleared_before_it_could_show_up(tmp_pa
     with pytest.raises(KeyboardInterrupt):
         broker.up(pid)
     broker.pm.launch = real_launch
-    [entry] = broker.status(pid)["instances"]
-    assert entry["state"] == "launching" and "not confirmed yet" in entry["error"]
+    [entry] = broker.status(pid).instances
+    assert entry.state == "launching" and "not confirmed yet" in entry.error
     # the dead process's request reaches the cloud late: `down` waits for it and ends it
     request = launch_request_of(broker, pid)
     clock.sleep(30)
@@ -587,7 +587,7 @@ def test_final_sync_past_its_deadline_goes_on_with_the_newest_replica(tmp_path):
     result = broker.failover(pid, "outage")
     assert time.monotonic() - started < within(5)
     assert replicator.deadlines[-1] == 0.2
-    assert result["to"] == "ten" and result["rpo_seconds"] >= 300
+    assert result.to_provider == "ten" and result.rpo_seconds >= 300
     skipped = [e for e in broker.store.events(pid) if e.kind == "final-sync-skipped"]
     assert skipped and "deadline" in skipped[0].detail["error"]
 
@@ -655,7 +655,7 @@ def test_manual_failover_waits_out_a_dead_holder_but_leaves_a_live_watcher_alone
     finally:
         watcher.release()
     open_store(tmp_path / "state.db").acquire_lease(pid, "failover-killed", ttl)  # never renewed
-    assert broker.failover(pid)["to"] == "ten"
+    assert broker.failover(pid).to_provider == "ten"
 
 
 def test_watch_resumes_a_failover_whose_standby_launch_answer_was_lost(tmp_path):
@@ -675,7 +675,7 @@ def test_watch_resumes_a_failover_whose_standby_launch_answer_was_lost(tmp_path)
         return swapped or len(cycles) > 20
 
     broker.watch(pid, interval=0, until=until)
-    assert broker.status(pid)["primary"] == "ten"
+    assert broker.status(pid).primary == "ten"
     assert len(clouds["ten"].live()) == 1 and clouds["ten"].launch_calls == 2  # same key
     kinds = [e.kind for e in broker.store.events(pid)]
     assert "unconfirmed" in kinds and "launch-found" in kinds
@@ -770,10 +770,10 @@ def test_status_names_each_instance_by_the_role_it_had(tmp_path):
     pid, _ = place(broker, standby_mode="hot")
     broker.up(pid)
     broker.failover(pid)  # the hot standby becomes the primary, the old primary ends
-    roles = {(i["provider"], i["role"], i["state"]) for i in broker.status(pid)["instances"]}
+    roles = {(i.provider, i.role, i.state) for i in broker.status(pid).instances}
     assert roles == {("ten", "primary", "running"), ("ali", "former primary", "terminated")}
     broker.down(pid)
-    roles = {(i["provider"], i["role"]) for i in broker.status(pid)["instances"]}
+    roles = {(i.provider, i.role) for i in broker.status(pid).instances}
     assert roles == {("ten", "former primary"), ("ali", "former primary")}
 
 

@@ -48,7 +48,7 @@ def test_an_instance_not_listed_right_after_its_launch_is_waited_for(tmp_path):
     assert notes == [
         f"ali does not list {row.instance_id} yet (eventual consistency): asking again"
     ]
-    assert broker.status(pid)["status"] == "up"
+    assert broker.status(pid).status == "up"
 
 
 def test_an_instance_still_unknown_after_the_grace_fails_up_within_the_bound(tmp_path):
@@ -114,7 +114,7 @@ def test_a_launch_that_fails_after_acceptance_tries_the_next_offer(tmp_path):
     assert row.instance_id == running and clouds["ali"].instances[running]["zone"] == "z2"
     failed = [i for i, inst in clouds["ali"].instances.items() if inst["zone"] == "z1"]
     assert [clouds["ali"].instances[i]["state"] for i in failed] == ["terminated"]
-    assert broker.status(pid)["status"] == "up"
+    assert broker.status(pid).status == "up"
 
 
 def test_a_primary_that_fails_is_failed_over(tmp_path):
@@ -130,8 +130,8 @@ def test_a_primary_that_fails_is_failed_over(tmp_path):
 
     broker.watch(pid, interval=0, failures=1, until=until)
     status = broker.status(pid)
-    assert status["primary"] == "ten"
-    assert "failed: ERROR: host down" in status["last_failover"]["reason"]
+    assert status.primary == "ten"
+    assert "failed: ERROR: host down" in status.last_failover.reason
 
 
 def test_an_unclassified_launch_refusal_moves_on_and_is_reported(tmp_path):

@@ -330,14 +330,14 @@ def test_a_notice_starts_the_failover_at_once_while_the_primary_still_runs(tmp_p
     assert len(clouds["ten"].live()) == 1 and clouds["ali"].live() == []
     said = kinds(broker, pid)
     assert said.index("reclaim-notice") < said.index("failure-detected")
-    last = broker.status(pid, refresh=False)["last_failover"]
-    assert last["reason"] == "reclaim notice (ali, 120 s ahead)"
-    assert last["notice_lead_seconds"] == 120.0 and last["checkpoint"] == "step-000217.json"
-    assert last["standby_before_reclaim_seconds"] > 0 and last["rto_seconds"] == 0.0
-    assert 0 <= last["failover_start_seconds"] < 60
+    last = broker.status(pid, refresh=False).last_failover
+    assert last.reason == "reclaim notice (ali, 120 s ahead)"
+    assert last.notice_lead_seconds == 120.0 and last.checkpoint == "step-000217.json"
+    assert last.standby_before_reclaim_seconds > 0 and last.rto_seconds == 0.0
+    assert 0 <= last.failover_start_seconds < 60
     # RPO at the job's stop on the notice, from the newest checkpoint on the standby
     newest = max(replicator.buckets[("ten", "ckpt-b")].values())
-    assert last["rpo_seconds"] == round(notice["job_exited_at"] - newest, 3)
+    assert last.rpo_seconds == round(notice["job_exited_at"] - newest, 3)
 
 
 def test_a_notice_without_a_checkpoint_still_fails_over_and_says_none(tmp_path):
@@ -347,8 +347,8 @@ def test_a_notice_without_a_checkpoint_still_fails_over_and_says_none(tmp_path):
         checkpointed_on_notice=False, job_exited_at=None, signal=None,
     )  # fmt: skip
     check(broker, pid)
-    last = broker.status(pid, refresh=False)["last_failover"]
-    assert last["checkpoint"] is None and last["rpo_seconds"] is None  # nothing on the standby
+    last = broker.status(pid, refresh=False).last_failover
+    assert last.checkpoint is None and last.rpo_seconds is None  # nothing on the standby
     assert broker.store.require_placement(pid).primary_side == "b"
 
 
@@ -393,8 +393,8 @@ def test_a_watcher_restarted_mid_notice_resumes_the_failover_with_one_standby(tm
     assert len(clouds["ten"].live()) == 1 and clouds["ten"].launch_calls == 1
     assert kinds(restarted, pid).count("reclaim-notice") == 1
     assert kinds(restarted, pid).count("roles-swapped") == 1
-    last = restarted.status(pid, refresh=False)["last_failover"]
-    assert last["reason"].startswith("reclaim notice") and "notice_lead_seconds" in last
+    last = restarted.status(pid, refresh=False).last_failover
+    assert last.reason.startswith("reclaim notice") and last.on_notice
 
 
 # -- the idle guard ---------------------------------------------------------------------------

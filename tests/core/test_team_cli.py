@@ -149,8 +149,8 @@ def test_status_asks_every_cloud_at_once(tmp_path, monkeypatch):
 
         monkeypatch.setattr(cloud, "instance_status", waiting)
     report = broker.status(pid)
-    assert [(i["provider"], i["state"]) for i in report["instances"]] == [
+    assert [(i.provider, i.state) for i in report.instances] == [
         ("ali", "running"),
         ("ten", "running"),
     ]
-    assert not any("error" in i for i in report["instances"])
+    assert not any(i.error for i in report.instances)

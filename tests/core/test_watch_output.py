@@ -166,10 +166,14 @@ def test_status_keeps_the_last_failovers_rto_and_rpo_whole_on_one_line(world, wi
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_a_notice_failovers_timeline_breaks_between_phrases_never_in_a_figure(width):
     from cloudbroker.cli.broker.status import _notice_phrases, _packed
+    from cloudbroker.models.placements import FailoverResult
 
-    last = {"notice_at": time.time(), "notice_lead_seconds": 3.213, "failover_start_seconds":
-            4.559, "standby_running_seconds": 10.554, "standby_before_reclaim_seconds": 0,
-            "checkpoint": "step-000776.json"}  # fmt: skip
+    last = FailoverResult.model_validate(
+        {"rto_seconds": 0.0, "rpo_seconds": 1.0, "from": "ali", "to": "ten", "reason": "r",
+         "notice_at": time.time(), "notice_lead_seconds": 3.213, "failover_start_seconds":
+         4.559, "standby_running_seconds": 10.554, "standby_before_reclaim_seconds": 0,
+         "checkpoint": "step-000776.json"}
+    )  # fmt: skip
     lines = _packed(_notice_phrases(last), width - 2)
     assert all(len(line) <= width - 2 for line in lines)
     said = " ".join(lines)
@@ -192,7 +196,7 @@ def test_status_shows_terminated_once_the_cloud_says_so(world):
     open_store(world.state).update_instance(key, state="terminating")
     del world.clouds["ali"].instances[iid]
     [row] = json.loads(world.cli("status", world.pid, "--json").stdout)["instances"]
-    assert row["state"] == "terminated" and "error" not in row
+    assert row["state"] == "terminated" and row["error"] is None
 
 
 @pytest.mark.parametrize("width", [60, 80, 120, 200])

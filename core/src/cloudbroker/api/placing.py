@@ -322,7 +322,7 @@ class BrokerClient:
     def status(self, placement_id: str, *, refresh: bool = True) -> PlacementStatus:
         """Roles, every instance launched (asked of its cloud unless ``refresh=False``),
         the last failover's RTO / RPO, and the events."""
-        return PlacementStatus.model_validate(self._open().status(placement_id, refresh=refresh))
+        return self._open().status(placement_id, refresh=refresh)
 
     def spend(self, placement_id: str) -> Spend:
         """Spend so far (compute at the plan's rates for each instance's run time, and the
@@ -345,7 +345,7 @@ class BrokerClient:
         """
         engine = self._open()
         engine.final_sync_timeout = _seconds(final_sync_timeout, "final_sync_timeout")
-        return FailoverResult.model_validate(engine.failover(placement_id, reason))
+        return engine.failover(placement_id, reason)
 
     def watch(
         self,

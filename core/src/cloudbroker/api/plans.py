@@ -14,7 +14,7 @@ from cloudbroker.money import FxTable, Money
 if TYPE_CHECKING:
     from cloudbroker.broker import Broker as Engine
     from cloudbroker.broker import Spend
-    from cloudbroker.models.placements import PlacementSpec
+    from cloudbroker.models.placements import PlacementSpec, PlacementStatus
     from cloudbroker.plugins import PluginManager
 
 __all__ = [
@@ -89,27 +89,37 @@ def gpu_now(kept: dict[str, Any] | None, primary: str, now: float) -> dict[str, 
 
 @dataclass(frozen=True)
 class StatusReport:
-    """What ``status`` shows: ``report`` (its ``--json``), the ``spent`` so far, and the
-    primary's GPU sample the store ``kept`` (None: none, or not up)."""
+    """What ``status`` shows: the placement's ``status``, the ``spent`` so far, the GPUs
+    the primary's agent reported now (``gpu``; None: not read), the sample the store
+    ``kept`` (None: none, or not up) and what it says of the GPUs now (``gpu_now``)."""
 
-    report: dict[str, Any]
+    status: PlacementStatus
     spent: Spend
+    gpu: dict[str, Any] | None
     kept: dict[str, Any] | None
+    gpu_now: dict[str, Any] | None
+
+    def json(self) -> dict[str, Any]:
+        """``status --json``: the status, then ``spend``, ``gpu`` and ``gpu_now``."""
+        return {
+            **self.status.model_dump(mode="json", by_alias=True),
+            "spend": self.spent.model_dump(mode="json"),
+            "gpu": self.gpu,
+            "gpu_now": self.gpu_now,
+        }
 
 
 def status_report(
-    engine: Engine, placement_id: str, report: dict[str, Any], *, writable: bool
+    engine: Engine, placement_id: str, status: PlacementStatus, *, writable: bool
 ) -> StatusReport:
-    """``report`` (the engine's ``status``) with the spend so far, the primary agent's GPU
-    report (read and kept only when the store is ``writable``: a failed read is recorded)
-    and the primary's GPUs now."""
+    """``status`` (the engine's) with the spend so far, the primary agent's GPU report
+    (read and kept only when the store is ``writable``: a failed read is recorded) and the
+    primary's GPUs now."""
     spent = engine.spend(placement_id)
     placement = engine.store.require_placement(placement_id)
     agent = engine.agent_report(placement, placement.primary_side) if writable else None
     if writable:
         engine.keep_gpu(placement, agent)  # what the metrics show too
-    report["spend"] = spent.model_dump(mode="json")
-    report["gpu"] = None if agent is None else agent.gpu
     kept = engine.store.gpu(placement_id) if placement.status == "up" else None
-    report["gpu_now"] = gpu_now(kept, placement.primary_side, engine.clock())
-    return StatusReport(report, spent, kept)
+    now = gpu_now(kept, placement.primary_side, engine.clock())
+    return StatusReport(status, spent, None if agent is None else agent.gpu, kept, now)

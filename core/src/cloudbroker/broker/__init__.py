@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from cloudbroker.broker.lease import Lease
     from cloudbroker.catalogs.availability import Live
     from cloudbroker.models import Instance
+    from cloudbroker.models.placements import FailoverResult, PlacementStatus
     from cloudbroker.state import InstanceRow, PlacementRecord, Store
     from cloudbroker.state.store import Side
 
@@ -172,10 +173,10 @@ class Broker:
     def down(self, placement_id: str) -> list[tuple[InstanceRow, str]]:
         return self.lifecycle.down(placement_id)
 
-    def status(self, placement_id: str, *, refresh: bool = True) -> dict[str, Any]:
+    def status(self, placement_id: str, *, refresh: bool = True) -> PlacementStatus:
         return self.lifecycle.status(placement_id, refresh=refresh)
 
-    def failover(self, placement_id: str, reason: str = "manual") -> dict[str, Any]:
+    def failover(self, placement_id: str, reason: str = "manual") -> FailoverResult:
         return self.failovers.fail_over(placement_id, reason)
 
     # -- the guards (:class:`~.budget.BudgetGuard`, :class:`~.idle.IdleGuard`, notices) ----
@@ -196,7 +197,7 @@ class Broker:
 
     def fail_over_on_notice(
         self, placement: PlacementRecord, report: AgentReport, lease: Lease
-    ) -> dict[str, Any]:
+    ) -> FailoverResult:
         return self.notices.fail_over_on_notice(placement, report, lease)
 
     def keep_gpu(self, placement: PlacementRecord, report: AgentReport | None) -> None:

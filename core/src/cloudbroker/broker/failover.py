@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker.broker.core import Context, Launcher
 from cloudbroker.broker.lease import Lease
@@ -23,6 +23,9 @@ from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost
 from cloudbroker.state import PlacementRecord
 from cloudbroker.state.store import Side, side_key
 
+if TYPE_CHECKING:
+    from cloudbroker.models.placements import FailoverResult
+
 
 class Failover:
     """Fails a placement over to its standby, resuming where an interrupted run stopped."""
@@ -31,7 +34,7 @@ class Failover:
         self.ctx = ctx
         self.launcher = launcher
 
-    def fail_over(self, placement_id: str, reason: str = "manual") -> dict[str, Any]:
+    def fail_over(self, placement_id: str, reason: str = "manual") -> FailoverResult:
         """Fail over now, or complete an interrupted failover; returns RTO/RPO.
 
         Takes the placement's lease first, waiting out a dead holder's (it expires within
@@ -60,7 +63,7 @@ class Failover:
         finally:
             lease.release()
 
-    def run(self, placement_id: str, reason: str, lease: Lease) -> dict[str, Any]:
+    def run(self, placement_id: str, reason: str, lease: Lease) -> FailoverResult:
         """Run (or resume) the state machine to the end, holding ``lease``."""
         placement = self.ctx.placement(placement_id)
         self.ctx.store.start_failover(placement_id, reason)

@@ -16,6 +16,7 @@ from cloudbroker.broker.records import (
 )
 from cloudbroker.errors import CloudBrokerError, NotFoundError
 from cloudbroker.models import InstanceState
+from cloudbroker.models.placements import InstanceStatus, PlacementStatus
 from cloudbroker.state import Event, InstanceRow
 
 #: At most this many cloud calls at once for one ``status``.
@@ -119,7 +120,9 @@ class Lifecycle:
             self.ctx.store.finish_down(placement_id)
         return left
 
-    def status(self, placement_id: str, *, refresh: bool = True) -> dict[str, Any]:
+    def status(self, placement_id: str, *, refresh: bool = True) -> PlacementStatus:
+        """Roles, each instance (its state asked of its cloud when ``refresh``; else, or
+        when the cloud cannot say, as recorded and since when), the failovers, the events."""
         placement = self.ctx.placement(placement_id)
         primary, standby = placement.roles
         open_rows = {}
@@ -158,23 +161,23 @@ class Lifecycle:
                     entry["role"] = f"former {'primary' if key in was_primary else 'standby'}"
             elif row.side != primary and key in was_primary:  # not terminated yet: still billing
                 entry["role"] = "former primary"
-            instances.append(entry)
+            instances.append(InstanceStatus.model_validate(entry))
         spec = placement.spec
-        return {
-            "id": placement_id,
-            "status": placement.status,
-            "primary": spec.sides[primary].provider,
-            "standby": spec.sides[standby].provider,
-            "buckets": {  # the folders of the generation written now
+        return PlacementStatus(
+            id=placement_id,
+            status=placement.status,
+            primary=spec.sides[primary].provider,
+            standby=spec.sides[standby].provider,
+            buckets={  # the folders of the generation written now
                 "primary": bucket_text(self.launcher.bucket(placement, primary)),
                 "standby": bucket_text(self.launcher.bucket(placement, standby)),
             },
-            "instances": instances,
-            "failover": self.ctx.store.failover(placement_id),
-            "last_failover": last_failover(events),
-            "replication_failing": replication_failing(events),
-            "events": [{"at": e.at, "kind": e.kind, **e.detail} for e in events],
-        }
+            instances=tuple(instances),
+            failover=self.ctx.store.failover(placement_id),
+            last_failover=last_failover(events),
+            replication_failing=replication_failing(events),
+            events=tuple({"at": e.at, "kind": e.kind, **e.detail} for e in events),
+        )
 
     def _cloud_states(self, placement_id: str) -> dict[str, dict[str, Any]]:
         """:meth:`_cloud_state` of each instance the clouds are asked about, all at once

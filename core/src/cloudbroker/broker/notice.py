@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker.agent import MARKER
 from cloudbroker.broker.core import Context, Launcher
@@ -26,6 +26,9 @@ from cloudbroker.broker.records import NOTICE_REASON, bucket_text, span
 from cloudbroker.errors import CloudBrokerError
 from cloudbroker.state import PlacementRecord
 from cloudbroker.state.store import Side
+
+if TYPE_CHECKING:
+    from cloudbroker.models.placements import FailoverResult
 
 #: Bound of one marker read (a listing and a small object).
 READ_SECONDS = 10.0
@@ -113,7 +116,7 @@ class NoticeHandler:
 
     def fail_over_on_notice(
         self, placement: PlacementRecord, report: AgentReport, lease: Lease
-    ) -> dict[str, Any]:
+    ) -> FailoverResult:
         """Record the notice (once) and fail over now, while the primary still runs."""
         pid = placement.id
         notice = dict(report.notice or {})

@@ -25,10 +25,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker.broker import BrokerEvent
 from cloudbroker.errors import UsageError, quoted
+
+if TYPE_CHECKING:
+    from cloudbroker.models.placements import FailoverResult
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +129,7 @@ class Notifier:
         urls: list[str],
         *,
         min_interval: float = MIN_INTERVAL,
-        rto_rpo: Callable[[str], dict[str, Any] | None] | None = None,
+        rto_rpo: Callable[[str], FailoverResult | None] | None = None,
     ) -> None:
         apprise = _apprise()
         self._apprise = apprise.Apprise()
@@ -198,11 +201,9 @@ class Notifier:
             except Exception:  # the store is busy or gone: the message stands as it is
                 record = None
             if record:
-                rpo = record.get("rpo_seconds")
                 body = (
-                    f"{record['from']} -> {record['to']} ({record['reason']}): "
-                    f"RTO {record['rto_seconds']:.1f} s, RPO "
-                    f"{'unknown' if rpo is None else f'{rpo:.1f} s'}"
+                    f"{record.from_provider} -> {record.to_provider} ({record.reason}): "
+                    f"{record.figures}"
                 )
         warning = alert.kind not in ("failover-finished",)
         try:
@@ -234,7 +235,7 @@ def notifying(urls: list[str], store_opener: Callable[[], Any]) -> Iterator[Noti
     checked = check_urls(urls)
     opened: list[Any] = []
 
-    def record(placement_id: str) -> dict[str, Any] | None:
+    def record(placement_id: str) -> FailoverResult | None:
         if not opened:
             opened.append(store_opener())
         return last_failover(opened[0].events(placement_id))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cloudbroker.errors import (
     AuthError,
@@ -16,6 +16,9 @@ from cloudbroker.errors import (
 )
 from cloudbroker.models import BucketRef, Instance, InstanceRef, InstanceState
 from cloudbroker.state import Event, InstanceRow
+
+if TYPE_CHECKING:
+    from cloudbroker.models.placements import FailoverResult
 
 
 class LaunchState(StrEnum):
@@ -259,11 +262,12 @@ def notice_stop(notice: dict[str, Any]) -> float:
     return deadline if exited is None else min(float(exited), deadline)
 
 
-def last_failover(events: list[Event]) -> dict[str, Any] | None:
-    """The last completed failover as ``status`` shows it (``from``, ``to``, ``reason``,
-    ``rto_seconds``, ``rpo_seconds``: None when unknown), or None if there was none."""
+def last_failover(events: list[Event]) -> FailoverResult | None:
+    """The last completed failover (its ``roles-swapped`` event), or None if there was none."""
+    from cloudbroker.models.placements import FailoverResult
+
     swaps = [e for e in events if e.kind == "roles-swapped"]
-    return swaps[-1].detail if swaps else None
+    return FailoverResult.model_validate(swaps[-1].detail) if swaps else None
 
 
 def standby_newest(events: list[Event]) -> float | None:

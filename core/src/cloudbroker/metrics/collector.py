@@ -18,6 +18,7 @@ from cloudbroker.broker.budget import Spend, spend
 from cloudbroker.broker.idle import gpu_now
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
+from cloudbroker.models.placements import FailoverResult
 from cloudbroker.plugins import calls
 from cloudbroker.state import PlacementRecord, Store
 from cloudbroker.state.backend import gc_paused
@@ -107,7 +108,7 @@ class _Figures:
     at: float
     status: str
     reasons: Counter[str]
-    last: dict[str, Any] | None
+    last: FailoverResult | None
     newest: float | None
     lease_changes: int
     spent: Spend | None
@@ -278,9 +279,9 @@ class _PerPlacement:
         pid = figures.pid
         self.reasons.update(figures.reasons)
         if last := figures.last:
-            self.rto.add_metric([pid], last["rto_seconds"])
-            if last.get("rpo_seconds") is not None:
-                self.rpo.add_metric([pid], last["rpo_seconds"])
+            self.rto.add_metric([pid], last.rto_seconds)
+            if last.rpo_seconds is not None:
+                self.rpo.add_metric([pid], last.rpo_seconds)
         if figures.status == "up" and figures.newest is not None:
             self.lag.add_metric([pid], max(now - figures.newest, 0.0))
         self.lease_changes.add_metric([pid], figures.lease_changes)

@@ -162,11 +162,36 @@ class FailoverResult(_Report):
     checkpoint in the standby bucket at the failover (None: no checkpoint was found).
     """
 
+    # in the order the broker records them (``status --json`` prints them so)
+    rto_seconds: float
+    rpo_seconds: float | None
     from_provider: str = Field(alias="from")
     to_provider: str = Field(alias="to")
     reason: str
-    rto_seconds: float
-    rpo_seconds: float | None
+    #: the bucket generation the new primary writes (absent in stores before generations)
+    generation: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    # a failover on a reclaim notice, timed from the notice (epoch s, and seconds after it);
+    # then RTO counts from the reclaim, 0 when the standby ran before it
+    notice_at: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    reclaim_at: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    notice_lead_seconds: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    failover_start_seconds: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    standby_running_seconds: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    standby_before_reclaim_seconds: float | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+    checkpoint: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @property
+    def on_notice(self) -> bool:
+        """Timed from a reclaim notice (the notice's fields are set)."""
+        return self.notice_lead_seconds is not None
+
+    @property
+    def figures(self) -> str:
+        """``RTO 12.0 s, RPO 3.4 s`` (an RPO nobody could measure: ``unknown``)."""
+        rpo = "unknown" if self.rpo_seconds is None else f"{self.rpo_seconds:.1f} s"
+        return f"RTO {self.rto_seconds:.1f} s, RPO {rpo}"
 
 
 class PlacementStatus(_Report):
@@ -184,6 +209,6 @@ class PlacementStatus(_Report):
     instances: tuple[InstanceStatus, ...]
     failover: dict[str, Any] | None
     last_failover: FailoverResult | None
-    events: tuple[dict[str, Any], ...]
     # replication failed REPLICATION_ALERT_AFTER times or more in a row: failures, since, error
     replication_failing: dict[str, Any] | None = None
+    events: tuple[dict[str, Any], ...]  # each: at, kind and the event's own fields

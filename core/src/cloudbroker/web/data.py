@@ -73,8 +73,8 @@ def placement_view(
     newest = standby_newest(events)
     lag = None if newest is None or placement.status != "up" else max(now - newest, 0.0)
     return {
-        **report,
-        "events": report["events"][-events_kept:] if events_kept else [],
+        **dict(report),  # its fields, the instances and the last failover typed
+        "events": report.events[-events_kept:] if events_kept else [],
         "lag_seconds": lag,
         **_priced(store, placement, now),
         "created_at": placement.created_at,

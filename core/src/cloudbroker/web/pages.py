@@ -66,10 +66,10 @@ def _spend(view: dict[str, Any]) -> str:
 
 def _instances(view: dict[str, Any]) -> str:
     rows = "".join(
-        f'<tr data-instance="{escape(i["instance_id"] or "")}">'
-        f"<td>{escape(i['role'])}</td><td>{escape(i['provider'])}</td>"
-        f'<td>{escape(i["instance_id"] or "-")}</td><td class="state">{escape(i["state"])}</td>'
-        f"<td>{escape(i['instance_type'])}</td><td>{escape(i['region'])}</td></tr>"
+        f'<tr data-instance="{escape(i.instance_id or "")}">'
+        f"<td>{escape(i.role)}</td><td>{escape(i.provider)}</td>"
+        f'<td>{escape(i.instance_id or "-")}</td><td class="state">{escape(i.state)}</td>'
+        f"<td>{escape(i.instance_type)}</td><td>{escape(i.region)}</td></tr>"
         for i in view["instances"]
     )
     return (
@@ -99,7 +99,7 @@ def index(views: list[dict[str, Any]], pages: int = 1, *, page: int = 1) -> str:
         last = v["last_failover"]
         failover = "-"
         if last:
-            failover = f"RTO {seconds(last['rto_seconds'])}, RPO {seconds(last.get('rpo_seconds'))}"
+            failover = f"RTO {seconds(last.rto_seconds)}, RPO {seconds(last.rpo_seconds)}"
         lag = "-" if v["lag_seconds"] is None else span(v["lag_seconds"])
         rows.append(
             f'<tr data-placement="{escape(v["id"])}">'

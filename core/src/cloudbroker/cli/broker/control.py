@@ -50,10 +50,8 @@ def failover(
         broker = _broker(store, lines.broker)
         broker.final_sync_timeout = final_sync_timeout
         result = broker.failover(placement_id)
-    rpo = result.get("rpo_seconds")
     console.print(
-        f"failed over {result['from']} -> {result['to']}: RTO "
-        f"{result['rto_seconds']:.1f} s, RPO {'unknown' if rpo is None else f'{rpo:.1f} s'}",
+        f"failed over {result.from_provider} -> {result.to_provider}: {result.figures}",
         markup=False,
     )
 

@@ -19,7 +19,10 @@ from cloudbroker.cli.progress import Lines, clock, when
 from cloudbroker.cli.table import Column, FitTable
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from cloudbroker.api.placing import Engine
+    from cloudbroker.models.placements import FailoverResult, InstanceStatus, PlacementStatus
 
 #: Events ``status`` lists (the latest); ``--json`` has every one.
 EVENTS_SHOWN = 15
@@ -73,7 +76,7 @@ def status(
             highlight=False,
         )
     if json_output:
-        print_json(shown.report)
+        print_json(shown.json())
     elif early:
         _print_clouds(first, shown)
     else:
@@ -82,26 +85,25 @@ def status(
 
 def _print_status(shown: StatusReport) -> None:
     """The whole answer: roles, spend, GPUs, instances, the last failover, alerts, events."""
-    report, spent, kept = shown.report, shown.spent, shown.kept
+    report, spent = shown.status, shown.spent
     console.print(
-        f"{report['id']} {report['status']}: primary {report['primary']} "
-        f"({report['buckets']['primary']}), standby {report['standby']} "
-        f"({report['buckets']['standby']})",
+        f"{report.id} {report.status}: primary {report.primary} "
+        f"({report.buckets['primary']}), standby {report.standby} "
+        f"({report.buckets['standby']})",
         markup=False,
     )
     console.print(spent.text(), markup=False)
-    if report["gpu"] is not None or kept is not None:
+    if shown.gpu is not None or shown.kept is not None:
         console.print(_gpus(shown), markup=False)
     if spent.unknown:
         console.print(Padding(Text(f"not priced: {'; '.join(spent.unknown)}"), (0, 0, 0, 2)))
-    _print_instances(report["instances"])
-    last = report["last_failover"]
-    if last:
+    _print_instances(report.instances)
+    if last := report.last_failover:
         _failover_line(last)
-        if "notice_lead_seconds" in last:
+        if last.on_notice:
             for line in _packed(_notice_phrases(last), console.width - 2):
                 console.print(Padding(Text(line), (0, 0, 0, 2)))
-    if failing := report["replication_failing"]:
+    if failing := report.replication_failing:
         console.print(
             f"alert: replication has failed {failing['failures']} times in a row since "
             f"{when(failing['since'])} (last: {failing['error']}); checkpoints since then "
@@ -109,43 +111,37 @@ def _print_status(shown: StatusReport) -> None:
             style="red",
             markup=False,
         )
-    if report["failover"]:
+    if report.failover:
         console.print(
-            f"failover in progress at step {report['failover']['step']}; "
-            f"run `cloudbroker failover {report['id']}` to complete it",
+            f"failover in progress at step {report.failover['step']}; "
+            f"run `cloudbroker failover {report.id}` to complete it",
             style="yellow",
             markup=False,
         )
-    _print_events(report["events"])
+    _print_events(report.events)
 
 
 def _print_clouds(first: StatusReport, shown: StatusReport) -> None:
     """After the store's answer, the clouds': each instance's state now (or why a cloud could
     not say), and the primary's GPUs if the agent's marker read since says otherwise."""
     console.print(f"\nthe clouds at {clock(time.time())}:", markup=False)
-    _print_instances(shown.report["instances"], blank=False)
-    if _gpus(shown) != _gpus(first) and (shown.report["gpu"] or shown.kept):
+    _print_instances(shown.status.instances, blank=False)
+    if _gpus(shown) != _gpus(first) and (shown.gpu or shown.kept):
         console.print(_gpus(shown), markup=False)
 
 
-def _print_instances(instances: list[dict[str, Any]], *, blank: bool = True) -> None:
+def _print_instances(instances: Sequence[InstanceStatus], *, blank: bool = True) -> None:
     """A row per instance; a live state the clouds did not give says how old it is."""
     table = FitTable(INSTANCE_COLUMNS)
     notes = []
     now = time.time()
     for inst in instances:
-        instance = inst["instance_id"] or "-"
+        instance = inst.instance_id or "-"
         table.add_row(
-            inst["role"],
-            inst["provider"],
-            instance,
-            _state(inst, now),
-            inst["instance_type"],
-            inst["region"],
+            inst.role, inst.provider, instance, _state(inst, now), inst.instance_type, inst.region
         )
-        note = inst.get("error") or inst["reclaim"]
-        if note:
-            notes.append(f"{inst['provider']} {instance}: {note}")
+        if note := inst.error or inst.reclaim:
+            notes.append(f"{inst.provider} {instance}: {note}")
     if table.rows:
         if blank:
             console.print()
@@ -154,21 +150,20 @@ def _print_instances(instances: list[dict[str, Any]], *, blank: bool = True) -> 
         console.print(Padding(Text(note), (0, 0, 0, 2)))
 
 
-def _state(instance: dict[str, Any], now: float) -> str:
+def _state(instance: InstanceStatus, now: float) -> str:
     """``running``, or ``running (recorded 3 min ago)`` for a live state the store gave (the
     cloud was not asked, or could not say): an ended state does not age."""
-    recorded = instance.get("recorded_at")
-    if recorded is None or instance["state"] not in ASKED:
-        return str(instance["state"])
-    return f"{instance['state']} (recorded {span(max(0.0, now - recorded))} ago)"
+    recorded = instance.recorded_at
+    if recorded is None or instance.state not in ASKED:
+        return instance.state
+    return f"{instance.state} (recorded {span(max(0.0, now - recorded))} ago)"
 
 
-def _failover_line(last: dict[str, Any]) -> None:
+def _failover_line(last: FailoverResult) -> None:
     """The last failover and its RTO and RPO: one line if it fits, else the figures whole on
     a line of their own (wrapped, "RPO" and its figure could land on two lines)."""
-    rpo = last.get("rpo_seconds")
-    head = f"last failover {last['from']} -> {last['to']} ({last['reason']}):"
-    figures = f"RTO {last['rto_seconds']:.1f} s, RPO {'unknown' if rpo is None else f'{rpo:.1f} s'}"
+    head = f"last failover {last.from_provider} -> {last.to_provider} ({last.reason}):"
+    figures = last.figures
     if cell_len(f"{head} {figures}") <= console.width:
         console.print(f"{head} {figures}", markup=False)
         return
@@ -178,7 +173,7 @@ def _failover_line(last: dict[str, Any]) -> None:
 
 def _asking_clouds(
     broker: Engine, lines: Lines, placement_id: str, refresh: bool
-) -> dict[str, Any]:
+) -> PlacementStatus:
     """``broker.status``; on a terminal, a live line saying which clouds it is asking (all
     at once) while it waits for them."""
     if not refresh or not err_console.is_terminal:
@@ -192,7 +187,7 @@ def _asking_clouds(
 
 def _gpus(shown: StatusReport) -> str:
     """:func:`_gpu_line` of the marker read now, else of the sample kept."""
-    return _gpu_line(shown.report["gpu"] or shown.kept or {}, shown.report["gpu_now"])
+    return _gpu_line(shown.gpu or shown.kept or {}, shown.gpu_now)
 
 
 def _gpu_line(gpu: dict[str, Any], now: dict[str, Any] | None) -> str:
@@ -213,17 +208,17 @@ def _gpu_line(gpu: dict[str, Any], now: dict[str, Any] | None) -> str:
     )
 
 
-def _notice_phrases(last: dict[str, Any]) -> list[str]:
+def _notice_phrases(last: FailoverResult) -> list[str]:
     """A failover on a reclaim notice, timed from the notice: lead, start, standby running;
     in phrases that keep each figure with its unit."""
-    ahead = last["standby_before_reclaim_seconds"]
+    ahead = last.standby_before_reclaim_seconds or 0.0
     reclaim = f"{ahead:.1f} s before the reclaim" if ahead > 0 else "after the reclaim"
     return [
-        f"notice {clock(last['notice_at'])} (lead {last['notice_lead_seconds']:.1f} s) ->",
-        f"failover start +{last['failover_start_seconds']:.1f} s ->",
-        f"standby running +{last['standby_running_seconds']:.1f} s ({reclaim});",
+        f"notice {clock(last.notice_at or 0.0)} (lead {last.notice_lead_seconds:.1f} s) ->",
+        f"failover start +{last.failover_start_seconds:.1f} s ->",
+        f"standby running +{last.standby_running_seconds:.1f} s ({reclaim});",
         "RTO and RPO from the reclaim;",
-        f"checkpoint {last.get('checkpoint') or 'none'}",
+        f"checkpoint {last.checkpoint or 'none'}",
     ]
 
 
@@ -240,7 +235,7 @@ def _packed(phrases: list[str], width: int) -> list[str]:
     return lines
 
 
-def _print_events(events: list[dict[str, Any]]) -> None:
+def _print_events(events: Sequence[dict[str, Any]]) -> None:
     """The latest events, one a row: local time, kind, and what it says (wrapped)."""
     shown = events[-EVENTS_SHOWN:]
     earlier = len(events) - len(shown)
