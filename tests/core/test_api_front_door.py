@@ -138,3 +138,22 @@ def test_a_function_passes_on_its_arguments_by_their_names_once():
         "headroom": 10,
     }
     assert arguments_for(api.size, {"state": "x.db", "gpus": 8}) == {"gpus": 8}  # not its own
+
+
+def test_broker_place_takes_place_requests_arguments_written_once():
+    """Issue 30: ``Broker.place``'s 19 keywords are ``place_request``'s, written there alone;
+    ``help()``, ``inspect`` and type checkers see them, and a wrong one fails by name."""
+    import inspect
+
+    from cloudbroker import Broker
+    from cloudbroker.api.placing import place_request
+
+    method = inspect.signature(Broker.place)
+    assert next(iter(method.parameters)) == "self"
+    assert list(method.parameters.values())[1:] == list(
+        inspect.signature(place_request).parameters.values()
+    )
+    assert method.return_annotation == "Placement"
+    broker = Broker(state=":never-opened:")
+    with pytest.raises(TypeError, match="'budjet'"):
+        broker.place("A100", hours=1, bucket="a:b/c", standby_bucket="d:e/f", budjet="1USD")

@@ -67,7 +67,7 @@ def test_a_placement_page_has_its_instances_chart_and_a_failover_with_rto_and_rp
     status, html = get(f"{world.server.url}placements/{pid}")
     assert status == 200
     last = world.broker.status(pid, refresh=False).last_failover
-    assert f"RTO {last['rto_seconds']:.1f} s" in html
+    assert f"RTO {last.rto_seconds:.1f} s" in html
     assert 'aria-label="spend against budget"' in html and "budget 100.00 USD" in html
     assert "<td>former primary</td><td>ali</td>" in html
     assert '<b class="primary">ten</b>' in html

@@ -177,6 +177,8 @@ def test_replication_lag_is_the_age_of_the_standbys_newest_checkpoint(store, ser
     assert lag is not None and 300 <= lag < 300 + within(10)
     for unknown in ("not-listed", "empty", "swapped", "down"):
         assert value(samples, "cloudbroker_replication_lag_seconds", placement=unknown) is None
+    # its swap names no clouds (another version's record): no RTO figure, and the scrape stands
+    assert value(samples, "cloudbroker_last_rto_seconds", placement="swapped") is None
 
 
 def test_gpu_utilisation_is_the_primarys_last_sample_with_its_age_absent_when_unknown(

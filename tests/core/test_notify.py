@@ -81,9 +81,8 @@ def test_a_failover_reaches_the_webhook_started_then_finished_with_its_rto_and_r
         f"cloudbroker: failover started {pid}",
         f"cloudbroker: failover finished {pid}",
     ]
-    rpo = result["rpo_seconds"]
     assert bodies[1]["message"] == (
-        f"ali -> ten (manual): RTO {result['rto_seconds']:.1f} s, RPO {rpo:.1f} s"
+        f"ali -> ten (manual): RTO {result.rto_seconds:.1f} s, RPO {result.rpo_seconds:.1f} s"
     )
     assert bodies[0]["type"] == "warning" and bodies[1]["type"] == "success"
 

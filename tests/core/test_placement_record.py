@@ -66,6 +66,16 @@ def test_a_plan_this_version_cannot_read_is_a_state_error_naming_the_placement(t
         broker.status("pl-odd", refresh=False)
 
 
+def test_a_failover_this_version_cannot_read_is_a_state_error_naming_the_placement(tmp_path):
+    broker, pid, _ = placed(tmp_path)
+    broker.store.event(pid, "roles-swapped", {"rto_seconds": 1.0, "rpo_seconds": None})
+    with pytest.raises(StateError) as info:
+        broker.status(pid, refresh=False)
+    assert str(info.value) == (
+        f"{pid}: its last failover cannot be read by this version (from: Field required)"
+    )
+
+
 def test_a_plan_without_its_cost_still_reads_but_cannot_be_priced(tmp_path):
     broker, _, plan = placed(tmp_path)
     broker.store.add_placement("pl-old", {k: v for k, v in plan.items() if k != "cost"})

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each is loaded on first
     from cloudbroker.api.quoting import QuoteRequest, prepare_quote, quote  # noqa: F401
     from cloudbroker.api.syncing import sync
     from cloudbroker.api.work import WorkArgs
-    from cloudbroker.api.workloads import prepare_size, size  # noqa: F401
+    from cloudbroker.api.workloads import size
     from cloudbroker.plugins import PluginManager
 
 __all__ = ["Broker", "WorkArgs", "load_plugins", "quote", "size", "sync"]
@@ -45,7 +45,6 @@ _SOURCES = {
     "quote": "quoting",
     "sync": "syncing",
     "WorkArgs": "work",
-    "prepare_size": "workloads",
     "size": "workloads",
 }
 

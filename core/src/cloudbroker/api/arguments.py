@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from cloudbroker.errors import arg
 from cloudbroker.models import BucketRef, limits, parse_bucket
@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from cloudbroker.money import Money
 
 Names = str | Iterable[str]
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S")
 
 
 def arguments_for(function: Callable[..., Any], given: Mapping[str, Any]) -> dict[str, Any]:
@@ -22,6 +25,27 @@ def arguments_for(function: Callable[..., Any], given: Mapping[str, Any]) -> dic
     import inspect
 
     return {name: given[name] for name in inspect.signature(function).parameters if name in given}
+
+
+def same_arguments_as(
+    source: Callable[P, object],
+) -> Callable[[Callable[Concatenate[S, ...], R]], Callable[Concatenate[S, P], R]]:
+    """A method that takes ``source``'s arguments (and passes them on): its signature, for
+    type checkers, ``help()`` and ``inspect``, is ``source``'s after ``self``, so the 20
+    keywords of a request are written once, where they are checked."""
+    import inspect
+
+    def decorate(method: Callable[Concatenate[S, ...], R]) -> Callable[Concatenate[S, P], R]:
+        own = inspect.signature(method)
+        self_parameter = next(iter(own.parameters.values()))
+        theirs = inspect.signature(source)
+        method.__signature__ = theirs.replace(  # type: ignore[attr-defined]
+            parameters=[self_parameter, *theirs.parameters.values()],
+            return_annotation=own.return_annotation,
+        )
+        return method
+
+    return decorate
 
 
 def _names(value: Names | None) -> tuple[str, ...]:

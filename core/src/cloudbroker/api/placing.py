@@ -6,10 +6,10 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker import api
-from cloudbroker.api.arguments import Names, Number, _bucket, _names, _seconds, arguments_for
+from cloudbroker.api.arguments import Names, Number, _bucket, _names, _seconds, same_arguments_as
 from cloudbroker.errors import NotTerminated, UsageError, arg
 from cloudbroker.models import BucketRef, Market, limits
 from cloudbroker.models.placements import FailoverResult, Placement, PlacementStatus
@@ -265,29 +265,8 @@ class BrokerClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def place(
-        self,
-        gpu: str,
-        *,
-        hours: Number,
-        bucket: str | BucketRef,
-        standby_bucket: str | BucketRef,
-        count: int = 1,
-        primary: str | None = None,
-        standby: str | None = None,
-        market: str = "on-demand",
-        standby_mode: str = "cold",
-        sync_every: Number = 900,
-        checkpoint_gb: Number = 0,
-        checkpoint_every: Number = 3600,
-        startup_script: str | os.PathLike[str] | None = None,
-        currency: str = "USD",
-        region: Names | None = None,
-        budget: str | Money | None = None,
-        max_hours: Number | None = None,
-        idle_stop: str | None = None,
-        standby_anywhere: bool = False,
-    ) -> Placement:
+    @same_arguments_as(place_request)
+    def place(self, *arguments: Any, **keywords: Any) -> Placement:
         """Plan a primary and a standby on two clouds with the full cost, and save it.
 
         As ``cloudbroker place``: the cheapest offer of ``count`` x ``gpu`` for ``hours`` on
@@ -303,7 +282,7 @@ class BrokerClient:
         continent; mainland China with mainland China), the cheapest among equals;
         ``standby_anywhere`` chooses it by cost alone. Nothing is launched: see :meth:`up`.
         """
-        request = place_request(**arguments_for(place_request, locals()))
+        request = place_request(*arguments, **keywords)
         self._creating = True
         try:
             placement_id, spec = self._open().place(request)

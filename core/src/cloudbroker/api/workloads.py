@@ -29,60 +29,8 @@ __all__ = [
     "Remedy",
     "SizeResult",
     "Workload",
-    "prepare_size",
     "size",
 ]
-
-
-def prepare_size(
-    model: str | None = None,
-    *,
-    params: str | None = None,
-    layers: int | None = None,
-    hidden: int | None = None,
-    heads: int | None = None,
-    kv_heads: int | None = None,
-    vocab: int | None = None,
-    mode: str = "train",
-    precision: str | None = None,
-    optimizer: str | None = None,
-    batch: int | None = None,
-    seq: int | None = None,
-    recompute: str | None = None,
-    zero: int | None = None,
-    gpus: int | None = None,
-    lora_rank: int | None = None,
-    context: int | None = None,
-    concurrency: int | None = None,
-    headroom: Number = 10,
-    conservative: bool = False,
-) -> tuple[sizing.Workload, float]:
-    """Check :func:`size`'s arguments: the workload, and the share of memory kept free."""
-    shape = sizing.resolve_model(
-        model,
-        params,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        vocab=vocab,
-    )
-    work = sizing.make_workload(
-        shape,
-        mode=mode,
-        precision=precision,
-        optimizer=optimizer,
-        batch=batch,
-        seq=seq,
-        recompute=recompute,
-        zero=zero,
-        gpus=gpus,
-        lora_rank=lora_rank,
-        context=context,
-        concurrency=concurrency,
-        conservative=conservative,
-    )
-    return work, float(limits.PERCENT.check(headroom, arg("headroom"))) / 100
 
 
 def size(
@@ -123,5 +71,7 @@ def size(
     >>> "L4" in [fit.gpu_model for fit in result.fits[1]]  # 24 GB, 10 % kept free
     True
     """
-    work, share = prepare_size(**arguments_for(prepare_size, locals()))
-    return sizing.report(work, share)
+    given = dict(locals())
+    shape = sizing.resolve_model(**arguments_for(sizing.resolve_model, given))
+    work = sizing.make_workload(**arguments_for(sizing.make_workload, {**given, "model": shape}))
+    return sizing.report(work, float(limits.PERCENT.check(headroom, arg("headroom"))) / 100)

@@ -11,6 +11,7 @@ from cloudbroker.errors import (
     ConfigError,
     PluginError,
     ProviderUnavailable,
+    StateError,
     ThrottledError,
     UsageError,
 )
@@ -263,11 +264,24 @@ def notice_stop(notice: dict[str, Any]) -> float:
 
 
 def last_failover(events: list[Event]) -> FailoverResult | None:
-    """The last completed failover (its ``roles-swapped`` event), or None if there was none."""
+    """The last completed failover (its ``roles-swapped`` event), or None if there was none;
+    a StateError naming the placement and the field when this version cannot read it."""
+    from pydantic import ValidationError
+
     from cloudbroker.models.placements import FailoverResult
 
     swaps = [e for e in events if e.kind == "roles-swapped"]
-    return FailoverResult.model_validate(swaps[-1].detail) if swaps else None
+    if not swaps:
+        return None
+    try:
+        return FailoverResult.model_validate(swaps[-1].detail)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise StateError(
+            f"{swaps[-1].placement_id}: its last failover cannot be read by this version "
+            f"({where}: {first['msg']})"
+        ) from None
 
 
 def standby_newest(events: list[Event]) -> float | None:

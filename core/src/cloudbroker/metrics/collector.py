@@ -129,13 +129,18 @@ def _figures(
     except (CloudBrokerError, LookupError, TypeError, ValueError, ArithmeticError) as exc:
         log.debug("metrics: no spend for %s: %s", pid, exc)
         spent = None
+    try:
+        last = last_failover(events)
+    except CloudBrokerError as exc:  # another version's record: no RTO rather than no scrape
+        log.debug("metrics: %s", exc)
+        last = None
     return _Figures(
         pid,
         version,
         time.monotonic(),
         placement.status,
         reasons,
-        last_failover(events),
+        last,
         standby_newest(events),
         sum(e.kind == "lease-taken" for e in events),
         spent,

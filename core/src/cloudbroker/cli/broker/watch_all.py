@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from cloudbroker import cli
 from cloudbroker.api import placing
+from cloudbroker.api.arguments import arguments_for
 from cloudbroker.cli import options
 from cloudbroker.cli.progress import Lines
 from cloudbroker.models import limits
@@ -53,13 +54,7 @@ def watch_all(
             lines.broker(event)
 
     broker.on_event = said if notifier is None else notifier.tee(said)
-    watcher = placing.watcher(
-        broker,
-        interval=interval,
-        failures=failures,
-        final_sync_timeout=final_sync_timeout,
-        max_placements=max_placements,
-    )
+    watcher = placing.watcher(broker, **arguments_for(placing.watcher, locals()))
     with _stopping_on_signals(watcher):
         watcher.run()
 
