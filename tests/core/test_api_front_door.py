@@ -157,3 +157,35 @@ def test_broker_place_takes_place_requests_arguments_written_once():
     broker = Broker(state=":never-opened:")
     with pytest.raises(TypeError, match="'budjet'"):
         broker.place("A100", hours=1, bucket="a:b/c", standby_bucket="d:e/f", budjet="1USD")
+
+
+@pytest.mark.parametrize(
+    ("command", "function", "own"),
+    [
+        ("cloudbroker.cli.size:size_command", "cloudbroker.api:size", {"json_output"}),
+        (
+            "cloudbroker.cli.broker.place:place",
+            "cloudbroker.api.placing:place_request",
+            {"json_output", "state", "live", "max_age"},
+        ),
+        (
+            "cloudbroker.cli.broker.watch_all:watch_all",
+            "cloudbroker.api.placing:watcher",
+            {"broker", "lines", "notifier"},
+        ),
+    ],
+)
+def test_a_command_has_an_option_for_each_keyword_it_passes_on(command, function, own):
+    """``arguments_for`` passes on the command's options by name: an API keyword without an
+    option of the same name would be left at its default without a word."""
+    import importlib
+    import inspect
+
+    def load(path):
+        module, name = path.split(":")
+        return getattr(importlib.import_module(module), name)
+
+    options = set(inspect.signature(load(command)).parameters)
+    keywords = set(inspect.signature(load(function)).parameters) - {"engine"}
+    assert options - keywords == own  # the command's own: how to show, where the state is
+    assert keywords <= options
