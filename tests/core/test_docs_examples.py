@@ -9,10 +9,14 @@ README's walkthrough from a fresh clone in ``e2e/test_sandbox.py``).
 
 from __future__ import annotations
 
+import difflib
 import functools
+import os
 import re
+from datetime import UTC, datetime
 
 import pytest
+import time_machine
 from support.cli import run_cli
 from support.docs import (
     MODES,
@@ -66,16 +70,27 @@ def test_a_command_that_needs_a_shell_is_not_taken_for_a_plain_one():
 # -- offline examples: run as written -------------------------------------------------------
 
 
+#: What each offline block printed, kept to compare byte for byte (issue 30: a refactor changes
+#: no answer). ``CLOUDBROKER_GOLDEN=update`` rewrites them: look at ``git diff`` before keeping.
+GOLDEN = ROOT / "tests" / "core" / "golden"
+UPDATE = os.environ.get("CLOUDBROKER_GOLDEN") == "update"  # read before the tests clear it
+#: The instant the blocks run at: finish times, "today's" rates and a price's age are the same
+#: on every day the suite runs.
+AT = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+
+
 @pytest.mark.parametrize("example", OFFLINE, ids=by_id)
 def test_an_offline_example_runs_as_written(example, clean_env):
     commands = example.commands()
     assert commands, f"{example.id}: an empty block"
+    transcript = []
     for command in commands:
         assert is_plain(command), (
             f"{example.id}: {command.line!r} is not one cloudbroker command: mark the block "
             "(tests/support/docs.py)"
         )
-        done = run_cli(*command.argv[1:], env=clean_env, width=100)
+        with time_machine.travel(AT):
+            done = run_cli(*command.argv[1:], env=clean_env, width=100)
         where = f"{example.id}: {command.line}"
         assert "Traceback" not in done.stderr, where
         if command.error:
@@ -86,6 +101,28 @@ def test_an_offline_example_runs_as_written(example, clean_env):
         else:
             assert done.returncode == 0, f"{where}\n{done.stderr[-800:]}"
             assert done.stdout.strip(), where
+        transcript.append(
+            f"$ {command.line}\n[exit {done.returncode}]\n{done.stdout}--- stderr\n{done.stderr}"
+        )
+    _same_as_golden(example, "\n".join(transcript))
+
+
+def _same_as_golden(example: Example, printed: str) -> None:
+    """``printed`` is what the block printed when its golden file was written."""
+    path = GOLDEN / (re.sub(r"[^\w.-]", "_", example.id) + ".txt")
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(printed, encoding="utf-8")
+    assert path.exists(), f"{example.id}: no {path.name}; write it with CLOUDBROKER_GOLDEN=update"
+    kept = path.read_text(encoding="utf-8")
+    if printed != kept:
+        diff = difflib.unified_diff(kept.splitlines(), printed.splitlines(), "kept", "now", n=1)
+        pytest.fail(f"{example.id} prints otherwise than {path.name}:\n" + "\n".join(diff))
+
+
+def test_every_golden_file_belongs_to_an_offline_block():
+    names = {re.sub(r"[^\w.-]", "_", e.id) + ".txt" for e in OFFLINE}
+    assert {p.name for p in GOLDEN.iterdir()} == names  # none left from a block since moved
 
 
 # -- examples that need an account: their commands parse ------------------------------------
