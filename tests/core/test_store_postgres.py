@@ -194,6 +194,46 @@ def test_a_paused_writer_holds_a_placement_only_until_the_idle_timeout(postgres_
     assert paused.lease("pl-1")["holder"] == "B"  # and the paused one reconnects
 
 
+@pytest.mark.parametrize(
+    ("error", "dropped"),
+    [
+        ("IdleInTransactionSessionTimeout", True),  # 25P03: the server ended the session
+        ("AdminShutdown", True),  # 57P01: a restart
+        ("OperationalError", True),  # libpq's own (no SQLSTATE): the socket is gone
+        ("UniqueViolation", False),  # 23505: an answer; the session goes on
+    ],
+)
+def test_an_error_that_ended_the_session_drops_the_connection_and_the_next_call_opens_one(
+    postgres_url, error, dropped
+):
+    """libpq may hand over the server's "terminating connection" before it sees the socket
+    close (CI once saw the next call fail on it): such an error closes the connection."""
+    import psycopg
+
+    store = open_store(postgres_url)
+    backend = store._db
+    first = backend._conn
+    with pytest.raises(StateError), backend._translated():
+        raise getattr(psycopg.errors, error, psycopg.OperationalError)("as the server said")
+    assert first.closed == dropped
+    store.add_placement("pl-1", SPEC)  # the next call works either way
+    assert (backend._conn is first) != dropped
+
+
+def test_a_failed_commit_leaves_no_connection_in_an_unknown_state(postgres_url):
+    store = open_store(postgres_url)
+    store.add_placement("pl-1", SPEC)
+    backend = store._db
+    with pytest.raises(StateError), store.transaction("pl-1"):
+        backend._conn.execute("SET CONSTRAINTS ALL DEFERRED")
+        backend._conn.execute(  # fails at COMMIT, not here: a deferred check
+            "CREATE TEMP TABLE t (i int UNIQUE DEFERRABLE INITIALLY DEFERRED); "
+            "INSERT INTO t VALUES (1), (1)"
+        )
+    assert backend._conn.closed
+    assert store.placement("pl-1") is not None  # a new connection, at the next call
+
+
 def test_a_wait_for_a_lock_ends_at_the_statement_timeout(postgres_url):
     holder = open_store(postgres_url)
     waiter = open_store(postgres_url + "?options=-c%20statement_timeout%3D300ms")

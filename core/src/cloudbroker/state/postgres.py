@@ -42,6 +42,10 @@ BY_SQLSTATE = {
     "42501": "refused access",  # the server's words follow
     "25006": "is read-only here",
 }
+#: SQLSTATE classes after which the server has ended the session (a connection exception,
+#: operator intervention such as a restart, the idle-in-transaction timeout). libpq may not
+#: have seen the socket close yet: the connection is dropped so the next call opens another.
+SESSION_ENDED = ("08", "57P", "25P03")
 BY_WORDS = (
     ("password authentication failed", BY_SQLSTATE["28P01"]),
     ("authentication failed", BY_SQLSTATE["28P01"]),
@@ -149,7 +153,16 @@ class Postgres(Backend):
         try:
             yield
         except psycopg.Error as exc:
+            sqlstate = getattr(exc, "sqlstate", None)
+            if sqlstate is None or sqlstate.startswith(SESSION_ENDED):  # libpq's, or the end
+                self._drop()
             raise self._error(exc) from None
+
+    def _drop(self) -> None:
+        """Close the connection (if one is open) so that the next call opens a new one."""
+        conn = getattr(self, "_conn", None)
+        if conn is not None and not conn.closed:
+            conn.close()
 
     def _reconnect_if_lost(self) -> None:
         """A long-running watcher survives a database restart: a new connection."""
@@ -177,8 +190,12 @@ class Postgres(Backend):
 
         self._in_transaction = False
         if commit:
-            with self._translated():
-                self._conn.execute("COMMIT")
+            try:
+                with self._translated():
+                    self._conn.execute("COMMIT")
+            except StateError:
+                self._drop()  # whatever the session's state now, the next call starts afresh
+                raise
         else:
             with suppress(psycopg.Error):  # the connection may be gone: so is the transaction
                 self._conn.execute("ROLLBACK")
