@@ -11,12 +11,12 @@ from cloudbroker.errors import (
     ConfigError,
     PluginError,
     ProviderUnavailable,
-    StateError,
     ThrottledError,
     UsageError,
 )
 from cloudbroker.models import BucketRef, Instance, InstanceRef, InstanceState
 from cloudbroker.state import Event, InstanceRow
+from cloudbroker.state.records import unreadable
 
 if TYPE_CHECKING:
     from cloudbroker.models.placements import FailoverResult
@@ -276,12 +276,7 @@ def last_failover(events: list[Event]) -> FailoverResult | None:
     try:
         return FailoverResult.model_validate(swaps[-1].detail)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise StateError(
-            f"{swaps[-1].placement_id}: its last failover cannot be read by this version "
-            f"({where}: {first['msg']})"
-        ) from None
+        raise unreadable(swaps[-1].placement_id, "last failover", exc) from None
 
 
 def standby_newest(events: list[Event]) -> float | None:

@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -18,11 +18,13 @@ from cloudbroker.broker.budget import Spend, spend
 from cloudbroker.broker.idle import gpu_now
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
-from cloudbroker.models.placements import FailoverResult
 from cloudbroker.plugins import calls
 from cloudbroker.state import PlacementRecord, Store
 from cloudbroker.state.backend import gc_paused
 from cloudbroker.state.fleet import Fleet, FleetReader
+
+if TYPE_CHECKING:
+    from cloudbroker.models.placements import FailoverResult
 
 log = logging.getLogger(__name__)
 

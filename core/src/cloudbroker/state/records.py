@@ -13,11 +13,23 @@ from typing import TYPE_CHECKING, Any, Literal
 from cloudbroker.errors import StateError
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from cloudbroker.models.placements import PlacementSpec, PlannedJob
     from cloudbroker.state.backend import Row
 
 #: A placement's two sides: ``a`` is the primary until a failover swaps the roles.
 Side = Literal["a", "b"]
+
+
+def unreadable(placement_id: str, what: str, exc: ValidationError) -> StateError:
+    """A record another version wrote, as a one-line error naming the placement, the record
+    and the first field this version cannot read."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or f"the {what}"
+    return StateError(
+        f"{placement_id}: its {what} cannot be read by this version ({where}: {first['msg']})"
+    )
 
 
 def side_key(side: str) -> Side:
@@ -107,11 +119,7 @@ class PlacementRecord:
         try:
             return self.stored.spec
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "the plan"
-            raise StateError(
-                f"{self.id}: its plan cannot be read by this version ({where}: {first['msg']})"
-            ) from None
+            raise unreadable(self.id, "plan", exc) from None
 
     @property
     def plan(self) -> dict[str, Any]:

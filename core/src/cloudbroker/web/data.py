@@ -82,7 +82,6 @@ def placement_view(
         "timeline": [
             {"at": e.at, "kind": e.kind, **e.detail} for e in events if e.kind in TIMELINE
         ],
-        "last_failover": last_failover(events),
     }
 
 
