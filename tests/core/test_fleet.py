@@ -297,3 +297,19 @@ def test_a_long_table_prints_the_lines_rich_prints_and_rich_lays_out_odd_cells(m
     assert printed[0] == printed[1]
     assert [c.key for c in printed[0][1]] == ["s"]  # 22 columns: the status left out
     assert (fitted.plain(fitted.columns) is None) == (odd is not None)
+
+
+def test_a_healthy_check_is_four_statements_whatever_the_places_that_read(broker):
+    """A check of a healthy placement reads it, its instances, its failover row and its
+    events but the copies: one statement each, though the launches to settle, the former
+    primaries, the idle guard and the primary's health each ask (seven before)."""
+    from cloudbroker.broker.lease import Lease
+
+    pid, _ = broker.place(request())
+    broker.up(pid)
+    lease = Lease(broker.store, pid, "watcher-1")
+    assert lease.take()
+    watched = broker.watched(pid)
+    broker.check_placement(watched, lease, interval=3600, failures=3)  # records the state
+    checked = lambda: broker.check_placement(watched, lease, interval=3600, failures=3)  # noqa: E731
+    assert statements(broker.store, checked) == 4

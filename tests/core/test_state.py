@@ -266,6 +266,51 @@ def test_renew_leases_is_one_statement_and_names_the_leases_lost(store_location)
     assert a.renew_leases("A", {}, 10) == set()
 
 
+def test_reads_kept_are_made_once_until_this_thread_writes(store_location):
+    """A watcher's check asks for a placement's instances and events in several places:
+    within ``reads_kept`` each is one statement, the asks by kind are answered from the
+    events but the replications, and the thread's own write makes the next ask read again.
+    Outside it, and in another thread, every ask reads."""
+    store = saved(store_location)
+    store.event("pl-1", "replicated", {"bytes": 5, "seconds": 1})
+    store.event("pl-1", "roles-swapped", {})
+
+    def reads(ask) -> tuple[object, int]:
+        before = store.round_trips
+        answer = ask()
+        return answer, store.round_trips - before
+
+    def kinds(events) -> list[str]:
+        return [e.kind for e in events]
+
+    fresh = {
+        "all but copies": kinds(store.events("pl-1", excluding=("replicated",))),
+        "swaps": kinds(store.events("pl-1", ("roles-swapped",))),
+    }
+    with store.reads_kept():
+        assert reads(lambda: store.instances("pl-1")) == ([], 1)
+        assert reads(lambda: store.instances("pl-1")) == ([], 0)
+        answer, trips = reads(lambda: kinds(store.events("pl-1", excluding=("replicated",))))
+        assert (answer, trips) == (fresh["all but copies"], 1)
+        assert reads(lambda: kinds(store.events("pl-1", ("roles-swapped",)))) == (
+            fresh["swaps"],
+            0,
+        )
+        answer, trips = reads(lambda: kinds(store.events("pl-1", ("replicated",))))
+        assert (answer, trips) == (["replicated"], 1)  # the copies: never kept
+        other: list[int] = []
+        thread = threading.Thread(
+            target=lambda: other.append(reads(lambda: store.instances("pl-1"))[1])
+        )
+        thread.start()
+        thread.join()
+        assert other == [1]
+        store.event("pl-1", "note", {"said": "x"})
+        answer, trips = reads(lambda: kinds(store.events("pl-1", excluding=("replicated",))))
+        assert (answer[-1], trips) == ("note", 1)
+    assert reads(lambda: store.instances("pl-1"))[1] == 1
+
+
 def test_placements_filtered_by_status(store_location):
     store = saved(store_location)
     store.add_placement("pl-2", SPEC)

@@ -412,3 +412,20 @@ def test_the_schedule_queues_due_checks_earliest_first_and_skips_what_was_let_go
     queued = [watch._queue.get_nowait().watched.placement_id for _ in range(watch._queue.qsize())]
     assert queued == ["retaken", "first", "second"]
     assert [placement_id for _, placement_id in watch._due] == ["later"]
+
+
+@pytest.mark.parametrize(
+    ("ended", "due"),
+    [
+        (5, 30),  # on time: the next beat
+        (30, 30),  # ended on the next beat: due at once
+        (35, 60),  # a beat passed while it ran: skipped, not caught up
+        (95, 120),
+    ],
+)
+def test_a_check_is_next_due_on_its_beat_not_an_interval_after_it_ended(ended, due):
+    """A slow cloud call or a busy machine must not push every later check back (a check
+    due at 0 that ended at 5 used to be due at 35, and the delays added up)."""
+    from cloudbroker.broker.watch_all import next_beat
+
+    assert next_beat(100.0, 30.0, 100.0 + ended) == 100.0 + due

@@ -181,8 +181,21 @@ class Watcher:
         the standby's stock. Used by ``watch ID`` and by each placement of ``watch --all``.
 
         A cloud error is reported and retried at the next interval; LeaseLost (another
-        process took the placement over) and StateError are raised.
+        process took the placement over) and StateError are raised. The placement's
+        instances and events are read once for the whole check, again after each write
+        (:meth:`~cloudbroker.state.connection.Connection.reads_kept`).
         """
+        with self.ctx.store.reads_kept():
+            return self._check_placement(watched, lease, interval, failures, placement)
+
+    def _check_placement(
+        self,
+        watched: Watched,
+        lease: Lease,
+        interval: float,
+        failures: int,
+        placement: PlacementRecord | None,
+    ) -> Checked:
         placement_id = watched.placement_id
         placement = placement or self.ctx.placement(placement_id)
         try:

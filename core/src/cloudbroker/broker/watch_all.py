@@ -48,6 +48,14 @@ WATCHED = ("up", "starting", "failing-over")
 LATE_KEPT = 10_000  # checks whose lateness is kept (a watcher runs for months)
 
 
+def next_beat(due: float, interval: float, now: float) -> float:
+    """When a check that was due at ``due`` and ended at ``now`` is next due: on the
+    placement's own beat (``due`` plus whole intervals), so a slow cloud call or a busy
+    machine does not push every later check back; a beat already past is skipped, not
+    caught up in a burst."""
+    return due + max(1, math.ceil((now - due) / interval)) * interval
+
+
 @dataclass
 class _Owned:
     """A placement this watcher holds the lease of, and when its next check is due."""
@@ -312,11 +320,12 @@ class WatchAll:
         except Exception as exc:  # a bug in one placement's check must not stop the others
             message = f"unexpected {type(exc).__name__}: {exc}; trying again in {self.interval:g} s"
             self.broker.emit(placement_id, "note", message, error=str(exc))
-            owned.due = time.monotonic() + self.interval
+            owned.due = next_beat(owned.due, self.interval, time.monotonic())
             return
         if checked.stopped:
             owned.done = checked.stopped
-        owned.due = time.monotonic() + (0.0 if checked.again else self.interval)
+        now = time.monotonic()
+        owned.due = now if checked.again else next_beat(owned.due, self.interval, now)
 
     def _say(self, message: str) -> None:
         """A line about the watcher itself (no placement)."""

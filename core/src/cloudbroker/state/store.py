@@ -10,6 +10,7 @@ from typing import Any
 
 from cloudbroker.errors import Conflict, UsageError, quoted
 from cloudbroker.state.backend import Row, gc_paused
+from cloudbroker.state.connection import SUMMED
 from cloudbroker.state.fleet import Fleet
 from cloudbroker.state.fleet import read as read_fleet
 from cloudbroker.state.leases import Leases
@@ -225,12 +226,20 @@ class Store(Leases):
                 self._event(tx, placement_id, event, {"key": key, "state": state, **(detail or {})})
 
     def instances(self, placement_id: str | None = None) -> list[InstanceRow]:
-        query = "SELECT * FROM instances"
-        args: tuple[Any, ...] = ()
-        if placement_id:
-            query += " WHERE placement_id = ?"
-            args = (placement_id,)
-        return [InstanceRow(**r) for r in self._rows(query + " ORDER BY id", args)]
+        if not placement_id:
+            return [InstanceRow(**r) for r in self._rows("SELECT * FROM instances ORDER BY id")]
+        kept = self._kept_reads()
+        if kept is not None and (rows := kept.get(("instances", placement_id))) is not None:
+            return list(rows)
+        read = [
+            InstanceRow(**r)
+            for r in self._rows(
+                "SELECT * FROM instances WHERE placement_id = ? ORDER BY id", (placement_id,)
+            )
+        ]
+        if kept is not None:
+            kept["instances", placement_id] = read
+        return list(read)
 
     # -- events --------------------------------------------------------------------------
 
@@ -266,14 +275,30 @@ class Store(Leases):
     ) -> list[Event]:
         """The placement's events, oldest first; only those of ``kinds`` if given, none of
         ``excluding``. A watcher's check asks for the few kinds it reads: a placement's
-        replications (one every ``--sync-every``, thousands in a month) are not parsed."""
+        replications (one every ``--sync-every``, thousands in a month) are not parsed.
+        Within :meth:`reads_kept`, every such ask is answered from one read of the
+        placement's events but its replications."""
+        wanted = None if kinds is None else tuple(kinds)
+        skipped = tuple(excluding)
+        kept = self._kept_reads()
+        if kept is not None and (SUMMED in skipped or (wanted and SUMMED not in wanted)):
+            if (mine := kept.get(("events", placement_id))) is None:
+                mine = kept["events", placement_id] = self._events(placement_id, None, (SUMMED,))
+            return [
+                e for e in mine if (wanted is None or e.kind in wanted) and e.kind not in skipped
+            ]
+        return self._events(placement_id, wanted, skipped)
+
+    def _events(
+        self, placement_id: str, kinds: tuple[str, ...] | None, skipped: tuple[str, ...]
+    ) -> list[Event]:
         query = "SELECT * FROM events WHERE placement_id = ?"
         args: tuple[str, ...] = (placement_id,)
         if kinds is not None:
-            if not (wanted := tuple(kinds)):
+            if not kinds:
                 return []
-            query, args = f"{query} AND kind IN ({', '.join('?' * len(wanted))})", (*args, *wanted)
-        if skipped := tuple(excluding):
+            query, args = f"{query} AND kind IN ({', '.join('?' * len(kinds))})", (*args, *kinds)
+        if skipped:
             query = f"{query} AND kind NOT IN ({', '.join('?' * len(skipped))})"
             args = (*args, *skipped)
         rows = self._rows(query + " ORDER BY id", args)
