@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -111,6 +112,42 @@ def test_the_gauges_are_read_at_scrape_time(store, served):
     assert value(read(), "cloudbroker_placements", status="up") == 0
     up(store, "later")  # written by another process after the server started
     assert value(read(), "cloudbroker_placements", status="up") == 1
+
+
+def test_once_a_read_is_slow_a_scrape_answers_the_newest_complete_read_and_its_age(
+    local, served, monkeypatch
+):
+    """A fleet of thousands on a busy machine is read in seconds: a scrape then waits a
+    bounded time for its read, answers the newest complete read with its age meanwhile (not
+    a timeout), and the read it started answers the next scrape."""
+    from cloudbroker.metrics import collector
+
+    monkeypatch.setattr(collector, "SLOW_READ", 0.0)  # every read counts as slow
+    monkeypatch.setattr(collector, "ANSWER_WITHIN", 0.05)
+    real, held = collector._families, threading.Event()
+
+    def families(*args):
+        assert held.wait(30)  # the second read goes on until released
+        return real(*args)
+
+    up(local, "p1")
+    read = served(reopen(local))
+    held.set()
+    first = read()
+    assert value(first, "cloudbroker_placements", status="up") == 1
+    held.clear()
+    monkeypatch.setattr(collector, "_families", families)
+    up(local, "p2")
+    meanwhile = read()  # its read is held: the first read answers
+    assert value(meanwhile, "cloudbroker_placements", status="up") == 1
+    assert value(meanwhile, "cloudbroker_state_up") == 1
+    assert value(meanwhile, "cloudbroker_state_age_seconds") >= 0
+    held.set()
+    for _ in range(100):  # the held read ends, and the next scrape asks one more
+        if value(read(), "cloudbroker_placements", status="up") == 2:
+            break
+    else:
+        raise AssertionError("the read a scrape started never answered")
 
 
 @pytest.mark.parametrize(

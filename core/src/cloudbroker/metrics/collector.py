@@ -46,18 +46,45 @@ def reason_class(reason: str) -> str:
     return next((name for prefix, name in REASON_PREFIXES if reason.startswith(prefix)), "other")
 
 
-class StoreCollector(Collector):
-    """The placements, failovers, replication, leases and spend in the store, read at each
-    scrape on a connection of its own (scrapes run on the HTTP server's threads).
+#: Seconds a read of the store may take and still be waited for by every scrape: a fleet of
+#: a few hundred placements is read in a few hundredths of a second, so its scrapes always
+#: answer what the store says at that moment.
+SLOW_READ = 1.0
+#: Once a read took longer (a fleet of thousands on a busy machine), a scrape waits this long
+#: for the read it asked for; past it, the read goes on for the next scrape and this one
+#: answers the newest complete read, with its age (``cloudbroker_state_age_seconds``):
+#: Prometheus gets an answer well within its timeout.
+ANSWER_WITHIN = 0.25
 
-    A store that cannot be read gives ``cloudbroker_state_up 0`` and the next scrape opens a
+
+@dataclass(frozen=True)
+class _Read:
+    """One read of the store: when it began (epoch seconds), how long it took, its families
+    (none when the store could not be read), or the unexpected error it ended with."""
+
+    at: float
+    seconds: float
+    families: list[Metric]
+    error: Exception | None = None
+
+
+class StoreCollector(Collector):
+    """The placements, failovers, replication, leases and spend in the store, read on a
+    thread of its own and a connection of its own when a scrape asks (scrapes run on the
+    HTTP server's threads; at most one read at a time, which scrapes asking meanwhile wait
+    for); within :data:`ANSWER_WITHIN` seconds once a read took over :data:`SLOW_READ`.
+
+    A store that cannot be read gives ``cloudbroker_state_up 0`` and the next read opens a
     new connection: a database restarted under the watcher recovers by itself.
     """
 
     def __init__(self, opener: Callable[[], Store]) -> None:
         self._opener = opener
         self._store: Store | None = None
-        self._lock = threading.RLock()  # one scrape at a time on the one connection
+        self._lock = threading.RLock()  # one read at a time on the one connection
+        self._starting = threading.Lock()
+        self._reading: threading.Thread | None = None
+        self._latest: _Read | None = None
         self._reader = FleetReader()
         self._figures: dict[str, _Figures] = {}
 
@@ -65,30 +92,59 @@ class StoreCollector(Collector):
         return ()  # registering must not read the store
 
     def collect(self) -> Iterator[Metric]:
+        slow = self._latest is not None and self._latest.seconds > SLOW_READ
+        self._read_started().join(ANSWER_WITHIN if slow else None)
+        latest = self._latest
+        assert latest is not None  # the first read was waited for
+        if latest.error is not None:
+            raise latest.error
+        yield from latest.families
+        yield GaugeMetricFamily(
+            "cloudbroker_state_up",
+            "1 if the figures of this scrape were read from the state store, 0 if it could "
+            "not be read",
+            value=1 if latest.families else 0,
+        )
+        if latest.families:
+            yield GaugeMetricFamily(
+                "cloudbroker_state_age_seconds",
+                "Seconds since the read of the state store this scrape answers began (a read "
+                "of a large fleet that outlasts a scrape's wait is answered by the next)",
+                value=max(time.time() - latest.at, 0.0),
+            )
+
+    def _read_started(self) -> threading.Thread:
+        """The read under way, started now if there is none."""
+        with self._starting:
+            if self._reading is None or not self._reading.is_alive():
+                self._reading = threading.Thread(
+                    target=self._read, name="cloudbroker-metrics-read", daemon=True
+                )
+                self._reading.start()
+            return self._reading
+
+    def _read(self) -> None:
+        at, began, families, error = time.time(), time.monotonic(), [], None
         with self._lock:
-            families: list[Metric] = []
             try:
                 if self._store is None:
                     self._store = self._opener()
                     self._reader, self._figures = FleetReader(), {}  # perhaps another store
                 self._store.check()  # a SQLite file replaced: read the new one next time
-                # The cyclic collector held off for the whole scrape: its samples are built
+                # The cyclic collector held off for the whole read: its samples are built
                 # while the fleet's objects (an event each) are alive, and each full collection
-                # would walk them all (10,000 placements x 100 events: about 10 % of a scrape).
+                # would walk them all (10,000 placements x 100 events: about 10 % of a read).
                 with gc_paused():
-                    families = _families(self._store, time.time(), self._reader, self._figures)
+                    families = _families(self._store, at, self._reader, self._figures)
             except CloudBrokerError as exc:
                 log.warning("metrics: the state store could not be read: %s", exc)
                 self.close()
-        yield from families
-        yield GaugeMetricFamily(
-            "cloudbroker_state_up",
-            "1 if this scrape read the state store, 0 if it could not",
-            value=1 if families else 0,
-        )
+            except Exception as exc:  # a bug: this scrape's error (HTTP 500), not a silence
+                error = exc
+            self._latest = _Read(at, time.monotonic() - began, families, error)
 
     def close(self) -> None:
-        with self._lock:  # not under a scrape still running
+        with self._lock:  # not under a read still running
             if self._store is not None:
                 store, self._store = self._store, None
                 store.close()
