@@ -12,14 +12,15 @@ A :class:`FleetReader` read again (a metrics server's scrapes) reads only what i
 events and sums after the last it saw (and :data:`LOOKBACK` ids before, since a PostgreSQL
 transaction takes its ids when it inserts and shows them when it commits, later ones may
 show first), the plans of new placements; every :data:`FULL_EVERY` seconds it reads all
-again. Plans never change once written.
+again. Plans never change once written. The rows it reads whole each time (placements,
+instances, copy sums) are made into records again only where a row changed.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,8 +82,17 @@ class FleetReader:
     def _reset(self) -> None:
         self._plans: dict[str, tuple[float, Plan]] = {}  # id -> (created_at, its plan)
         self._events: dict[str, dict[int, Event]] = {}
+        self._made: dict[Hashable, tuple[dict[str, Any], Any]] = {}  # key -> (row, its record)
         self._high = 0  # the newest event id seen
         self._full_at = time.monotonic()
+
+    def _record(self, key: Hashable, row: dict[str, Any], make: Callable[[Any], Any]) -> Any:
+        """The record made of ``row``, made again only if the row changed since last read."""
+        if (kept := self._made.get(key)) is not None and kept[0] == row:
+            return kept[1]
+        made = make(row)
+        self._made[key] = (row, made)
+        return made
 
     def read(self, store: Store, statuses: Iterable[str] | None = None) -> Fleet:
         """The fleet now (only the placements in ``statuses`` if given), in five statements
@@ -103,7 +113,7 @@ class FleetReader:
         self._read_plans(store, rows)
         wanted = set(statuses) if statuses is not None else None
         placements = [
-            placement_record(r, self._plans[r["id"]][1])
+            self._record(r["id"], r, lambda r: placement_record(r, self._plans[r["id"]][1]))
             for r in rows
             if wanted is None or r["status"] in wanted
         ]
@@ -122,7 +132,12 @@ class FleetReader:
                 mine[row["id"]] = Event(row["placement_id"], row["at"], row["kind"], detail)
         events = {p.id: dict(self._events.get(p.id, {})) for p in placements}
         instances = store._rows("SELECT * FROM instances ORDER BY id")
-        return _fleet(placements, events, totals, instances)
+        return _fleet(
+            placements,
+            events,
+            [self._record(("copies", r["placement_id"], r["side"]), r, _copies) for r in totals],
+            [self._record(("instance", r["id"]), r, _instance) for r in instances],
+        )
 
     def _read_plans(self, store: Store, rows: list[dict[str, Any]]) -> None:
         """The plans of the placements not seen before (or forgotten and placed again)."""
@@ -139,28 +154,32 @@ class FleetReader:
                 self._events.pop(row["id"], None)  # placed again under the same id
 
 
+def _copies(row: dict[str, Any]) -> tuple[int, Event]:
+    """A side's summed copies (a ``copy_totals`` row) as one event, and the id of the
+    latest copy, whose place it takes."""
+    detail = {**json.loads(row["last_detail"]), "bytes": row["bytes"], "copies": row["copies"]}
+    return row["last_id"], Event(row["placement_id"], row["last_at"], "replicated", detail)
+
+
+def _instance(row: dict[str, Any]) -> InstanceRow:
+    return InstanceRow(**row)
+
+
 def _fleet(
     placements: list[PlacementRecord],
     events: dict[str, dict[int, Event]],
-    totals: list[dict[str, Any]],
-    instances: list[dict[str, Any]],
+    copies: list[tuple[int, Event]],
+    instances: list[InstanceRow],
 ) -> Fleet:
-    """The fleet from its rows: each side's summed copies folded into the events as one."""
+    """The fleet from its records: each side's summed copies folded into the events as one."""
 
-    for row in totals:
-        if (folded := events.get(row["placement_id"])) is not None:
-            detail = {
-                **json.loads(row["last_detail"]),
-                "bytes": row["bytes"],
-                "copies": row["copies"],
-            }
-            folded[row["last_id"]] = Event(
-                row["placement_id"], row["last_at"], "replicated", detail
-            )
+    for last_id, copy in copies:
+        if (folded := events.get(copy.placement_id)) is not None:
+            folded[last_id] = copy
     rows: dict[str, list[InstanceRow]] = {p.id: [] for p in placements}
     for row in instances:
-        if (kept := rows.get(row["placement_id"])) is not None:
-            kept.append(InstanceRow(**row))
+        if (kept := rows.get(row.placement_id)) is not None:
+            kept.append(row)
     return Fleet(placements, rows, events)
 
 
@@ -188,7 +207,7 @@ def _read_some(store: Store, placements: list[PlacementRecord]) -> Fleet:
             row["placement_id"], row["at"], row["kind"], detail
         )
     instances = store._rows(f"SELECT * FROM instances WHERE {among} ORDER BY id", ids)
-    return _fleet(placements, events, totals, instances)
+    return _fleet(placements, events, list(map(_copies, totals)), list(map(_instance, instances)))
 
 
 def read(store: Store, statuses: tuple[str, ...] | None = None) -> Fleet:
