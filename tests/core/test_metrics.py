@@ -114,6 +114,64 @@ def test_the_gauges_are_read_at_scrape_time(store, served):
     assert value(read(), "cloudbroker_placements", status="up") == 1
 
 
+def fetch(url: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        return answer.status, dict(answer.headers), answer.read()
+
+
+def test_a_page_is_openmetrics_or_text_as_asked_gzipped_when_accepted_with_one_end_line(local):
+    """The store's part of a page is encoded by the read it answers and the process's part
+    at the scrape: one page either way, OpenMetrics ending in one ``# EOF`` (Prometheus
+    asks for it, and for gzip)."""
+    import gzip
+
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as openmetrics_families,
+    )
+
+    up(local, "p1")
+    server = metrics.serve(0, reopen(local))
+    try:
+        openmetrics = "application/openmetrics-text; version=1.0.0"
+        status, headers, body = fetch(server.url, Accept=openmetrics, **{"Accept-Encoding": "gzip"})
+        plain = fetch(server.url)[2].decode()
+        options = urllib.request.Request(server.url, method="OPTIONS")
+        with urllib.request.urlopen(options, timeout=5) as answer:
+            allowed = answer.headers["Allow"]
+    finally:
+        server.close()
+    assert status == 200 and headers["Content-Encoding"] == "gzip"
+    assert headers["Content-Type"].startswith("application/openmetrics-text")
+    page = gzip.decompress(body).decode()
+    assert page.count("# EOF") == 1 and page.endswith("# EOF\n")
+    names = {family.name for family in openmetrics_families(page)}
+    assert {"cloudbroker_placements", "cloudbroker_state_up", "cloudbroker_cloud_calls"} <= names
+    assert "process_cpu_seconds" in names
+    assert "# EOF" not in plain
+    assert 'cloudbroker_placements{status="up"} 1.0' in plain
+    assert "cloudbroker_cloud_calls_total" in plain and allowed == "OPTIONS,GET"
+
+
+def test_the_read_encodes_the_store_part_not_the_scrape_that_answers_it(local, served, monkeypatch):
+    from cloudbroker.metrics import collector
+
+    encoded: list[str] = []
+    real = collector.encode
+
+    def counted(encoder, families):
+        if any(f.name == "cloudbroker_placements" for f in families):
+            encoded.append(threading.current_thread().name)
+        return real(encoder, families)
+
+    monkeypatch.setattr(collector, "encode", counted)
+    up(local, "p1")
+    read = served(reopen(local))
+    for _ in range(2):
+        assert value(read(), "cloudbroker_placements", status="up") == 1
+    assert encoded == ["cloudbroker-metrics-read"] * 2
+
+
 def test_once_a_read_is_slow_a_scrape_answers_the_newest_complete_read_and_its_age(
     local, served, monkeypatch
 ):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from cloudbroker.errors import ConfigError, UsageError, quoted
 
 if TYPE_CHECKING:
+    from cloudbroker.metrics.collector import StoreCollector
     from cloudbroker.state import Store
 
 log = logging.getLogger(__name__)
@@ -63,20 +65,64 @@ def serve(
             f"metrics port {port} is out of range; accepted: 1 to 65535 (0: any free port)"
         )
     try:
-        from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+        from prometheus_client import CollectorRegistry, ProcessCollector
 
         from cloudbroker.metrics.collector import CallsCollector, StoreCollector
     except ImportError:
         raise ConfigError(INSTALL_HINT) from None
     registry = CollectorRegistry(auto_describe=False)
-    store = StoreCollector(store_opener)
-    for collector in (store, CallsCollector(), ProcessCollector(registry=None)):
+    for collector in (CallsCollector(), ProcessCollector(registry=None)):
         registry.register(collector)
+    store = StoreCollector(store_opener)
     try:
-        server, _thread = start_http_server(port, addr=address, registry=registry)
+        server = _http_server(address, port, _app(store, registry))
     except OSError as exc:
         raise _listen_error(exc, port, address) from None
+    threading.Thread(target=server.serve_forever, name="cloudbroker-metrics", daemon=True).start()
     return MetricsServer(address, server.server_port, server, store.close)
+
+
+def _app(store: StoreCollector, registry: Any) -> Callable[..., list[bytes]]:
+    """prometheus-client's WSGI app, but a page is the store's part (encoded by the read it
+    answers, and compressed once per read) and this process's part (encoded now)."""
+    import gzip
+
+    from prometheus_client import make_wsgi_app
+    from prometheus_client.exposition import choose_encoder, gzip_accepted
+
+    others = make_wsgi_app(registry)  # OPTIONS, any other method, the favicon
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        if environ["REQUEST_METHOD"] != "GET" or environ["PATH_INFO"] == "/favicon.ico":
+            return others(environ, start_response)
+        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        page = store.page(encoder, content_type) + encoder(registry)
+        headers = [("Content-Type", content_type)]
+        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+            page = gzip.compress(page, compresslevel=1)  # 2.8 MB: 20 ms at level 1, not 9
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [page]
+
+    return app
+
+
+def _http_server(address: str, port: int, app: Callable[..., list[bytes]]) -> Any:
+    """A threaded WSGI server on ``address:port`` (IPv4 or IPv6), logging no request."""
+    import socket
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from prometheus_client.exposition import ThreadingWSGIServer
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    family, *_ = socket.getaddrinfo(
+        address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    server_class = type("Server", (ThreadingWSGIServer,), {"address_family": family})
+    return make_server(address, port, app, server_class, handler_class=Quiet)
 
 
 def _listen_error(exc: OSError, port: int, address: str) -> UsageError:

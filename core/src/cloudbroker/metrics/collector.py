@@ -8,7 +8,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -57,22 +57,51 @@ SLOW_READ = 1.0
 ANSWER_WITHIN = 0.25
 
 
+#: prometheus-client's encoder of a format: what has ``collect()`` -> the page, in bytes.
+Encoder = Callable[[Any], bytes]
+EOF_LINE = b"# EOF\n"  # OpenMetrics ends a page with it: once, after every part
+
+
 @dataclass(frozen=True)
+class _Families:
+    """Families to encode (what an encoder asks of a registry)."""
+
+    families: list[Metric]
+
+    def collect(self) -> list[Metric]:
+        return self.families
+
+
+def encode(encoder: Encoder, families: list[Metric]) -> bytes:
+    """``families`` in an encoder's format, as a part of a page (no OpenMetrics end line)."""
+    return encoder(_Families(families)).removesuffix(EOF_LINE)
+
+
+@dataclass
 class _Read:
     """One read of the store: when it began (epoch seconds), how long it took, its families
-    (none when the store could not be read), or the unexpected error it ended with."""
+    (none when the store could not be read), or the unexpected error it ended with; and its
+    families encoded, once per format (10,000 placements: 40,000 samples, 2.8 MB)."""
 
     at: float
     seconds: float
     families: list[Metric]
     error: Exception | None = None
+    pages: dict[str, bytes] = field(default_factory=dict)  # content type -> its part
+
+    def page(self, encoder: Encoder, content_type: str) -> bytes:
+        if (made := self.pages.get(content_type)) is None:
+            made = self.pages[content_type] = encode(encoder, self.families)
+        return made
 
 
-class StoreCollector(Collector):
+class StoreCollector:
     """The placements, failovers, replication, leases and spend in the store, read on a
     thread of its own and a connection of its own when a scrape asks (scrapes run on the
     HTTP server's threads; at most one read at a time, which scrapes asking meanwhile wait
     for); within :data:`ANSWER_WITHIN` seconds once a read took over :data:`SLOW_READ`.
+    The read encodes its figures in the format the scrape asked for, so a scrape answering
+    it does not.
 
     A store that cannot be read gives ``cloudbroker_state_up 0`` and the next read opens a
     new connection: a database restarted under the watcher recovers by itself.
@@ -88,42 +117,48 @@ class StoreCollector(Collector):
         self._reader = FleetReader()
         self._figures: dict[str, _Figures] = {}
 
-    def describe(self) -> Iterable[Metric]:
-        return ()  # registering must not read the store
-
-    def collect(self) -> Iterator[Metric]:
+    def page(self, encoder: Encoder, content_type: str) -> bytes:
+        """The store's part of a scrape's page, in the format it asked for."""
         slow = self._latest is not None and self._latest.seconds > SLOW_READ
-        self._read_started().join(ANSWER_WITHIN if slow else None)
+        self._read_started(encoder, content_type).join(ANSWER_WITHIN if slow else None)
         latest = self._latest
         assert latest is not None  # the first read was waited for
         if latest.error is not None:
             raise latest.error
-        yield from latest.families
-        yield GaugeMetricFamily(
-            "cloudbroker_state_up",
-            "1 if the figures of this scrape were read from the state store, 0 if it could "
-            "not be read",
-            value=1 if latest.families else 0,
-        )
-        if latest.families:
-            yield GaugeMetricFamily(
-                "cloudbroker_state_age_seconds",
-                "Seconds since the read of the state store this scrape answers began (a read "
-                "of a large fleet that outlasts a scrape's wait is answered by the next)",
-                value=max(time.time() - latest.at, 0.0),
+        gauges: list[Metric] = [
+            GaugeMetricFamily(
+                "cloudbroker_state_up",
+                "1 if the figures of this scrape were read from the state store, 0 if it "
+                "could not be read",
+                value=1 if latest.families else 0,
             )
+        ]
+        if latest.families:
+            gauges.append(
+                GaugeMetricFamily(
+                    "cloudbroker_state_age_seconds",
+                    "Seconds since the read of the state store this scrape answers began (a "
+                    "read of a large fleet that outlasts a scrape's wait is answered by the "
+                    "next)",
+                    value=max(time.time() - latest.at, 0.0),
+                )
+            )
+        return latest.page(encoder, content_type) + encode(encoder, gauges)
 
-    def _read_started(self) -> threading.Thread:
+    def _read_started(self, encoder: Encoder, content_type: str) -> threading.Thread:
         """The read under way, started now if there is none."""
         with self._starting:
             if self._reading is None or not self._reading.is_alive():
                 self._reading = threading.Thread(
-                    target=self._read, name="cloudbroker-metrics-read", daemon=True
+                    target=self._read,
+                    args=(encoder, content_type),
+                    name="cloudbroker-metrics-read",
+                    daemon=True,
                 )
                 self._reading.start()
             return self._reading
 
-    def _read(self) -> None:
+    def _read(self, encoder: Encoder, content_type: str) -> None:
         at, began, families, error = time.time(), time.monotonic(), [], None
         with self._lock:
             try:
@@ -141,7 +176,10 @@ class StoreCollector(Collector):
                 self.close()
             except Exception as exc:  # a bug: this scrape's error (HTTP 500), not a silence
                 error = exc
-            self._latest = _Read(at, time.monotonic() - began, families, error)
+            read = _Read(at, time.monotonic() - began, families, error)
+            if error is None:
+                read.page(encoder, content_type)  # here, not in the scrape that answers it
+            self._latest = read
 
     def close(self) -> None:
         with self._lock:  # not under a read still running
