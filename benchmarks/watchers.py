@@ -18,7 +18,10 @@ the database's, not an emulator's. Reported:
   leases taken, given back and lost on the way (the first watcher up takes every placement,
   then gives the surplus back as the others join: each move costs one check at once);
 * lateness: how long after its due time a check started (worst, and 99th percentile), against
-  the interval; checks per placement per interval.
+  the interval, and how many started an interval late or more (a check is due on its
+  placement's beat: those skipped a beat); checks per placement per interval;
+* while watching, every ``--probe-every`` seconds: a metrics scrape (and the age of the read
+  it answered), the dashboard's list and a placement's page, ``status``.
 """
 
 from __future__ import annotations
@@ -277,6 +280,8 @@ def report(url: str, args: argparse.Namespace) -> None:
         f"lateness: worst {max(late, default=0):.3f} s, p99 {p99:.3f} s, median "
         f"{statistics.median(late) if late else 0:.3f} s (interval {args.interval:g} s)"
     )
+    skipped = sum(x >= args.interval for x in late)
+    print(f"checks started an interval late or more (a beat skipped): {skipped}")
     after = sorted(x for r in results for x in r["late"][r["settled"] :])
     if after:
         print(
@@ -343,14 +348,22 @@ def probe(served: dict[str, Any], start: float, deadline: float, every: float) -
     }
     answers["status"] = ([], [])
 
-    def timed(what: str, ask: Any, store: Any) -> None:
+    ages: list[float] = []
+
+    def timed(what: str, ask: Any, store: Any) -> Any:
         trips, began = store.round_trips if store else 0, time.monotonic()
-        ask()
+        answer = ask()
         answers[what][0].append(time.monotonic() - began)
         answers[what][1].append((store.round_trips if store else 0) - trips)
+        return answer
 
     def get(address: str) -> Any:
         return lambda: urllib.request.urlopen(address, timeout=600).read()
+
+    def age(page: bytes) -> float:
+        """The scrape's ``cloudbroker_state_age_seconds``: how old the read it answered is."""
+        line = next(x for x in page.splitlines() if x.startswith(b"cloudbroker_state_age"))
+        return float(line.split()[-1])
 
     def status() -> None:
         broker.status(pid)
@@ -359,7 +372,7 @@ def probe(served: dict[str, Any], start: float, deadline: float, every: float) -
     time.sleep(max(0.0, start + every - time.time()))
     try:
         while time.time() < deadline - every / 2:
-            timed("metrics scrape", get(scraper.url), opened[-1])
+            ages.append(age(timed("metrics scrape", get(scraper.url), opened[-1])))
             timed("dashboard list", get(board.url), broker.store)
             timed("dashboard placement", get(f"{board.url}placements/{pid}"), broker.store)
             timed("status", status, broker.store)
@@ -367,6 +380,12 @@ def probe(served: dict[str, Any], start: float, deadline: float, every: float) -
     finally:
         scraper.close()
         board.close()
+    if ages:
+        print(
+            f"age of the figures a scrape answered: median {statistics.median(ages):.1f} s, "
+            f"worst {max(ages):.1f} s",
+            flush=True,
+        )
     return answers
 
 
