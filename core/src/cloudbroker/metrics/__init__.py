@@ -1,8 +1,9 @@
 """Prometheus metrics of a watcher: ``cloudbroker watch --metrics-port``.
 
 The store's gauges (placements by status, failovers by reason, last RTO and RPO, replication
-lag, leases, spend) are read from the state store at each scrape, so every watcher sharing a
-store, or any process serving them, tells the same truth. The cloud call counters are this
+lag, leases, spend) are read from the state store at each scrape (a fleet whose read takes
+over a second: the newest complete read, with its age), so every watcher sharing a store, or
+any process serving them, tells the same truth. The cloud call counters are this
 process's own (:mod:`cloudbroker.plugins.calls`, fed by the plugin manager). prometheus-client
 is imported only when metrics are served.
 
