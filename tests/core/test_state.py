@@ -308,6 +308,9 @@ def test_reads_kept_are_made_once_until_this_thread_writes(store_location):
         store.event("pl-1", "note", {"said": "x"})
         answer, trips = reads(lambda: kinds(store.events("pl-1", excluding=("replicated",))))
         assert (answer[-1], trips) == ("note", 1)
+        with store.reads_kept():  # within another: the same reads, kept after it too
+            assert reads(lambda: store.instances("pl-1"))[1] == 1
+        assert reads(lambda: store.instances("pl-1"))[1] == 0
     assert reads(lambda: store.instances("pl-1"))[1] == 1
 
 

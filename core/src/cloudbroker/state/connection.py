@@ -66,11 +66,12 @@ class Connection:
         once and kept until this thread writes: one check of a watcher asks for them in
         several places (the launches to settle, the former primaries, the live primary, the
         idle guard), and at 10,000 placements each statement is CPU the checks lack."""
-        self._kept.reads = {}
+        outer = self._kept_reads()  # within another: its reads are kept for both
+        self._kept.reads = {} if outer is None else outer
         try:
             yield
         finally:
-            del self._kept.reads
+            self._kept.reads = outer
 
     def _kept_reads(self) -> dict[tuple[str, str], Any] | None:
         """This thread's kept reads (None outside :meth:`reads_kept`)."""
