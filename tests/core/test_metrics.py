@@ -123,7 +123,8 @@ def fetch(url: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
 def test_a_page_is_openmetrics_or_text_as_asked_gzipped_when_accepted_with_one_end_line(local):
     """The store's part of a page is encoded by the read it answers and the process's part
     at the scrape: one page either way, OpenMetrics ending in one ``# EOF`` (Prometheus
-    asks for it, and for gzip)."""
+    asks for it, and for gzip); ``?name[]=`` keeps only the samples named, as
+    prometheus-client's server does."""
     import gzip
 
     from prometheus_client.openmetrics.parser import (
@@ -136,6 +137,9 @@ def test_a_page_is_openmetrics_or_text_as_asked_gzipped_when_accepted_with_one_e
         openmetrics = "application/openmetrics-text; version=1.0.0"
         status, headers, body = fetch(server.url, Accept=openmetrics, **{"Accept-Encoding": "gzip"})
         plain = fetch(server.url)[2].decode()
+        only = scrape(
+            f"{server.url}?name[]=cloudbroker_placements&name[]=process_cpu_seconds_total"
+        )
         options = urllib.request.Request(server.url, method="OPTIONS")
         with urllib.request.urlopen(options, timeout=5) as answer:
             allowed = answer.headers["Allow"]
@@ -149,6 +153,7 @@ def test_a_page_is_openmetrics_or_text_as_asked_gzipped_when_accepted_with_one_e
     assert {"cloudbroker_placements", "cloudbroker_state_up", "cloudbroker_cloud_calls"} <= names
     assert "process_cpu_seconds" in names
     assert "# EOF" not in plain
+    assert set(only) == {"cloudbroker_placements", "process_cpu_seconds_total"}
     assert 'cloudbroker_placements{status="up"} 1.0' in plain
     assert "cloudbroker_cloud_calls_total" in plain and allowed == "OPTIONS,GET"
 

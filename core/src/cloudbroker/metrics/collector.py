@@ -63,7 +63,7 @@ EOF_LINE = b"# EOF\n"  # OpenMetrics ends a page with it: once, after every part
 
 
 @dataclass(frozen=True)
-class _Families:
+class Families:
     """Families to encode (what an encoder asks of a registry)."""
 
     families: list[Metric]
@@ -74,7 +74,18 @@ class _Families:
 
 def encode(encoder: Encoder, families: list[Metric]) -> bytes:
     """``families`` in an encoder's format, as a part of a page (no OpenMetrics end line)."""
-    return encoder(_Families(families)).removesuffix(EOF_LINE)
+    return encoder(Families(families)).removesuffix(EOF_LINE)
+
+
+def restricted(families: list[Metric], names: set[str]) -> list[Metric]:
+    """The families with only their samples named in ``names`` (those with none left out)."""
+    kept = []
+    for family in families:
+        if samples := [sample for sample in family.samples if sample.name in names]:
+            copy = Metric(family.name, family.documentation, family.type, family.unit)
+            copy.samples = samples
+            kept.append(copy)
+    return kept
 
 
 @dataclass
@@ -119,6 +130,12 @@ class StoreCollector:
 
     def page(self, encoder: Encoder, content_type: str) -> bytes:
         """The store's part of a scrape's page, in the format it asked for."""
+        read, gauges = self.answer(encoder, content_type)
+        return read.page(encoder, content_type) + encode(encoder, gauges)
+
+    def answer(self, encoder: Encoder, content_type: str) -> tuple[_Read, list[Metric]]:
+        """The read a scrape answers (waited for as the class says), and the gauges of the
+        state store for it: whether it could be read, and how long ago."""
         slow = self._latest is not None and self._latest.seconds > SLOW_READ
         self._read_started(encoder, content_type).join(ANSWER_WITHIN if slow else None)
         latest = self._latest
@@ -143,7 +160,7 @@ class StoreCollector:
                     value=max(time.time() - latest.at, 0.0),
                 )
             )
-        return latest.page(encoder, content_type) + encode(encoder, gauges)
+        return latest, gauges
 
     def _read_started(self, encoder: Encoder, content_type: str) -> threading.Thread:
         """The read under way, started now if there is none."""
