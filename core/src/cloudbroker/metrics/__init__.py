@@ -85,7 +85,7 @@ def serve(
 
 def _app(store: StoreCollector, registry: Any) -> Callable[..., list[bytes]]:
     """prometheus-client's WSGI app, but a page is the store's part (encoded by the read it
-    answers, and compressed once per read) and this process's part (encoded now)."""
+    answers) and this process's part (encoded now)."""
     import gzip
     from urllib.parse import parse_qs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Self
 
@@ -76,6 +76,15 @@ class Connection:
     def _kept_reads(self) -> dict[tuple[str, str], Any] | None:
         """This thread's kept reads (None outside :meth:`reads_kept`)."""
         return getattr(self._kept, "reads", None)
+
+    def _kept_or_read(self, key: tuple[str, str], read: Callable[[], list[Any]]) -> list[Any]:
+        """``read()``, or what it answered before within :meth:`reads_kept` (a copy)."""
+        kept = self._kept_reads()
+        if kept is None:
+            return read()
+        if key not in kept:
+            kept[key] = read()
+        return list(kept[key])
 
     def _wrote(self) -> None:
         if (kept := self._kept_reads()) is not None:

@@ -228,18 +228,11 @@ class Store(Leases):
     def instances(self, placement_id: str | None = None) -> list[InstanceRow]:
         if not placement_id:
             return [InstanceRow(**r) for r in self._rows("SELECT * FROM instances ORDER BY id")]
-        kept = self._kept_reads()
-        if kept is not None and (rows := kept.get(("instances", placement_id))) is not None:
-            return list(rows)
-        read = [
-            InstanceRow(**r)
-            for r in self._rows(
-                "SELECT * FROM instances WHERE placement_id = ? ORDER BY id", (placement_id,)
-            )
-        ]
-        if kept is not None:
-            kept["instances", placement_id] = read
-        return list(read)
+        query = "SELECT * FROM instances WHERE placement_id = ? ORDER BY id"
+        return self._kept_or_read(
+            ("instances", placement_id),
+            lambda: [InstanceRow(**r) for r in self._rows(query, (placement_id,))],
+        )
 
     # -- events --------------------------------------------------------------------------
 
@@ -280,16 +273,19 @@ class Store(Leases):
         placement's events but its replications."""
         wanted = None if kinds is None else tuple(kinds)
         skipped = tuple(excluding)
-        kept = self._kept_reads()
-        if kept is not None and (SUMMED in skipped or (wanted and SUMMED not in wanted)):
-            if (mine := kept.get(("events", placement_id))) is None:
-                mine = kept["events", placement_id] = self._events(placement_id, None, (SUMMED,))
+        if self._kept_reads() is not None and (
+            SUMMED in skipped or (wanted and SUMMED not in wanted)
+        ):
+            mine = self._kept_or_read(
+                ("events", placement_id),
+                lambda: self._read_events(placement_id, None, (SUMMED,)),
+            )
             return [
                 e for e in mine if (wanted is None or e.kind in wanted) and e.kind not in skipped
             ]
-        return self._events(placement_id, wanted, skipped)
+        return self._read_events(placement_id, wanted, skipped)
 
-    def _events(
+    def _read_events(
         self, placement_id: str, kinds: tuple[str, ...] | None, skipped: tuple[str, ...]
     ) -> list[Event]:
         query = "SELECT * FROM events WHERE placement_id = ?"
