@@ -263,6 +263,8 @@ def made_sandbox(directory: Path) -> None:
     (directory / "instances" / "aliyun" / "i-1").mkdir(parents=True)
     (directory / "instances" / "aliyun" / "i-1" / "output.log").write_text("step 1")
     (directory / "pids").mkdir()
+    (directory / "image" / "bin").mkdir(parents=True)  # the image profile's tools: links
+    (directory / "image" / "bin" / "sh").symlink_to("/bin/sh")
 
 
 def test_down_removes_the_sandbox_it_made(home, tmp_path):

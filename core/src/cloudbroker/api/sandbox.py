@@ -24,6 +24,8 @@ from cloudbroker.sandbox.env import (
     unset_lines,
 )
 from cloudbroker.sandbox.faults import capacity, cloud, gpu_util, has_notice, outage, reclaim
+from cloudbroker.sandbox.images import DEFAULT as DEFAULT_IMAGE
+from cloudbroker.sandbox.images import IMAGES
 from cloudbroker.storage.listing import Listing, human_bytes, named
 from cloudbroker.storage.rclone_session import bucket_label
 
@@ -31,7 +33,9 @@ if TYPE_CHECKING:
     from cloudbroker.plugins import PluginManager
 
 __all__ = [
+    "DEFAULT_IMAGE",
     "DIR_ENV",
+    "IMAGES",
     "Listing",
     "bucket_label",
     "capacity",
@@ -58,13 +62,18 @@ __all__ = [
 
 
 def up(
-    directory: Path, time_factor: float, starting: Callable[[str], None] | None = None
+    directory: Path,
+    time_factor: float,
+    starting: Callable[[str], None] | None = None,
+    image: str = DEFAULT_IMAGE,
 ) -> dict[str, Any]:
     """Start the sandbox in ``directory`` in the background (notice periods scaled by
-    ``time_factor``); what it runs. ``starting(what)`` hears each part as it starts."""
+    ``time_factor``); what it runs. ``starting(what)`` hears each part as it starts. Its
+    instances see only what the cloud image ``image`` has (one of :data:`IMAGES`: its tools
+    and python3, no rclone); an unknown name is a UsageError naming the accepted ones."""
     from cloudbroker.sandbox.supervisor import up as start
 
-    return start(directory, time_factor, starting)
+    return start(directory, time_factor, starting, image)
 
 
 def status(directory: Path) -> dict[str, Any]:

@@ -11,6 +11,8 @@ import typer
 from cloudbroker.cli import app, options
 from cloudbroker.cli.output import err_console, print_json
 from cloudbroker.errors import UsageError
+from cloudbroker.sandbox.images import DEFAULT as DEFAULT_IMAGE
+from cloudbroker.sandbox.images import IMAGES
 
 if TYPE_CHECKING:
     from cloudbroker.api.sandbox import Listing
@@ -47,6 +49,12 @@ def up(
     time_factor: float = typer.Option(
         0.01, "--time-factor", help="Scales the clouds' notice periods (0.01: 300 s -> 3 s)."
     ),
+    image: str = typer.Option(
+        DEFAULT_IMAGE,
+        "--image",
+        help=f"The cloud image the instances stand in for: {', '.join(IMAGES)} (docs/clouds.md: "
+        "what each has; its python3 from pyenv, never rclone).",
+    ),
     json_output: bool = typer.Option(False, "--json", help="The environment as one object."),
 ) -> None:
     """Start the sandbox in the background and print the environment that points at it."""
@@ -56,9 +64,11 @@ def up(
 
     where = sandbox_dir(directory)
     with Lines(err_console) as lines:  # on a terminal: what it is starting, as it waits
-        info = start(where, time_factor, lambda what: lines.start(f"sandbox up: starting {what}"))
+        info = start(
+            where, time_factor, lambda what: lines.start(f"sandbox up: starting {what}"), image
+        )
     err_console.print(
-        f"sandbox up in {where}: {', '.join(info['clouds'])}; "
+        f"sandbox up in {where} (image {info['image']}): {', '.join(info['clouds'])}; "
         f'use it with: eval "$(cloudbroker sandbox env)"',
         markup=False,
     )
@@ -96,12 +106,26 @@ def status(directory: str | None = DIR, json_output: bool = typer.Option(False, 
         print_json(report)
         return
     print(f"sandbox in {report['directory']}: {'up' if report['up'] else 'DOWN'}")
+    if report["image"]:
+        print(f"  image: {_image_line(report['image'])}")
     for name, cloud in report["clouds"].items():
         print(f"  {name}: API {cloud['api']}, storage {cloud['storage']}")
     running = [p for p in report["processes"] if p["running"]]
     print(f"  {len(running)} process(es) running:")
     for process in running:
         print(f"    {process['pid']} {process['what']}")
+
+
+def _image_line(name: str) -> str:
+    """What the instances of an image profile find (``sandbox status``)."""
+    from cloudbroker.sandbox.images import IMAGES as PROFILES
+
+    profile = PROFILES.get(name)
+    if profile is None:  # recorded by another version
+        return name
+    python = f"python3 {profile.python}" if profile.python else "no python3"
+    pip = "pip refuses system installs (PEP 668)" if profile.pip == "pep668" else "no pip"
+    return f"{name} ({profile.title}: {python}, {pip}, no rclone)"
 
 
 def _objects(listing: Listing) -> None:

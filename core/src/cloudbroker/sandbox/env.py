@@ -4,7 +4,8 @@ Everything is under one directory, new or empty when ``sandbox up`` takes it:
 ``.cloudbroker-sandbox`` (:data:`MARKER`, written first: whether ``up`` made the directory),
 ``sandbox.json`` (what runs where, with the sandbox's own fake keys; mode 0600),
 ``config.toml``, ``state.sqlite3``, ``data/`` (catalogs written by ``catalog refresh``),
-``instances/`` (each instance's working dir and log), ``pids/`` and ``supervisor.log``
+``instances/`` (each instance's working dir and log), ``image/`` (the tools of the image
+profile the instances see), ``pids/`` and ``supervisor.log``
 (:data:`FILES`, :data:`FOLDERS`: all that ``sandbox down`` ever removes). The environment
 sets every path cloudbroker would otherwise take from the user's home, so nothing the sandbox
 does touches the user's config, catalogs or state.
@@ -22,6 +23,8 @@ from typing import Any
 from cloudbroker.errors import UsageError
 
 DIR_ENV = "CLOUDBROKER_SANDBOX"
+#: The image profile the sandbox's instances stand in for (``sandbox up --image``): shown only.
+IMAGE_ENV = "CLOUDBROKER_SANDBOX_IMAGE"
 #: Written by ``sandbox up`` before anything else; ``sandbox down`` touches no directory without.
 MARKER = ".cloudbroker-sandbox"
 #: The files a sandbox makes (the state store with SQLite's companions) and its folders.
@@ -37,7 +40,7 @@ FILES = (
     "aws-config",
     "aws-credentials",
 )
-FOLDERS = ("data", "instances", "pids", "gpu")
+FOLDERS = ("data", "instances", "pids", "gpu", "image")
 #: What a record must hold to be a sandbox's (a stray ``sandbox.json`` is not).
 INFO_KEYS = {"pid", "started", "time_factor", "clouds"}
 CLOUD_KEYS = {"api", "storage", "key", "secret", "notice_seconds"}
@@ -115,6 +118,8 @@ def environment(directory: Path, info: dict[str, Any]) -> dict[str, str]:
         "AWS_CONFIG_FILE": str(directory / "aws-config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(directory / "aws-credentials"),
     }
+    if info.get("image"):
+        env[IMAGE_ENV] = str(info["image"])
     builtin = {cloud.name: cloud for cloud in CLOUDS}
     for name, c in info["clouds"].items():
         if isinstance(c.get("env"), dict):
@@ -162,6 +167,7 @@ def unset_lines(env: dict[str, str]) -> str:
     from cloudbroker.sandbox.clouds import CLOUDS
 
     names = set(environment(Path(env.get(DIR_ENV) or default_dir()), {"clouds": {}}))
+    names.add(IMAGE_ENV)
     for cloud in CLOUDS:
         names |= set(cloud.env("", "", "", ""))
     where = env.get(DIR_ENV, "").strip()

@@ -3,9 +3,10 @@
 An instance gets its own working directory (``instances/<cloud>/<instance id>/``) with the
 user data, a ``root/`` standing in for the paths the broker's preamble writes (``/etc``,
 ``/opt``), and ``output.log`` with everything the script prints. It runs in a process group
-of its own with the environment a cloud image gives a job: ``HOME``, a ``PATH`` with python,
-curl and rclone, and no credentials: the preamble gets the instance role's from the sandbox's
-metadata service of the cloud (:mod:`.metadata`), as it would on the cloud. Terminating or
+of its own with the environment a cloud image gives a job: ``HOME``, a ``PATH`` with only
+what the sandbox's image has (:mod:`.images`: its system tools and python3, no rclone, never
+the controller's Python), and no credentials: the preamble gets the instance role's from the
+sandbox's metadata service of the cloud (:mod:`.metadata`), as it would on the cloud. Terminating or
 reclaiming the instance sends SIGTERM to the group, then SIGKILL after the cloud's spot
 notice period times the sandbox's time factor. The instance's requests to the metadata
 service carry its id (``/i/<id>`` after the service's address), so that service can serve a
@@ -21,12 +22,13 @@ import re
 import shlex
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from cloudbroker.sandbox import images
+from cloudbroker.sandbox.images import Image
 from cloudbroker.sandbox.processes import PidBook
 
 #: Absolute paths the broker's user-data preamble writes; redirected under the instance dir.
@@ -69,22 +71,23 @@ class ProcessRunner:
         notice_seconds: float,
         pids: PidBook,
         metadata_url: str | None = None,
+        image: Image | None = None,
     ) -> None:
+        """``image``: the profile whose tools ``up`` made under ``directory`` (the default
+        profile's when not given)."""
         self.directory = directory
         self.cloud = cloud
         self.notice_seconds = notice_seconds
         self.pids = pids
         self.metadata_url = metadata_url
+        self.image = image or images.image(images.DEFAULT)
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
-        from cloudbroker.storage.rclone import find_rclone
-
-        tools = [str(Path(find_rclone().path).parent), str(Path(sys.executable).parent)]
-        self.path = os.pathsep.join([*dict.fromkeys(tools), "/usr/local/bin", "/usr/bin", "/bin"])
 
     def environment(self, home: Path, instance_id: str) -> dict[str, str]:
-        return {
+        env = images.environment(self.directory, self.image)
+        return env | {
             "HOME": str(home),
-            "PATH": os.pathsep.join([str(gpu_bin(self.directory, self.cloud)), self.path]),
+            "PATH": os.pathsep.join([str(gpu_bin(self.directory, self.cloud)), env["PATH"]]),
             "LANG": "C.UTF-8",
             "CLOUDBROKER_SANDBOX_INSTANCE": f"{self.cloud}:{instance_id}",
         }

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from cloudbroker.errors import SandboxError, UsageError
+from cloudbroker.sandbox import images
 from cloudbroker.sandbox.env import FILES, FOLDERS, MARKER, info_path, read_info, write_info
+from cloudbroker.sandbox.images import DEFAULT as DEFAULT_IMAGE
 from cloudbroker.sandbox.processes import PidBook, alive, end_all, start_time, wait_gone
 
 log = logging.getLogger("cloudbroker.sandbox")
@@ -123,8 +125,9 @@ def _notice_control(emulator: Any, server: Any, seconds: float) -> Any:
     return publish
 
 
-def run(directory: Path, time_factor: float) -> None:
-    """Start everything, record it, serve until SIGTERM, then stop everything."""
+def run(directory: Path, time_factor: float, image: str = DEFAULT_IMAGE) -> None:
+    """Start everything, record it, serve until SIGTERM, then stop everything; the instances
+    get the tools of the profile ``image`` (made by ``up`` under ``directory``)."""
     from cloudbroker.sandbox.clouds import installed
     from cloudbroker.sandbox.instances import ProcessRunner
     from cloudbroker.sandbox.metadata import MetadataServer, StsMinter
@@ -165,8 +168,9 @@ def run(directory: Path, time_factor: float) -> None:
             notice = notice_seconds(cloud.name, cloud.package) * time_factor
             served = metadata.get(cloud.name)  # None: a plugin's cloud without instance roles
             runners[cloud.name] = emulator.runner = ProcessRunner(
-                directory, cloud.name, notice, pids, None if served is None else served.url
-            )
+                directory, cloud.name, notice, pids, None if served is None else served.url,
+                images.image(image),
+            )  # fmt: skip
             emulator.controls["/_emulator/storage-outage"] = lambda body, g=gate: g.set_closed(
                 bool(body["on"])
             )
@@ -180,6 +184,7 @@ def run(directory: Path, time_factor: float) -> None:
                 "pid": os.getpid(),
                 "started": start_time(os.getpid()),
                 "time_factor": time_factor,
+                "image": image,
                 "clouds": {
                     cloud.name: _record(cloud, emulators, gates, stores, runners)
                     for cloud in clouds
@@ -273,24 +278,31 @@ def _record(cloud: Any, emulators: dict, gates: dict, stores: dict, runners: dic
 
 
 def up(
-    directory: Path, time_factor: float, progress: Callable[[str], None] | None = None
+    directory: Path,
+    time_factor: float,
+    progress: Callable[[str], None] | None = None,
+    image: str = DEFAULT_IMAGE,
 ) -> dict[str, Any]:
     """Start a sandbox in ``directory`` (detached) and wait until it serves; its info.
 
     ``directory`` must be new or empty: ``down`` removes what the sandbox made, so nothing
     of the user's may be in it. ``progress`` hears what the supervisor is starting, as it
-    starts it (the object stores, each cloud's emulator).
+    starts it (the object stores, each cloud's emulator). The instances see only what the
+    image profile ``image`` has (:mod:`.images`); its python3 must be in pyenv's versions.
     """
     if time_factor <= 0:
         raise UsageError(f"the time factor must be positive, got {time_factor}")
+    profile = images.image(image)
+    images.interpreter(profile)  # before anything is made: a missing Python is one line
     if importlib.util.find_spec("moto") is None:
         raise SandboxError("the sandbox needs moto: pip install 'cloudbroker[sandbox]'")
     made = _take(directory)
+    images.prepare(directory, profile)
     log = directory / "supervisor.log"
     command = [sys.executable, "-m", "cloudbroker.sandbox.supervisor", str(directory)]
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [*command, repr(time_factor)],
+            [*command, repr(time_factor), image],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -411,6 +423,7 @@ def status(directory: Path) -> dict[str, Any]:
         "directory": str(directory),
         "up": info["pid"] in running,
         "time_factor": info["time_factor"],
+        "image": info.get("image"),  # None: a sandbox of a version without image profiles
         "clouds": {
             name: {k: v for k, v in c.items() if k not in ("key", "secret", "env")}
             for name, c in info["clouds"].items()
@@ -423,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     logging.getLogger("cloudbroker").addHandler(logging.StreamHandler(sys.stdout))  # its log
     logging.getLogger("cloudbroker").setLevel(logging.INFO)
-    run(Path(args[0]), float(args[1]))
+    run(Path(args[0]), float(args[1]), *args[2:3])
 
 
 if __name__ == "__main__":
