@@ -19,6 +19,8 @@ from cloudbroker.plugins import PluginManager
 from cloudbroker_tencent.plugin import DESCRIPTION, TencentProvider
 from cloudbroker_tencent.testing.emulator import DEFAULT_OFFERINGS, Offering, TencentEmulator
 
+from .sdk_models import Recorder
+
 SECRET_ID = "AKIDcloudbrokerTest0000000000000000"
 SECRET_KEY = "cloudbroker-tencent-test-secret"
 SETTINGS: dict[str, Any] = {
@@ -29,8 +31,27 @@ SETTINGS: dict[str, Any] = {
 }
 
 
+#: Every answer of every emulator started here, checked against the SDK's models.
+RECORDERS: list[Recorder] = []
+
+
 def _start(offerings: tuple[Offering, ...] = DEFAULT_OFFERINGS) -> TencentEmulator:
-    return TencentEmulator(access_key=SECRET_ID, secret_key=SECRET_KEY, offerings=offerings).start()
+    emulator = TencentEmulator(access_key=SECRET_ID, secret_key=SECRET_KEY, offerings=offerings)
+    RECORDERS.append(Recorder(emulator))
+    return emulator.start()
+
+
+@pytest.fixture(autouse=True)
+def answers_agree_with_the_sdk_models() -> Iterator[None]:
+    """Each test fails if an answer the emulator gave during it is not what the SDK's
+    response model reads (a field it does not have, or one of its fields left out)."""
+    for recorder in RECORDERS:
+        recorder.answers.clear()
+    yield
+    problems = [p for recorder in RECORDERS for p in recorder.problems()]
+    assert not problems, "the emulator answered what the SDK's models do not read:\n" + (
+        "\n".join(problems)
+    )
 
 
 @pytest.fixture(scope="session")

@@ -144,11 +144,12 @@ def selling_zone(api: CvmApi, instance_type: str, charge_type: str) -> str:
 
 def key_id(api: CvmApi, key: str) -> str:
     """The ``skey-`` id LoginSettings.KeyIds takes, for the ``key_name`` setting: an id as it
-    is, a name looked up with DescribeKeyPairs (filter ``key-name``; SDK models.py)."""
+    is, a name looked up with DescribeKeyPairs (filter ``key-name``; the answer's list is
+    ``KeyPairSet``: SDK tencentcloud/cvm/v20170312/models.py DescribeKeyPairsResponse)."""
     if KEY_ID.fullmatch(key):
         return key
     answer = api.call("DescribeKeyPairs", {"Filters": [{"Name": "key-name", "Values": [key]}]})
-    found = [k["KeyId"] for k in answer.get("KeySet") or [] if k.get("KeyName") == key]
+    found = [k["KeyId"] for k in answer.get("KeyPairSet") or [] if k.get("KeyName") == key]
     if not found:
         raise ConfigError(
             f"key_name {key!r}: no key pair of that name in {api.region} (DescribeKeyPairs); "

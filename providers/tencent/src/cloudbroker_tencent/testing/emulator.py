@@ -573,7 +573,8 @@ class TencentEmulator(Emulator):
             for name, key_id in sorted(self.key_pairs.items())
             if names is None or name in names
         ]
-        return {"TotalCount": len(keys), "KeySet": self._page(keys, params)}
+        # KeyPairSet: SDK models.py DescribeKeyPairsResponse (not KeySet, as this once was)
+        return {"TotalCount": len(keys), "KeyPairSet": self._page(keys, params)}
 
     def _TerminateInstances(self, params: dict, region: str, request: Request) -> dict:
         instances = [self._known(i) for i in params.get("InstanceIds") or []]
