@@ -50,9 +50,10 @@ def place_request(
     max_hours: Number | None = None,
     idle_stop: str | None = None,
     standby_anywhere: bool = False,
+    on_failure: str = "restart:3",
 ) -> PlaceRequest:
-    """Check :meth:`Broker.place`'s arguments (the numbers, budget and idle rule as
-    :meth:`PlaceRequest.checked` does); a ``Path`` startup script is read (64 KiB)."""
+    """Check :meth:`Broker.place`'s arguments (the numbers, budget, idle rule and failure
+    policy as :meth:`PlaceRequest.checked` does); a ``Path`` startup script is read (64 KiB)."""
     from cloudbroker.broker import PlaceRequest
     from cloudbroker.config import read_text
 
@@ -89,6 +90,7 @@ def place_request(
         max_hours=max_hours,
         idle_stop=idle_stop,
         standby_anywhere=standby_anywhere,
+        on_failure=on_failure,
     )
 
 
@@ -278,6 +280,10 @@ class BrokerClient:
         ``max_hours`` limit it: a watcher stops it there, after a last checkpoint sync (see
         :meth:`spend`); so does ``idle_stop`` (``"10%:30m"``) once its GPUs stay below the
         utilisation for the period (read by the agent on the instance with nvidia-smi).
+        The job's end is the placement's end: exit 0 syncs the last checkpoint and
+        terminates every instance (``done``); a non-zero exit follows ``on_failure``:
+        ``"restart:N"`` (the default ``restart:3``: restarted in place N times, then
+        ``failed``), ``"failover"`` (to the standby, once) or ``"stop"``.
         The standby is the offer nearest the primary first (same place, country, area, then
         continent; mainland China with mainland China), the cheapest among equals;
         ``standby_anywhere`` chooses it by cost alone. Nothing is launched: see :meth:`up`.

@@ -29,6 +29,7 @@ from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.fencing import Fencer
 from cloudbroker.broker.gc import Collector
 from cloudbroker.broker.idle import IdleGuard
+from cloudbroker.broker.job_end import JobEnd
 from cloudbroker.broker.lifecycle import Lifecycle
 from cloudbroker.broker.notice import AgentReport, NoticeHandler
 from cloudbroker.broker.plan import PlacementSpec, PlaceRequest, Planner
@@ -102,9 +103,9 @@ class Broker:
     events), the :class:`~.core.Launcher` (instances by key), planning (:mod:`.plan`), the
     lifecycle (:mod:`.lifecycle`), the failover state machine (:mod:`.failover`), the
     budget guard (:mod:`.budget`), the notice handler (:mod:`.notice`), the idle guard
-    (:mod:`.idle`), the fencer of former primaries (:mod:`.fencing`), the watcher
-    (:mod:`.watch`) and garbage collection (:mod:`.gc`). ``options`` are the Context's
-    (clocks, timings, ``on_event``).
+    (:mod:`.idle`), the job's end (:mod:`.job_end`), the fencer of former primaries
+    (:mod:`.fencing`), the watcher (:mod:`.watch`) and garbage collection (:mod:`.gc`).
+    ``options`` are the Context's (clocks, timings, ``on_event``).
     """
 
     pm = _Setting[PluginManager]()
@@ -138,6 +139,7 @@ class Broker:
         self.notices = NoticeHandler(ctx, launcher, self.failovers)
         self.idle_guard = IdleGuard(ctx, launcher, self.lifecycle, self.failovers)
         self.fencer = Fencer(ctx, launcher)
+        self.job_end = JobEnd(ctx, self.lifecycle, self.failovers, self.budget_guard)
         self.watcher = Watcher(
             ctx,
             launcher,
@@ -146,6 +148,7 @@ class Broker:
             self.notices,
             self.idle_guard,
             self.fencer,
+            self.job_end,
         )
         self.collector = Collector(ctx, launcher)
 
@@ -208,6 +211,11 @@ class Broker:
 
     def idle_stop_pending(self, placement_id: str) -> bool:
         return self.idle_guard.idle_stop_pending(placement_id)
+
+    def enforce_job_end(
+        self, placement: PlacementRecord, report: AgentReport | None, lease: Lease
+    ) -> str | None:
+        return self.job_end.enforce(placement, report, lease)
 
     def former_primaries(self, placement: PlacementRecord) -> list[InstanceRow]:
         return self.fencer.former_primaries(placement)

@@ -59,7 +59,7 @@ class Collector:
         not terminated, or a cloud that cannot be asked, refuses with one line naming it and
         keeps every record. A placement never launched needs no cloud's word.
         """
-        if self.ctx.placement(placement_id).status != "down":
+        if self.ctx.placement(placement_id).status not in ("down", "done", "failed"):
             raise Conflict(f"{placement_id} is not down: run `down` first, then forget it")
         running: list[str] = []
         rows = self.ctx.store.instances(placement_id)

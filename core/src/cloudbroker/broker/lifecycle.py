@@ -83,8 +83,9 @@ class Lifecycle:
         self.ctx.store.finish_up(placement_id, {"sides": sides})
         return rows
 
-    def down(self, placement_id: str) -> list[tuple[InstanceRow, str]]:
+    def down(self, placement_id: str, *, ended: str = "down") -> list[tuple[InstanceRow, str]]:
         """Terminate everything this placement launched; returns what is left, and why.
+        ``ended``: the status once none is left (``done`` / ``failed``: its job's end).
 
         The placement is ``stopping`` from the first moment, so neither a watcher nor an
         interrupted failover launches anything afterwards. A launch still in flight is waited
@@ -117,7 +118,7 @@ class Lifecycle:
             )
             self.ctx.sleep(pause)
         if not left:
-            self.ctx.store.finish_down(placement_id)
+            self.ctx.store.finish_down(placement_id, ended)
         return left
 
     def status(self, placement_id: str, *, refresh: bool = True) -> PlacementStatus:

@@ -2,9 +2,10 @@
 
 The agent on the primary (:mod:`cloudbroker.agent`) writes :data:`~cloudbroker.agent.MARKER`
 beside the checkpoints: on a spot reclaim notice, after the job's last checkpoint is up, with
-the reclaim's time; and every few minutes, with the GPU summary the idle guard reads. The
-watcher reads it from the primary bucket at each check (one filtered listing and a small
-read; only for placements that can use it: a primary cloud with a notice, or an idle rule).
+the reclaim's time; every few minutes, with the GPU summary the idle guard reads; and when
+the job it supervises ends, with its ``job`` object (:mod:`.job_end`). The watcher reads it
+from the primary bucket at each check (one filtered listing and a small read; only for
+placements that can use it: one with a job, a primary cloud with a notice, or an idle rule).
 A marker older than the primary instance (an earlier primary's, replicated) is ignored. On a
 notice, it records a ``reclaim-notice`` event (and ``notice-agent-error`` when the agent
 could not upload or write), and starts the failover while the primary still runs: its final
@@ -36,7 +37,7 @@ READ_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class AgentReport:
-    """What the agent on the primary last wrote: its notice (or None) and GPU summary."""
+    """What the agent on the primary last wrote: its notice (or None), GPU summary and job."""
 
     cloud: str
     started_at: float
@@ -44,6 +45,9 @@ class AgentReport:
     notice: dict[str, Any] | None
     gpu: dict[str, Any]
     checkpoint_request: dict[str, Any] | None = None  # its answer to the idle guard's request
+    # the job it supervises: state, runs, restarts, exit_code, checkpoint (see .job_end)
+    job: dict[str, Any] | None = None
+    agent_error: str | None = None  # the preamble found no python3 3.6+ to run the agent on
 
 
 class NoticeHandler:
@@ -58,8 +62,8 @@ class NoticeHandler:
     def agent_report(self, placement: PlacementRecord, primary: Side) -> AgentReport | None:
         """The primary agent's marker, if it can matter here and is the current primary's.
 
-        None when the placement cannot use one (a primary cloud without a notice and no idle
-        rule; on-demand primaries are read too: the sandbox reclaims them, a cloud never),
+        None when the placement cannot use one (no job, a primary cloud without a notice and
+        no idle rule; on-demand primaries are read too: the sandbox reclaims them, a cloud never),
         the replicator cannot read objects (polling only), nothing was written yet, or it is
         an earlier primary's. A read that fails is a note; the check goes on polling.
         """
@@ -68,7 +72,7 @@ class NoticeHandler:
         read = getattr(self.ctx.replicator, "read", None)
         if read is None:
             return None
-        if not spec.idle_stop and not self._has_notice(side.provider):
+        if not spec.startup_script and not spec.idle_stop and not self._has_notice(side.provider):
             return None
         bucket = self.launcher.bucket(placement, primary)
         self.ctx.waiting(pid, f"reading the notice agent's marker in {bucket_text(bucket)}")
@@ -88,6 +92,8 @@ class NoticeHandler:
                 raw.get("notice"),
                 dict(raw.get("gpu") or {}),
                 raw.get("checkpoint_request"),
+                dict(raw["job"]) if raw.get("job") else None,
+                str(raw["agent_error"]) if raw.get("agent_error") else None,
             )
         except (ValueError, TypeError, KeyError):
             self.ctx.emit(pid, "note", "notice agent's marker is not readable JSON: ignored")

@@ -6,7 +6,8 @@ URL into a message to Slack (``slack://``), DingTalk (``dingtalk://``), Feishu/L
 (``json://host/path``). The watcher's events (:class:`cloudbroker.broker.BrokerEvent`) are
 mapped to alerts (:func:`alert_of`): a failover started and finished (with its RTO and RPO),
 a spot reclaim notice, the budget at 80 % and at 100 %, the standby's offer sold out, a lease
-lost to another watcher, a launch the cloud refused.
+lost to another watcher, a launch the cloud refused, the job's end (succeeded, or failed, with
+its exit code).
 
 Sending never delays the watcher: :meth:`Notifier.observe` only puts the alert on a bounded
 queue (a full queue drops it, counted), and one background thread sends, each URL within
@@ -53,6 +54,8 @@ TITLES = {
     "standby-sold-out": "standby offer sold out",
     "lease-lost": "lease lost",
     "launch-refused": "launch refused",
+    "job-succeeded": "job succeeded",
+    "job-failed": "job failed",
 }
 
 
@@ -68,7 +71,9 @@ def alert_of(event: BrokerEvent) -> Alert | None:
     """The alert a broker event is, or None (most events are not worth a message)."""
     kind, detail = event.kind, event.detail
     said: str | None = None
-    if kind == "step-started" and detail.get("operation") == "failover":
+    if detail.get("job_end") in ("succeeded", "failed"):
+        said = f"job-{detail['job_end']}"
+    elif kind == "step-started" and detail.get("operation") == "failover":
         said = "failover-started" if detail.get("step") == "fence" else None
     elif kind == "step" and detail.get("operation") == "failover":
         said = "failover-finished" if detail.get("step") == "swap" else None
@@ -205,7 +210,7 @@ class Notifier:
                     f"{record.from_provider} -> {record.to_provider} ({record.reason}): "
                     f"{record.figures}"
                 )
-        warning = alert.kind not in ("failover-finished",)
+        warning = alert.kind not in ("failover-finished", "job-succeeded")
         try:
             ok = self._apprise.notify(
                 body=body, title=title, notify_type="warning" if warning else "success"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cloudbroker.broker.budget import budget_money
 from cloudbroker.broker.core import Context
 from cloudbroker.broker.idle import idle_rule
+from cloudbroker.broker.job_end import on_failure_rule
 from cloudbroker.broker.records import bucket_text
 from cloudbroker.catalogs.geography import Nearness, nearness
 from cloudbroker.errors import (
@@ -26,6 +27,7 @@ from cloudbroker.errors import (
 from cloudbroker.models import BillingRule, BucketRef, Market, PriceSheet, limits
 from cloudbroker.models.limits import Number
 from cloudbroker.models.placements import (
+    DEFAULT_ON_FAILURE,
     CostItem,
     PlacementCost,
     PlacementSpec,
@@ -62,6 +64,7 @@ class PlaceRequest:
     budget: Money | None = None  # the watcher stops the placement when its spend reaches it
     max_hours: Decimal | None = None  # ... or when it has run this long
     idle_stop: str | None = None  # "10%:30m": stop it when its GPUs stay below 10 % for 30 min
+    on_failure: str = DEFAULT_ON_FAILURE  # a job that exits non-zero: restart:N, failover, stop
     # the standby by cost alone, wherever it is (default: the nearest to the primary first)
     standby_anywhere: bool = False
 
@@ -77,9 +80,10 @@ class PlaceRequest:
         budget: Money | str | None = None,
         max_hours: Number | None = None,
         idle_stop: str | None = None,
+        on_failure: str = DEFAULT_ON_FAILURE,
         **rest: Any,
     ) -> PlaceRequest:
-        """A request with its numbers, budget and idle rule checked against
+        """A request with its numbers, budget, idle rule and failure policy checked against
         :mod:`cloudbroker.models.limits`: the one place they are, for the API's
         ``place_request`` and for a request built by hand (:meth:`bounded`). ``hours=1e308``
         is a UsageError naming the argument, not an overflow deep in the cost arithmetic."""
@@ -94,6 +98,7 @@ class PlaceRequest:
             if max_hours is None
             else limits.HOURS.check(max_hours, arg("max_hours")),
             idle_stop=None if idle_stop is None else _idle_text(idle_stop),
+            on_failure=on_failure_rule(on_failure, arg("on_failure")),
             **rest,
         )
 
@@ -371,6 +376,7 @@ class Planner:
             budget=request.budget,
             max_hours=None if request.max_hours is None else str(request.max_hours),
             idle_stop=None if request.idle_stop is None else idle_rule(request.idle_stop),
+            on_failure=on_failure_rule(request.on_failure, arg("on_failure")),
         )
         return spec
 

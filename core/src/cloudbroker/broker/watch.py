@@ -14,6 +14,7 @@ from cloudbroker.broker.core import Context, Launcher
 from cloudbroker.broker.failover import Failover
 from cloudbroker.broker.fencing import Fencer
 from cloudbroker.broker.idle import IdleGuard
+from cloudbroker.broker.job_end import JobEnd
 from cloudbroker.broker.lease import Lease
 from cloudbroker.broker.notice import NoticeHandler
 from cloudbroker.broker.records import (
@@ -24,6 +25,7 @@ from cloudbroker.broker.records import (
     span,
 )
 from cloudbroker.errors import CloudBrokerError, Conflict, LeaseLost, StateError
+from cloudbroker.models.placements import ENDED
 from cloudbroker.state import PlacementRecord
 from cloudbroker.state.store import Side
 
@@ -31,6 +33,8 @@ STOPPED = ("stopping", "down")  # `down` was requested: nothing more to watch
 
 
 def _stopped(placement_id: str, status: str) -> str:
+    if status in ENDED:
+        return f"{placement_id} is {status} (its job ended); the watch stops"
     return f"{placement_id} is {status} (`down` was requested); the watch stops"
 
 
@@ -81,7 +85,8 @@ class Checked:
 
 class Watcher:
     """Watches a placement that is up and fails it over when its primary fails, or at once
-    on the notice agent's reclaim notice; stops it at its budget or when its GPUs idle."""
+    on the notice agent's reclaim notice; stops it at its budget, when its GPUs idle, or
+    when its job ends."""
 
     def __init__(
         self,
@@ -92,6 +97,7 @@ class Watcher:
         notices: NoticeHandler,
         idle: IdleGuard,
         fencer: Fencer,
+        job_end: JobEnd,
     ) -> None:
         self.ctx = ctx
         self.launcher = launcher
@@ -100,6 +106,7 @@ class Watcher:
         self.notices = notices
         self.idle = idle
         self.fencer = fencer
+        self.job_end = job_end
 
     def watch(
         self,
@@ -114,7 +121,8 @@ class Watcher:
 
         Acts only while the placement is up (or failing over, to finish that); stands by
         while it is planned or starting, and while another watcher holds the lease; returns
-        a line saying why once ``down`` was requested (None when ``until()`` says stop).
+        a line saying why once ``down`` was requested or its job ended it (None when
+        ``until()`` says stop).
         A cloud error mid-failover is reported and the failover resumed at the next interval
         (a launch whose answer was lost is found by its key first). Raises StateError if the
         state file is deleted or replaced under it. ``on_event`` hears one ``check`` (or a
@@ -133,7 +141,9 @@ class Watcher:
                 self.ctx.store.check()
                 placement = self.ctx.placement(placement_id)
                 status = placement.status
-                if status in STOPPED:
+                if status in ENDED or (
+                    status in STOPPED and not self.job_end.pending(placement_id)
+                ):
                     return _stopped(placement_id, status)
                 if not lease.held and not lease.acquire():
                     holder_now = (self.ctx.store.lease(placement_id) or {}).get("holder", "another")
@@ -198,6 +208,11 @@ class Watcher:
     ) -> Checked:
         placement_id = watched.placement_id
         placement = placement or self.ctx.placement(placement_id)
+        if placement.status in ENDED:
+            return Checked(stopped=_stopped(placement_id, placement.status))
+        if ended := self.job_end.finish(placement):  # its job's end left an instance
+            status = self.ctx.placement(placement_id).status
+            return Checked(stopped=ended if status in ENDED else None)
         try:
             if budget := self.budget.enforce_budget(placement, interval):
                 placement = self.ctx.placement(placement_id)
@@ -230,6 +245,12 @@ class Watcher:
                 self.ctx.emit(placement_id, "warning", line)
             primary, standby = placement.roles
             report = self.notices.agent_report(placement, primary)
+            if ended := self.job_end.enforce(placement, report, lease):
+                status = self.ctx.placement(placement_id).status
+                if status == "up":  # failed over on the job's failure
+                    watched.consecutive, watched.replica = 0, _Replica()
+                    return Checked(again=True)
+                return Checked(stopped=ended if status in ENDED else None)
             if report is not None and report.notice:
                 self.notices.fail_over_on_notice(placement, report, lease)
                 watched.consecutive, watched.replica = 0, _Replica()

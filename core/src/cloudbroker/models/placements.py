@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from cloudbroker.models import (
     Availability,
@@ -20,6 +20,14 @@ from cloudbroker.models import (
     Market,
 )
 from cloudbroker.money import Money
+
+#: What a job that exits non-zero gets when the plan does not say (a plan stored before
+#: ``on_failure`` was kept reads so too): restarted in place 3 times, then stopped.
+DEFAULT_ON_FAILURE = "restart:3"
+#: The statuses a job's end leaves (see :mod:`cloudbroker.broker.job_end`): over, like ``down``.
+ENDED = ("done", "failed")
+#: The events a job's end records, by the job's final state.
+JOB_EVENTS = {"succeeded": "job-succeeded", "failed": "job-failed"}
 
 
 class _Report(BaseModel):
@@ -110,6 +118,8 @@ class PlacementSpec(BaseModel):
     max_hours: str | None = Field(default=None, exclude_if=lambda v: v is None)
     # the idle guard (see cloudbroker.broker.idle): below_percent and seconds
     idle_stop: dict[str, float] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # what a job that exits non-zero gets: restart:N (in place, by the agent), failover, stop
+    on_failure: str = DEFAULT_ON_FAILURE
 
 
 class Placement(_Report):
@@ -197,8 +207,9 @@ class FailoverResult(_Report):
 class PlacementStatus(_Report):
     """A placement now: its status, roles, every instance, failovers and events.
 
-    ``status`` is planned, starting, up, failing-over, stopping or down; ``failover`` is a
-    failover in progress (its step), ``last_failover`` the last one completed.
+    ``status`` is planned, starting, up, failing-over, stopping, down, or ``done`` /
+    ``failed`` when its job's end stopped it; ``failover`` is a failover in progress (its
+    step), ``last_failover`` the last one completed, ``job_end`` the job's end that stopped it.
     """
 
     id: str
@@ -212,3 +223,21 @@ class PlacementStatus(_Report):
     # replication failed REPLICATION_ALERT_AFTER times or more in a row: failures, since, error
     replication_failing: dict[str, Any] | None = None
     events: tuple[dict[str, Any], ...]  # each: at, kind and the event's own fields
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def job_end(self) -> dict[str, Any] | None:
+        """The job's end that stopped the placement: its event (``kind``, ``at``, exit code,
+        runs, checkpoint, the last sync) and ``final_cost`` once every instance was
+        terminated; None if none did, or it was run again since (a job failure that failed
+        over ended nothing)."""
+        end: dict[str, Any] | None = None
+        for event in self.events:
+            kind = event.get("kind")
+            if kind in JOB_EVENTS.values() and event.get("then") in ENDED:
+                end = dict(event)
+            elif kind == "final-cost" and end is not None:
+                end["final_cost"] = {k: v for k, v in event.items() if k not in ("at", "kind")}
+            elif kind == "up-requested":
+                end = None
+        return end

@@ -135,16 +135,17 @@ class Store(Leases):
             if status != "stopping":
                 self._event(tx, placement_id, "down-requested", {"was": status})
 
-    def finish_down(self, placement_id: str) -> None:
+    def finish_down(self, placement_id: str, ended: str = "down") -> None:
+        """Stopped: ``down``, or ``done`` / ``failed`` when its job's end stopped it."""
         with self.transaction(placement_id) as tx:
             if self._status(tx, placement_id) == "stopping":
-                tx.execute("UPDATE placements SET status = 'down' WHERE id = ?", (placement_id,))
-                self._event(tx, placement_id, "down", {})
+                tx.execute("UPDATE placements SET status = ? WHERE id = ?", (ended, placement_id))
+                self._event(tx, placement_id, "down", {} if ended == "down" else {"as": ended})
 
     def forget(self, placement_id: str) -> None:
         """Remove every record of a placement that is ``down`` (the caller checked the clouds)."""
         with self.transaction(placement_id) as tx:
-            if self._status(tx, placement_id) != "down":
+            if self._status(tx, placement_id) not in ("down", "done", "failed"):
                 raise Conflict(f"{placement_id} is not down: it cannot be forgotten")
             tables = ("events", "copy_totals", "leases", "failovers", "instances", "gpu_samples")
             for table in tables:

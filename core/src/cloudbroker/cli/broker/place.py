@@ -69,6 +69,11 @@ def place(
         "--standby-anywhere",
         help="Choose the standby by cost alone (default: nearest the primary first).",
     ),
+    on_failure: str = typer.Option(
+        "restart:3",
+        "--on-failure",
+        help="A job that exits non-zero: restart:N (in place), failover (once) or stop.",
+    ),
     json_output: bool = typer.Option(False, "--json"),
     state: str = STATE,
 ) -> None:
@@ -76,6 +81,8 @@ def place(
 
     With --budget and/or --max-hours, `watch` warns at 80 % and at 100 % syncs a last
     checkpoint and terminates the placement; with --idle-stop, the same when the GPUs idle.
+    The job's end is the placement's: exit 0 syncs the last checkpoint and terminates every
+    instance (done); a non-zero exit follows --on-failure, then the same (failed).
     The standby is the offer nearest the primary (same place, country, area, continent;
     mainland China with mainland China), the cheapest among equals: the plan says the pair."""
     from cloudbroker.cli.quote import live_options
@@ -114,8 +121,24 @@ def place(
             "checkpoint and terminates it",
             markup=False,
         )
+    if spec.startup_script:
+        console.print(_job_end_text(spec.on_failure), markup=False)
     console.print(plans.early_warning(broker.pm, spec), markup=False)
     console.print(f"next: cloudbroker up {placement_id}", markup=False)
+
+
+def _job_end_text(policy: str) -> str:
+    """What `watch` does when the job ends, as the plan says."""
+    if policy == "failover":
+        failing = "fails over to the standby once, then stops"
+    elif policy == "stop":
+        failing = "stops"
+    else:
+        failing = f"is restarted in place up to {policy.split(':')[1]} time(s), then stops"
+    return (
+        "job end: exit 0 syncs the last checkpoint and terminates every instance (done); "
+        f"a job that exits non-zero {failing} (failed)"
+    )
 
 
 def _cost_table(hours: str, cost: PlacementCost) -> Table:
