@@ -34,14 +34,13 @@ SYSTEM_DIRS = ("/usr/bin", "/bin")
 
 @dataclass(frozen=True)
 class Image:
-    """One image family: its ``python3`` (``major.minor``; None: it has none), whether it has
-    wget, and how its pip answers (``None``: no pip at all; ``"pep668"``: installed, refuses
-    system-wide installs)."""
+    """One image family: its ``python3`` (``major.minor``; None: it has none) and how its pip
+    answers (``None``: no pip at all; ``"pep668"``: installed, refuses system-wide installs).
+    No profile has wget: no source says which images ship it (the strictest reading)."""
 
     name: str
     title: str
     python: str | None
-    wget: bool
     pip: str | None = None
 
 
@@ -49,12 +48,12 @@ class Image:
 IMAGES = {
     image.name: image
     for image in (
-        Image("ubuntu-22.04", "Ubuntu 22.04 LTS", "3.10", wget=True),
-        Image("ubuntu-20.04", "Ubuntu 20.04 LTS", "3.8", wget=True),
-        Image("ubuntu-24.04", "Ubuntu 24.04 LTS", "3.12", wget=True, pip="pep668"),
-        Image("alinux3", "Alibaba Cloud Linux 3", "3.6", wget=False),
-        Image("tencentos3", "TencentOS Server 3", "3.6", wget=False),
-        Image("none", "an image without python3", None, wget=False),
+        Image("ubuntu-22.04", "Ubuntu 22.04 LTS", "3.10"),
+        Image("ubuntu-20.04", "Ubuntu 20.04 LTS", "3.8"),
+        Image("ubuntu-24.04", "Ubuntu 24.04 LTS", "3.12", pip="pep668"),
+        Image("alinux3", "Alibaba Cloud Linux 3", "3.6"),
+        Image("tencentos3", "TencentOS Server 3", "3.6"),
+        Image("none", "an image without python3", None),
     )
 }
 #: The commonest GPU image (docs/clouds.md).
@@ -128,8 +127,7 @@ def prepare(directory: Path, profile: Image) -> None:
     python = interpreter(profile)
     tools, lib = bin_dir(directory), lib_dir(directory) / "pip"
     tools.mkdir(parents=True)
-    wanted = TOOLS + (("wget",) if profile.wget else ())
-    for name in wanted:
+    for name in TOOLS:
         found = next((Path(d) / name for d in SYSTEM_DIRS if (Path(d) / name).exists()), None)
         if found is not None:
             (tools / name).symlink_to(found)
