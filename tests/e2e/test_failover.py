@@ -193,7 +193,9 @@ def test_reclaim_on_aliyun_fails_over_to_tencent_without_losing_checkpoints(worl
     [primary] = world.live(world.ecs)
     startup = base64.b64decode(primary.user_data).decode()
     assert f"CLOUDBROKER_CHECKPOINT_URI=ckpt:{world.ali_bucket}/run1" in startup
-    assert "exec /opt/cloudbroker/job" in startup and world.ali_s3.secret not in startup
+    # the job and the agent that runs it (issue 45) are written; no secret is
+    assert "/opt/cloudbroker/job" in startup and "/opt/cloudbroker/agent.py" in startup
+    assert world.ali_s3.secret not in startup
     world.write_checkpoints("step-100.pt", "step-200.pt")
     watcher = world.watch(placement)
     try:
