@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 
 import pytest
 from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_request
@@ -299,3 +300,68 @@ def test_the_job_end_is_an_alert_with_its_exit_code(tmp_path):
     alerts = [a for a in map(alert_of, heard) if a is not None]
     [failed] = [a for a in alerts if a.kind == "job-failed"]
     assert "exit 3" in failed.body
+
+
+def test_status_says_the_job_end_and_its_final_cost_in_text_and_json(tmp_path):
+    from support.cli import run_cli
+
+    broker, _clouds, replicator, pid = world(tmp_path)
+    replicator.marker("ali", "ckpt-a", job=job("succeeded", 0))
+    check(broker, pid)
+    args = ("status", pid, "--state", str(tmp_path / "state.db"))
+    text = run_cli(*args, plugins=broker.pm, replicator=replicator, width=200)
+    assert text.returncode == 0, text.stderr
+    assert f"{pid} done:" in text.stdout
+    [line] = [ln for ln in text.stdout.splitlines() if ln.startswith("job succeeded")]
+    assert "(exit 0, 1 run(s), checkpoint step-000060.json): done, final cost" in line
+    assert "USD" in line
+    shown = json.loads(
+        run_cli(*args, "--json", plugins=broker.pm, replicator=replicator).stdout
+    )
+    assert shown["status"] == "done"
+    assert shown["job_end"]["exit_code"] == 0 and shown["job_end"]["then"] == "done"
+    assert shown["job_end"]["final_cost"]["total"]["currency"] == "USD"
+
+
+def test_metrics_count_done_and_failed_placements_with_the_jobs_exit_code(tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from cloudbroker import metrics
+
+    done, _clouds, replicator, pid_done = world(tmp_path / "done")
+    replicator.marker("ali", "ckpt-a", job=job("succeeded", 0))
+    check(done, pid_done)
+    pid_failed, _ = done.place(ali_ten_request(run="run2", startup_script=JOB, on_failure="stop"))
+    done.up(pid_failed)
+    replicator.marker("ali", "ckpt-a", job=job("failed", 137, restarts=0))
+    check(done, pid_failed)
+    server = metrics.serve(0, done.store.reopen)
+    try:
+        with urllib.request.urlopen(server.url, timeout=5) as answer:
+            text = answer.read().decode()
+    finally:
+        server.close()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert samples[("cloudbroker_placements", (("status", "done"),))] == 1
+    assert samples[("cloudbroker_placements", (("status", "failed"),))] == 1
+    exit_code = "cloudbroker_job_exit_code"
+    assert samples[(exit_code, (("placement", pid_done), ("status", "done")))] == 0
+    assert samples[(exit_code, (("placement", pid_failed), ("status", "failed")))] == 137
+
+
+def test_the_dashboard_shows_the_job_end_in_the_list_and_on_the_placements_page(tmp_path):
+    from cloudbroker.web import data, pages
+
+    broker, _clouds, replicator, pid = world(tmp_path, on_failure="stop")
+    replicator.marker("ali", "ckpt-a", job=job("failed", 3, restarts=0))
+    check(broker, pid)
+    rows, _pages = data.overview(broker, time.time())
+    listed = pages.index(rows)
+    assert '<td class="status">failed <small class="exit">exit 3</small></td>' in listed
+    page = pages.placement(data.placement_view(broker, pid, time.time()), actions=False)
+    assert '<p class="job-end">job failed at ' in page
+    assert "(exit 3, 1 run(s), checkpoint step-000060.json): failed, final cost" in page

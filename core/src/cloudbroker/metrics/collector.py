@@ -18,6 +18,7 @@ from cloudbroker.broker.budget import Spend, spend
 from cloudbroker.broker.idle import gpu_now
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.errors import CloudBrokerError
+from cloudbroker.models.placements import job_end_of
 from cloudbroker.plugins import calls
 from cloudbroker.state import PlacementRecord, Store
 from cloudbroker.state.backend import gc_paused
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Every status a placement can have (its gauge says 0 rather than nothing).
-STATUSES = ("planned", "starting", "up", "failing-over", "stopping", "down")
+STATUSES = ("planned", "starting", "up", "failing-over", "stopping", "down", "done", "failed")
 #: A failover's reason is free text (the cloud's words); its label is the class of it.
 REASON_PREFIXES = (
     ("reclaim", "reclaim"),
@@ -37,8 +38,9 @@ REASON_PREFIXES = (
     ("primary is ", "unhealthy"),
     ("no primary instance", "unhealthy"),
     ("manual", "manual"),
+    ("job failed", "job-failed"),  # place --on-failure failover
 )
-REASON_CLASSES = ("reclaim", "unhealthy", "status-check-failed", "manual", "other")
+REASON_CLASSES = ("reclaim", "unhealthy", "status-check-failed", "manual", "job-failed", "other")
 
 
 def reason_class(reason: str) -> str:
@@ -225,6 +227,7 @@ class _Figures:
     newest: float | None
     lease_changes: int
     spent: Spend | None
+    job_end: dict[str, Any] | None  # the job's end that stopped it (done / failed)
 
 
 def _figures(
@@ -257,6 +260,7 @@ def _figures(
         standby_newest(events),
         sum(e.kind == "lease-taken" for e in events),
         spent,
+        job_end_of({"kind": e.kind, "at": e.at, **e.detail} for e in events),
     )
 
 
@@ -379,6 +383,12 @@ class _PerPlacement:
             "Age of the primary agent's newest GPU sample (placements up; absent: none)",
             labels=["placement"],
         )
+        self.job_exit = GaugeMetricFamily(
+            "cloudbroker_job_exit_code",
+            "The exit code of the job whose end stopped the placement (status done: it "
+            "exited 0; failed: non-zero, after its restarts; absent: not ended so, or unknown)",
+            labels=["placement", "status"],
+        )
         self.families: list[Metric] = [
             self.rto,
             self.rpo,
@@ -391,6 +401,7 @@ class _PerPlacement:
             self.budget_used,
             self.gpu_util,
             self.gpu_age,
+            self.job_exit,
         ]
 
     def add(self, figures: _Figures, holder: str | None, now: float) -> None:
@@ -405,6 +416,8 @@ class _PerPlacement:
         self.lease_changes.add_metric([pid], figures.lease_changes)
         if holder is not None:
             self.holder.add_metric([pid, holder], 1)
+        if (end := figures.job_end) and isinstance(end.get("exit_code"), int):
+            self.job_exit.add_metric([pid, str(end["then"])], end["exit_code"])
         if (spent := figures.spent) is None:  # a plan this version cannot price: none, not 0
             return
         self.spend.add_metric([pid, spent.total.currency], float(spent.total.amount))

@@ -7,6 +7,8 @@ returns it. Keys the broker adds later are ignored here, so a newer state store 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -227,17 +229,36 @@ class PlacementStatus(_Report):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def job_end(self) -> dict[str, Any] | None:
-        """The job's end that stopped the placement: its event (``kind``, ``at``, exit code,
-        runs, checkpoint, the last sync) and ``final_cost`` once every instance was
-        terminated; None if none did, or it was run again since (a job failure that failed
-        over ended nothing)."""
-        end: dict[str, Any] | None = None
-        for event in self.events:
-            kind = event.get("kind")
-            if kind in JOB_EVENTS.values() and event.get("then") in ENDED:
-                end = dict(event)
-            elif kind == "final-cost" and end is not None:
-                end["final_cost"] = {k: v for k, v in event.items() if k not in ("at", "kind")}
-            elif kind == "up-requested":
-                end = None
-        return end
+        """The job's end that stopped the placement (see :func:`job_end_of`)."""
+        return job_end_of(self.events)
+
+
+def job_end_of(events: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The job's end that stopped a placement: its event (``kind``, ``at`` and its fields:
+    exit code, runs, checkpoint, the last sync), with ``final_cost`` once every instance was
+    terminated; None if none did, or it was run again since (a job failure that failed over
+    ended nothing). ``events``: each a mapping of ``kind``, ``at`` and the event's fields."""
+    end: dict[str, Any] | None = None
+    for event in events:
+        kind = event.get("kind")
+        if kind in JOB_EVENTS.values() and event.get("then") in ENDED:
+            end = dict(event)
+        elif kind == "final-cost" and end is not None:
+            end["final_cost"] = {k: v for k, v in event.items() if k not in ("at", "kind")}
+        elif kind == "up-requested":
+            end = None
+    return end
+
+
+def job_end_text(end: Mapping[str, Any], when: Callable[[float], str]) -> str:
+    """``job succeeded at 2026-12-04 14:02:11 (exit 0, 1 run(s), checkpoint step-60.json):
+    done, final cost 12.30 USD``: :func:`job_end_of` in words (``when``: a time as shown)."""
+    state = "succeeded" if end["kind"] == JOB_EVENTS["succeeded"] else "failed"
+    at = when(float(end.get("ended_at") or end["at"]))
+    figures = f"exit {end.get('exit_code')}, {end.get('runs')} run(s), "
+    figures += f"checkpoint {end.get('checkpoint') or 'none'}"
+    said = f"job {state} at {at} ({figures}): {end['then']}"
+    if cost := end.get("final_cost"):
+        total, bound = cost["total"], "≥ " if cost.get("lower_bound") else ""
+        return f"{said}, final cost {bound}{Decimal(total['amount']):,.2f} {total['currency']}"
+    return f"{said}, instances still being terminated"

@@ -8,6 +8,7 @@ from cloudbroker.broker import Broker
 from cloudbroker.broker.budget import charges, spend
 from cloudbroker.broker.records import last_failover, standby_newest
 from cloudbroker.economics.report import UNPRICEABLE
+from cloudbroker.models.placements import job_end_of
 from cloudbroker.state import PlacementRecord
 from cloudbroker.state.fleet import Fleet, read_some
 
@@ -58,6 +59,7 @@ def _row(fleet: Fleet, placement: PlacementRecord, now: float) -> dict[str, Any]
         "lag_seconds": lag,
         "spend": spent,
         "last_failover": last_failover(events),
+        "job_end": job_end_of({"kind": e.kind, "at": e.at, **e.detail} for e in events),
     }
 
 
@@ -74,6 +76,7 @@ def placement_view(
     lag = None if newest is None or placement.status != "up" else max(now - newest, 0.0)
     return {
         **dict(report),  # its fields, the instances and the last failover typed
+        "job_end": report.job_end,  # computed: not among the fields
         "events": report.events[-events_kept:] if events_kept else [],
         "lag_seconds": lag,
         **_priced(store, placement, now),

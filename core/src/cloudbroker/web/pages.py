@@ -8,6 +8,7 @@ from html import escape
 from typing import Any
 
 from cloudbroker.broker.records import span
+from cloudbroker.models.placements import job_end_text
 from cloudbroker.web.charts import breakdown_bar, spend_chart, spend_points
 
 #: Pages reload themselves this often (seconds): a failover shows within one refresh.
@@ -101,10 +102,13 @@ def index(views: list[dict[str, Any]], pages: int = 1, *, page: int = 1) -> str:
         if last:
             failover = f"RTO {seconds(last.rto_seconds)}, RPO {seconds(last.rpo_seconds)}"
         lag = "-" if v["lag_seconds"] is None else span(v["lag_seconds"])
+        end, exit_code = v.get("job_end"), ""
+        if end is not None:  # done / failed: the job's exit code beside it
+            exit_code = f' <small class="exit">exit {escape(str(end.get("exit_code")))}</small>'
         rows.append(
             f'<tr data-placement="{escape(v["id"])}">'
             f'<td><a href="/placements/{escape(v["id"])}">{escape(v["id"])}</a></td>'
-            f'<td class="status">{escape(v["status"])}</td>'
+            f'<td class="status">{escape(v["status"])}{exit_code}</td>'
             f'<td class="primary">{escape(v["primary"])}</td>'
             f'<td class="standby">{escape(v["standby"])}</td>'
             f"<td>{escape(v['gpu'])}</td><td>{escape(lag)}</td>"
@@ -129,6 +133,8 @@ def placement(view: dict[str, Any], *, actions: bool, said: str = "") -> str:
         f"({escape(view['buckets']['standby'])}); replication lag "
         f"{'-' if view['lag_seconds'] is None else escape(span(view['lag_seconds']))}</p>"
     )
+    if end := view.get("job_end"):
+        parts.append(f'<p class="job-end">{escape(job_end_text(end, clock))}</p>')
     parts.append("<h2>instances</h2>" + _instances(view))
     spent = view["spend"]
     parts.append(f'<h2>spend</h2><p class="spend">{escape(_spend(view))}</p>')

@@ -17,6 +17,7 @@ from cloudbroker.cli.broker.common import STATE, _broker, _show, _state_to_read
 from cloudbroker.cli.output import console, err_console, print_json
 from cloudbroker.cli.progress import Lines, clock, when
 from cloudbroker.cli.table import Column, FitTable
+from cloudbroker.models.placements import job_end_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,6 +38,8 @@ TIMES = {
     "job_exited_at",
     "checkpoint_at",
     "idle_since",
+    "ended_at",
+    "since",
 }
 INSTANCE_COLUMNS = (
     Column("role", "role"),
@@ -93,6 +96,8 @@ def _print_status(shown: StatusReport) -> None:
         markup=False,
     )
     console.print(spent.text(), markup=False)
+    if end := report.job_end:
+        console.print(job_end_text(end, when), markup=False)
     if shown.gpu is not None or shown.kept is not None:
         console.print(_gpus(shown), markup=False)
     if spent.unknown:
