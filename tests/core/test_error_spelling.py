@@ -89,6 +89,7 @@ def test_the_cli_maps_a_library_error_to_its_options(clean_env):
         ({"budget": "lots"}, "budget must be an amount", "--budget must be an amount"),
         ({"sync_every": 0}, "sync_every must be", "--sync-every must be"),
         ({"idle_stop": "sometimes"}, "idle_stop", "--idle-stop"),
+        ({"on_failure": "retry"}, "on_failure must be", "--on-failure must be"),
     ],
 )
 def test_a_place_request_is_checked_in_one_place_whoever_builds_it(
