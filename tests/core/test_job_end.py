@@ -14,12 +14,12 @@ from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_reque
 
 from cloudbroker import agent
 from cloudbroker.broker import Broker
-from cloudbroker.broker.job_end import on_failure_rule, restarts_of
+from cloudbroker.broker.job_end import on_failure_rule
 from cloudbroker.broker.lease import Lease
 from cloudbroker.broker.notify import alert_of
 from cloudbroker.errors import UsageError
 from cloudbroker.models import BucketRef
-from cloudbroker.models.placements import PlacementSpec
+from cloudbroker.models.placements import PlacementSpec, restarts_of
 from cloudbroker.state import open_store
 
 JOB = "#!/bin/sh\npython3 train.py\n"
@@ -119,6 +119,14 @@ def test_the_plan_keeps_the_policy_and_a_plan_stored_without_it_reads_restart_3(
     old = spec.model_dump(mode="json")
     del old["on_failure"]
     assert PlacementSpec.model_validate(old).on_failure == "restart:3"
+
+
+@pytest.mark.parametrize(("policy", "restarts"), [("restart:5", 5), ("failover", 0), ("stop", 0)])
+def test_the_agent_is_told_the_restarts_the_plan_allows(tmp_path, policy, restarts):
+    _broker, clouds, _replicator, _pid = world(tmp_path, on_failure=policy)
+    [primary] = clouds["ali"].live()
+    script = clouds["ali"].instances[primary]["user_data"]
+    assert f"export CLOUDBROKER_RESTARTS={restarts}\n" in script
 
 
 def test_the_cli_refuses_a_bad_on_failure_in_one_line(tmp_path):
@@ -315,9 +323,7 @@ def test_status_says_the_job_end_and_its_final_cost_in_text_and_json(tmp_path):
     [line] = [ln for ln in text.stdout.splitlines() if ln.startswith("job succeeded")]
     assert "(exit 0, 1 run(s), checkpoint step-000060.json): done, final cost" in line
     assert "USD" in line
-    shown = json.loads(
-        run_cli(*args, "--json", plugins=broker.pm, replicator=replicator).stdout
-    )
+    shown = json.loads(run_cli(*args, "--json", plugins=broker.pm, replicator=replicator).stdout)
     assert shown["status"] == "done"
     assert shown["job_end"]["exit_code"] == 0 and shown["job_end"]["then"] == "done"
     assert shown["job_end"]["final_cost"]["total"]["currency"] == "USD"

@@ -40,7 +40,7 @@ from cloudbroker.errors import (
     ProviderUnavailable,
 )
 from cloudbroker.models import BucketRef, Instance, InstanceState
-from cloudbroker.models.placements import PlannedOffer
+from cloudbroker.models.placements import PlannedOffer, restarts_of
 from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
 from cloudbroker.plugins.launching import (
@@ -277,6 +277,7 @@ class Launcher:
                 notice,
                 provider=provider,
                 region=offer.region,
+                restarts=restarts_of(spec.on_failure),
             )
             request = launch_request(
                 provider,

@@ -63,12 +63,6 @@ def on_failure_rule(text: str, what: str = "--on-failure") -> str:
     return f"restart:{restarts}"
 
 
-def restarts_of(policy: str) -> int:
-    """How many times the agent restarts a failing job in place: N for ``restart:N``, else 0
-    (the watcher decides: fail over, or stop)."""
-    return int(policy.split(":", 1)[1]) if policy.startswith("restart:") else 0
-
-
 class JobEnd:
     """The watcher's side of the job's end (see the module's docstring)."""
 

@@ -26,6 +26,14 @@ from cloudbroker.money import Money
 #: What a job that exits non-zero gets when the plan does not say (a plan stored before
 #: ``on_failure`` was kept reads so too): restarted in place 3 times, then stopped.
 DEFAULT_ON_FAILURE = "restart:3"
+
+
+def restarts_of(policy: str) -> int:
+    """How many times the agent restarts a failing job in place: N for ``restart:N``, else 0
+    (the watcher decides: fail over, or stop)."""
+    return int(policy.split(":", 1)[1]) if policy.startswith("restart:") else 0
+
+
 #: The statuses a job's end leaves (see :mod:`cloudbroker.broker.job_end`): over, like ``down``.
 ENDED = ("done", "failed")
 #: The events a job's end records, by the job's final state.
