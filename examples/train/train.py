@@ -19,12 +19,15 @@ exits, so the standby resumes from the very step the notice found it at (RPO 0 s
 idle guard's request for a last checkpoint comes the same way.
 Local checkpoints go to ``$CLOUDBROKER_CHECKPOINT_DIR`` (the agent uploads the newest one
 there if the job could not), else ``./checkpoints``.
-"""
 
-from __future__ import annotations
+It runs on the image's own ``python3``, 3.6 or newer (Alibaba Cloud Linux 3 and TencentOS 3
+ship 3.6): standard library only, no 3.7+ construct, its annotations in quotes (3.6 would
+evaluate ``list[float]`` at ``def``).
+"""
 
 import json
 import math
+import operator
 import os
 import random
 import re
@@ -41,52 +44,59 @@ LEARNING_RATE = 0.5
 CHECKPOINT = re.compile(r"^step-(\d+)\.json$")
 
 
-def dataset() -> tuple[list[list[float]], list[int]]:
+def dataset() -> "tuple[list[list[float]], list[int]]":
     """Points around a hidden linear boundary, with label noise; the same on every machine."""
     rng = random.Random(SEED)
     truth = [rng.uniform(-2, 2) for _ in range(FEATURES)]
     points, labels = [], []
     for _ in range(SAMPLES):
         x = [rng.gauss(0, 1) for _ in range(FEATURES)]
-        margin = sum(w * v for w, v in zip(truth, x, strict=True)) + rng.gauss(0, 0.5)
+        margin = sum(map(operator.mul, truth, x)) + rng.gauss(0, 0.5)
         points.append(x)
         labels.append(1 if margin > 0 else 0)
     return points, labels
+
+
+def _score(weights: "list[float]", x: "list[float]") -> float:
+    """``weights`` times ``x``, plus the bias ``weights[-1]`` (``map`` stops at ``x``'s end)."""
+    return sum(map(operator.mul, weights, x)) + weights[-1]
 
 
 def _sigmoid(z: float) -> float:
     return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
 
-def loss(weights: list[float], points: list[list[float]], labels: list[int]) -> float:
+def loss(weights: "list[float]", points: "list[list[float]]", labels: "list[int]") -> float:
     """Mean log loss; ``weights[-1]`` is the bias."""
     total = 0.0
-    for x, y in zip(points, labels, strict=True):
-        p = _sigmoid(sum(w * v for w, v in zip(weights, x, strict=False)) + weights[-1])
+    for i, x in enumerate(points):
+        y = labels[i]
+        p = _sigmoid(_score(weights, x))
         p = min(max(p, 1e-12), 1 - 1e-12)
         total -= y * math.log(p) + (1 - y) * math.log(1 - p)
     return total / len(points)
 
 
-def step(weights: list[float], points: list[list[float]], labels: list[int]) -> list[float]:
+def step(weights: "list[float]", points: "list[list[float]]", labels: "list[int]") -> "list[float]":
     """One full-batch gradient descent step."""
     gradient = [0.0] * len(weights)
-    for x, y in zip(points, labels, strict=True):
-        error = _sigmoid(sum(w * v for w, v in zip(weights, x, strict=False)) + weights[-1]) - y
+    for n, x in enumerate(points):
+        error = _sigmoid(_score(weights, x)) - labels[n]
         for i, v in enumerate(x):
             gradient[i] += error * v
         gradient[-1] += error
-    return [w - LEARNING_RATE * g / len(points) for w, g in zip(weights, gradient, strict=True)]
+    return [w - LEARNING_RATE * gradient[i] / len(points) for i, w in enumerate(weights)]
 
 
 def rclone(*args: str) -> str:
-    done = subprocess.run(["rclone", *args], capture_output=True, text=True, timeout=120)
+    pipe = subprocess.PIPE  # capture_output= and text= are 3.7+
+    done = subprocess.run(["rclone", *args], stdout=pipe, stderr=pipe, timeout=120)
     if done.returncode != 0:
-        raise SystemExit(f"rclone {args[0]} failed: {done.stderr.strip()}")
-    return done.stdout
+        raise SystemExit(f"rclone {args[0]} failed: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout.decode(errors="replace")
 
 
-def newest_checkpoint(uri: str, local: Path) -> dict | None:
+def newest_checkpoint(uri: str, local: Path) -> "dict | None":
     """The newest ``step-N.json`` under ``uri``, downloaded and read; None if there is none."""
     names = [n for n in rclone("lsf", uri).split() if CHECKPOINT.match(n)]
     if not names:
@@ -96,7 +106,7 @@ def newest_checkpoint(uri: str, local: Path) -> dict | None:
     return json.loads((local / name).read_text())
 
 
-def save_checkpoint(uri: str, local: Path, number: int, weights: list[float]) -> None:
+def save_checkpoint(uri: str, local: Path, number: int, weights: "list[float]") -> None:
     path = local / f"step-{number:06d}.json"
     path.write_text(json.dumps({"step": number, "weights": weights}))
     rclone("copyto", str(path), f"{uri}/{path.name}")  # the object appears only when whole
