@@ -18,16 +18,36 @@ from cloudbroker.plugins import PluginManager
 from cloudbroker_aliyun.plugin import DESCRIPTION, AliyunProvider
 from cloudbroker_aliyun.testing.emulator import AliyunEcsEmulator
 
+from .sdk_models import Recorder
+
 ACCESS_KEY = "LTAIcloudbrokertest"
 SECRET_KEY = "cloudbroker-test-secret"
 REGION = "cn-hangzhou"
 
 
+#: Every answer of the session's emulator, checked against the SDK's models.
+RECORDER: list[Recorder] = []
+
+
 @pytest.fixture(scope="session")
 def ecs_server() -> Iterator[AliyunEcsEmulator]:
-    emulator = AliyunEcsEmulator(access_key=ACCESS_KEY, secret_key=SECRET_KEY).start()
-    yield emulator
+    emulator = AliyunEcsEmulator(access_key=ACCESS_KEY, secret_key=SECRET_KEY)
+    RECORDER.append(Recorder(emulator))
+    yield emulator.start()
     emulator.stop()
+
+
+@pytest.fixture(autouse=True)
+def answers_agree_with_the_sdk_models() -> Iterator[None]:
+    """Each test fails if an answer the emulator gave during it is not what the SDK's
+    response model reads (a field it does not have, or one of its fields left out)."""
+    for recorder in RECORDER:
+        recorder.answers.clear()
+    yield
+    problems = [p for recorder in RECORDER for p in recorder.problems()]
+    assert not problems, "the emulator answered what the SDK's models do not read:\n" + (
+        "\n".join(problems)
+    )
 
 
 @pytest.fixture

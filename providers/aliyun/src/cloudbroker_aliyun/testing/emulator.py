@@ -572,7 +572,7 @@ class AliyunEcsEmulator(Emulator):
             and params.get("VpcId") in (None, v["VpcId"])
             and ("IsDefault" not in params or _flag(params["IsDefault"]) == v["IsDefault"])
         ]
-        return {"VSwitches": {"VSwitch": found}, "TotalCount": len(found), "PageNumber": 1}
+        return {"VSwitches": {"VSwitch": found}, "TotalCount": len(found), **_one_page(params)}
 
     def _describe_security_groups(self, params: dict[str, str]) -> dict[str, Any]:
         self._region(params)
@@ -586,7 +586,13 @@ class AliyunEcsEmulator(Emulator):
             }
         ]
         found = [g for g in groups if params.get("VpcId") in (None, g["VpcId"])]
-        return {"SecurityGroups": {"SecurityGroup": found}, "TotalCount": len(found)}
+        return {
+            "SecurityGroups": {"SecurityGroup": found},
+            "TotalCount": len(found),
+            "RegionId": params["RegionId"],
+            "NextToken": "",
+            **_one_page(params),
+        }
 
     # -- instances -------------------------------------------------------------------------
 
@@ -595,7 +601,7 @@ class AliyunEcsEmulator(Emulator):
         zones = self._region(params)
         existing = self.state.by_token(params.get("ClientToken"))
         if existing is not None:
-            return {"InstanceIdSets": {"InstanceIdSet": [existing.instance_id]}}
+            return {"InstanceIdSets": {"InstanceIdSet": [existing.instance_id]}, "TradePrice": None}
         for name in ("InstanceType", "ImageId", "VSwitchId", "SecurityGroupId"):
             if not params.get(name):
                 raise _bad(400, f"MissingParameter.{name}", f"{name} is mandatory.")
@@ -654,7 +660,9 @@ class AliyunEcsEmulator(Emulator):
             extra={key: params[key] for key in RECORDED_PARAMS if key in params},
         )
         self.state.instances[instance.instance_id] = instance
-        return {"InstanceIdSets": {"InstanceIdSet": [instance.instance_id]}}
+        # TradePrice ("the transaction price of the order", SDK RunInstancesResponseBody) is
+        # in every answer; what it holds for a pay-as-you-go order is unsourced: null here.
+        return {"InstanceIdSets": {"InstanceIdSet": [instance.instance_id]}, "TradePrice": None}
 
     def _view(self, instance: Instance) -> dict[str, Any]:
         state = instance.state(self.boot_seconds)
@@ -730,6 +738,7 @@ class AliyunEcsEmulator(Emulator):
             "TotalCount": len(found),
             "PageNumber": number,
             "PageSize": size,
+            "NextToken": "",  # paged by PageNumber here; MaxResults/NextToken is not served
         }
 
     def _describe_account_attributes(self, params: dict[str, str]) -> dict[str, Any]:
@@ -820,6 +829,13 @@ class AliyunEcsEmulator(Emulator):
         if token:
             self._delete_tokens.add(token)
         return {}
+
+
+def _one_page(params: dict[str, str]) -> dict[str, Any]:
+    """PageNumber and PageSize of an answer that lists everything on its first page: the
+    size asked for echoed (the actions' default size is unsourced: null when not asked)."""
+    size = params.get("PageSize")
+    return {"PageNumber": 1, "PageSize": int(size) if size else None}
 
 
 def _params(request: Request) -> dict[str, str]:
