@@ -61,7 +61,9 @@ def job(state: str, exit_code: int | None, runs: int = 1, restarts: int = 3) -> 
     }  # fmt: skip
 
 
-def world(tmp_path, **extra):
+def world(tmp_path, location=None, **extra):
+    """A placement with a job, up: primary ``ali``, standby ``ten``; its store in
+    ``location`` (a PostgreSQL URL) or a SQLite file under ``tmp_path``."""
     from cloudbroker.plugins import PluginManager
 
     pm = PluginManager(env={}, settings={n: {"image": f"img-{n}"} for n in ("ali", "ten")})
@@ -71,7 +73,8 @@ def world(tmp_path, **extra):
     replicator = JobReplicator(clouds)
     clock = Clock()
     broker = Broker(
-        pm, open_store(tmp_path / "state.db"), replicator, clock=clock, sleep=clock.sleep,
+        pm, open_store(location or tmp_path / "state.db"), replicator, clock=clock,
+        sleep=clock.sleep,
         poll_interval=0,
     )  # fmt: skip
     pid, _ = broker.place(ali_ten_request(startup_script=JOB, **extra))
@@ -168,8 +171,8 @@ def test_a_job_that_exits_0_leaves_no_instance_running_and_the_placement_done(tm
     assert "done" not in WATCHED and "failed" not in WATCHED
 
 
-def test_a_job_that_exits_1_after_its_restarts_ends_the_placement_failed(tmp_path):
-    broker, clouds, replicator, pid = world(tmp_path, on_failure="restart:2")
+def test_a_job_that_exits_1_after_its_restarts_ends_the_placement_failed(tmp_path, store_location):
+    broker, clouds, replicator, pid = world(tmp_path, store_location, on_failure="restart:2")
     replicator.marker("ali", "ckpt-a", job=job("restarting", 1, runs=2, restarts=2))
     assert not check(broker, pid).stopped  # restarting in place: not an end
     assert broker.store.require_placement(pid).status == "up"

@@ -53,14 +53,9 @@ _ACCEPTED = f"restart:N (N from 0 to {MAX_RESTARTS}), failover or stop"
 def on_failure_rule(text: str, what: str = "--on-failure") -> str:
     """``restart:3``, ``failover`` or ``stop`` as the plan keeps it; UsageError otherwise."""
     match = _POLICY.fullmatch(str(text).strip().lower())
-    if not match:
+    if not match or (match[1] is not None and int(match[1]) > MAX_RESTARTS):
         raise UsageError(f"{what} must be {_ACCEPTED}, got {quoted(text)}")
-    if match[1] is None:
-        return match[0]
-    restarts = int(match[1])
-    if restarts > MAX_RESTARTS:
-        raise UsageError(f"{what} must be {_ACCEPTED}, got {quoted(text)}")
-    return f"restart:{restarts}"
+    return match[0] if match[1] is None else f"restart:{int(match[1])}"
 
 
 class JobEnd:
