@@ -235,3 +235,18 @@ def require(settings: Mapping[str, Any], provider: str, *names: str) -> list[Any
             provider=provider,
         )
     return [settings[name] for name in names]
+
+
+def mbps_setting(value: Any, provider: str, name: str, most: int | None = None) -> int:
+    """A plugin's public bandwidth setting in whole Mbps, 0 when absent (no public IP); a
+    one-line ConfigError naming the setting and what it takes otherwise."""
+    if value is None:
+        return 0
+    if type(value) is int and 0 <= value <= (most if most is not None else value):
+        return value
+    span = f"from 0 to {most:,}" if most is not None else "of 0 or more"
+    raise ConfigError(
+        f"{name} in [providers.{provider}] must be a whole number of Mbps {span} "
+        f"(0 or absent: no public IP), got {value!r}",
+        provider=provider,
+    )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import Field, SecretStr, model_validator
 
@@ -127,6 +129,11 @@ class StorageRemote(Model):
         description="Region -> the endpoint an instance launched there uses instead of "
         "options['endpoint'] (the cloud's internal endpoint, e.g. OSS's -internal)",
     )
+    public_ip_setting: str = Field(
+        default="",
+        description="The provider setting that gives an instance a public IP, which one "
+        "launched outside instance_endpoints' regions needs (or a NAT gateway)",
+    )
 
     @model_validator(mode="after")
     def _one_access(self) -> StorageRemote:
@@ -153,6 +160,27 @@ class StorageRemote(Model):
         if self.instance_keys:
             return "keys"
         return "env_auth" if self.instance_env_auth else None
+
+    def needs_public_ip(
+        self, provider: str, region: str, settings: Mapping[str, Any]
+    ) -> str | None:
+        """One line when an instance launched in ``region`` has no private path to the bucket
+        (not a region of ``instance_endpoints``) and ``public_ip_setting`` is not set: it
+        reaches the bucket only over the internet; None otherwise (or unknown: no regions)."""
+        if not self.instance_endpoints or region in self.instance_endpoints:
+            return None
+        if self.public_ip_setting and settings.get(self.public_ip_setting):
+            return None
+        where = ", ".join(sorted(self.instance_endpoints))
+        ask = (
+            f"; set {self.public_ip_setting} in [providers.{provider}] for one"
+            if self.public_ip_setting
+            else ""
+        )
+        return (
+            f"a {provider} instance in {region} reaches its bucket (private only from {where}) "
+            f"over the internet: it needs a public IP or a NAT gateway for its checkpoints{ask}"
+        )
 
 
 _INSTANCE_KEYS = {"access_key_id", "secret_access_key", "session_token"}

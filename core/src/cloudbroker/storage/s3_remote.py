@@ -9,6 +9,8 @@ environment only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import SecretStr
 
 from cloudbroker.models import BucketRef, InstanceCredentials, StorageRemote
@@ -24,6 +26,7 @@ def s3_remote(
     instance_credentials: InstanceCredentials | None = None,
     instance_keys: tuple[str, str] | None = None,
     instance_endpoints: dict[str, str] | None = None,
+    public_ip_setting: str = "",
     **options: str | None,
 ) -> StorageRemote:
     """``bucket`` on rclone's S3 backend with ``provider`` and the non-secret ``options``
@@ -33,7 +36,8 @@ def s3_remote(
     service) or, on a cloud without instance roles, ``instance_keys`` (access key id and
     secret, scoped to the bucket), which the broker passes in the launch's user data.
     ``instance_endpoints``: region -> the endpoint instances launched there use (a cloud's
-    internal endpoint), where the controller uses ``endpoint``.
+    internal endpoint), where the controller uses ``endpoint``; ``public_ip_setting``: the
+    provider setting that gives an instance elsewhere a public IP to reach it by.
     """
     secrets = {
         "access_key_id": SecretStr(access_key_id),
@@ -48,6 +52,7 @@ def s3_remote(
         path=bucket.path,
         instance_credentials=instance_credentials,
         instance_endpoints=instance_endpoints or {},
+        public_ip_setting=public_ip_setting,
         instance_keys={}
         if instance_keys is None
         else {
@@ -55,3 +60,12 @@ def s3_remote(
             "secret_access_key": SecretStr(instance_keys[1]),
         },
     )
+
+
+def instance_endpoint(
+    env: Mapping[str, str], internal: str, *, internal_env: str, public_env: str
+) -> str:
+    """Where an instance in the bucket's region reaches it: ``env[internal_env]``, else
+    ``env[public_env]`` (an overridden store, a private deployment or the sandbox's local
+    one, is one address for all), else the cloud's ``internal`` endpoint."""
+    return (env.get(internal_env) or env.get(public_env) or "").strip() or internal

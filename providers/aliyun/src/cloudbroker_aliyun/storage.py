@@ -10,7 +10,7 @@ from __future__ import annotations
 from cloudbroker.errors import ConfigError
 from cloudbroker.models import BucketRef, InstanceCredentials, MetadataToken, StorageRemote
 from cloudbroker.plugins.context import HookContext
-from cloudbroker.storage.s3_remote import s3_remote
+from cloudbroker.storage.s3_remote import instance_endpoint, s3_remote
 from cloudbroker_aliyun.credentials import PROVIDER, credentials
 
 STORAGE_ENDPOINT_ENV = "CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT"
@@ -62,8 +62,12 @@ def internal_endpoint(ctx: HookContext, region: str) -> str:
     https://help.aliyun.com/en/oss/user-guide/regions-and-endpoints, each region's "Internal
     endpoint" column). ``CLOUDBROKER_ALIYUN_INTERNAL_STORAGE_ENDPOINT`` overrides it, and so
     does ``CLOUDBROKER_ALIYUN_STORAGE_ENDPOINT`` alone: an overridden store is one address."""
-    override = ctx.env.get(INTERNAL_ENDPOINT_ENV) or ctx.env.get(STORAGE_ENDPOINT_ENV)
-    return override or f"oss-{region}-internal.aliyuncs.com"
+    return instance_endpoint(
+        ctx.env,
+        f"oss-{region}-internal.aliyuncs.com",
+        internal_env=INTERNAL_ENDPOINT_ENV,
+        public_env=STORAGE_ENDPOINT_ENV,
+    )
 
 
 def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
@@ -78,5 +82,6 @@ def remote(ctx: HookContext, bucket: BucketRef) -> StorageRemote:
         secret_access_key=found.access_key_secret,
         instance_credentials=INSTANCE_CREDENTIALS,
         instance_endpoints={region: internal_endpoint(ctx, region)} if region else None,
+        public_ip_setting="internet_max_bandwidth_out",
         endpoint=oss_endpoint(ctx, region),
     )

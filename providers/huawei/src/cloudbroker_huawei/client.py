@@ -245,7 +245,23 @@ def _post_paid_server(server: Mapping[str, Any]) -> Any:
     fields["root_volume"] = PostPaidServerRootVolume(**fields["root_volume"])
     fields["extendparam"] = PostPaidServerExtendParam(**fields["extendparam"])
     fields["server_tags"] = [PostPaidServerTag(key=k, value=v) for k, v in fields["server_tags"]]
+    if "publicip" in fields:
+        fields["publicip"] = _publicip(fields["publicip"])
     return PostPaidServer(**fields)
+
+
+def _publicip(publicip: Mapping[str, Any]) -> Any:
+    """A new EIP for the server, as PostPaidServerPublicip takes it."""
+    from huaweicloudsdkecs.v2 import (
+        PostPaidServerEip,
+        PostPaidServerEipBandwidth,
+        PostPaidServerPublicip,
+    )
+
+    eip = dict(publicip["eip"])
+    eip["bandwidth"] = PostPaidServerEipBandwidth(**eip["bandwidth"])
+    fields = {**publicip, "eip": PostPaidServerEip(**eip)}
+    return PostPaidServerPublicip(**fields)
 
 
 class Bss:

@@ -52,7 +52,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from cloudbroker.config import require
+from cloudbroker.config import mbps_setting, require
 from cloudbroker.errors import CloudBrokerError, NotFoundError, ProviderUnavailable, UsageError
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
 from cloudbroker.plugins.context import HookContext
@@ -106,7 +106,7 @@ GONE = {"DELETED", "SOFT_DELETED"}
 def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     """Find the server made for this key, or create it; the server as first seen."""
     ecs = Ecs(ctx, request.region)
-    spec = server_spec(request)
+    spec = server_spec(request) | public_ip(ctx)
     existing = ecs.servers((IDEMPOTENCY_TAG, tag_value(request.idempotency_key)))
     if existing:
         return instance(existing[0], request.region)
@@ -304,6 +304,23 @@ def server_spec(request: LaunchRequest) -> dict[str, Any]:
         "server_tags": tags,
         "count": 1,
     }
+
+
+def public_ip(ctx: HookContext) -> dict[str, Any]:
+    """PostPaidServer's ``publicip`` for the ``internet_bandwidth_mbps`` setting: a new EIP of
+    that bandwidth (1 to 2,000 Mbit/s, PostPaidServerEipBandwidth.size), dedicated and paid
+    by traffic, released with the server; none without it (ECS sends none by default). Its
+    type is ``public_ip_type``, else 5_bgp (dynamic BGP: CN North-Beijing4, CN South-Guangzhou,
+    CN-Hong Kong; CN East-Shanghai2 takes 5_sbgp only: "ECS.EIP" ipType,
+    https://support.huaweicloud.com/intl/en-us/tr-aos/datatypes-ecs-eip.html, read 2026-12-04)."""
+    size = mbps_setting(
+        ctx.setting("internet_bandwidth_mbps"), PROVIDER, "internet_bandwidth_mbps", 2000
+    )
+    if not size:
+        return {}
+    bandwidth = {"size": size, "sharetype": "PER", "chargemode": "traffic"}
+    eip = {"iptype": ctx.setting("public_ip_type") or "5_bgp", "bandwidth": bandwidth}
+    return {"publicip": {"eip": eip, "delete_on_termination": True}}
 
 
 def await_server_id(

@@ -19,7 +19,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from cloudbroker.config import require
+from cloudbroker.config import mbps_setting, require
 from cloudbroker.errors import (
     CapacityError,
     ConfigError,
@@ -121,6 +121,24 @@ def run_params(request: LaunchRequest) -> dict[str, Any]:
     return params
 
 
+def internet_accessible(setting: Any) -> dict[str, Any]:
+    """``InternetAccessible`` for the ``internet_bandwidth_mbps`` setting: a public IP with that
+    much outbound bandwidth, paid by traffic per hour (SDK models.InternetAccessible:
+    TRAFFIC_POSTPAID_BY_HOUR); none without it (the default is 0 Mbps, no public IP). The
+    most a type allows varies (https://cloud.tencent.com/document/product/213/12523): the
+    cloud says."""
+    bandwidth = mbps_setting(setting, "tencent", "internet_bandwidth_mbps")
+    if not bandwidth:
+        return {}
+    return {
+        "InternetAccessible": {
+            "InternetChargeType": "TRAFFIC_POSTPAID_BY_HOUR",
+            "InternetMaxBandwidthOut": bandwidth,
+            "PublicIpAssigned": True,
+        }
+    }
+
+
 def selling_zone(api: CvmApi, instance_type: str, charge_type: str) -> str:
     """A zone of the region that sells the type now, the best stocked first."""
     answer = api.call(
@@ -161,7 +179,7 @@ def key_id(api: CvmApi, key: str) -> str:
 
 def launch(ctx: HookContext, request: LaunchRequest) -> Instance:
     """RunInstances in the request's zone, or in the best-stocked zone that sells the type."""
-    params = run_params(request)
+    params = run_params(request) | internet_accessible(ctx.setting("internet_bandwidth_mbps"))
     api = CvmApi(ctx, request.region)
     if request.key_name:  # else Tencent sets a random password and mails it to the account
         params["LoginSettings"] = {"KeyIds": [key_id(api, request.key_name)]}

@@ -400,6 +400,7 @@ class HuaweiEcsEmulator(Emulator):
         extend = server.get("extendparam") or {}
         if extend.get("chargingMode", 0) not in (0, "0", "postPaid"):
             raise ApiError(400, "Ecs.0005", "Invalid parameter values: chargingMode must be 0.")
+        _check_publicip(server.get("publicip"))
         region = extend.get("regionID") or "local-1"
         zone = server.get("availability_zone") or f"{region}a"
         self.take_stock(region, zone, server["flavorRef"])
@@ -421,6 +422,7 @@ class HuaweiEcsEmulator(Emulator):
                 "key_name": server.get("key_name"),
                 "root_volume": server.get("root_volume") or {},
                 "spot_price": extend.get("spotPrice"),
+                "publicip": server.get("publicip"),
                 "metadata": {},
                 "index": len(self.state.instances) + 1,
             },
@@ -532,6 +534,8 @@ class HuaweiEcsEmulator(Emulator):
         status, task, vm_state = self._status(instance)
         extra = instance.extra
         index = extra["index"]
+        floating = {"version": "4", "addr": f"121.36.{index // 250}.{index % 250 + 2}"}
+        floating["OS-EXT-IPS:type"] = "floating"  # the server's EIP (publicip)
         metadata = {
             "charging_mode": "2" if instance.spot else "0",
             "vpc_id": extra["vpc"],
@@ -567,7 +571,8 @@ class HuaweiEcsEmulator(Emulator):
                         "OS-EXT-IPS:port_id": str(
                             uuid.uuid5(uuid.NAMESPACE_OID, instance.instance_id)
                         ),
-                    }
+                    },
+                    *([floating] if extra.get("publicip") else []),
                 ]
             },
             "security_groups": [{"id": g, "name": g} for g in extra["security_groups"]],
@@ -605,6 +610,36 @@ class HuaweiEcsEmulator(Emulator):
         if instance.state(self.boot_seconds) == "pending":
             return "BUILD", "spawning", "building"
         return "ACTIVE", None, "active"
+
+
+def _check_publicip(publicip: dict[str, Any] | None) -> None:
+    """CreatePostPaidServers' ``publicip`` read against the SDK's own models (their wire
+    names): no unknown field, a dedicated (PER) bandwidth of 1 to 2,000 Mbit/s, a charge mode
+    absent, empty or ``traffic`` ("其它值，会导致创建云服务器失败": PostPaidServerEipBandwidth)."""
+    from huaweicloudsdkecs.v2 import (
+        PostPaidServerEip,
+        PostPaidServerEipBandwidth,
+        PostPaidServerPublicip,
+    )
+
+    def fields(value: Any, model: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict) or set(value) - set(model.attribute_map.values()):
+            raise ApiError(400, "Ecs.0005", f"Invalid parameter values: {where}.")
+        return value
+
+    if publicip is None:
+        return
+    eip = fields(
+        fields(publicip, PostPaidServerPublicip, "publicip").get("eip"),
+        PostPaidServerEip,
+        "publicip.eip",
+    )
+    bandwidth = fields(eip.get("bandwidth"), PostPaidServerEipBandwidth, "publicip.eip.bandwidth")
+    size = bandwidth.get("size")
+    if not eip.get("iptype") or bandwidth.get("sharetype") != "PER" or type(size) is not int:
+        raise ApiError(400, "Ecs.0005", "Invalid parameter values: iptype, sharetype, size.")
+    if not 1 <= size <= 2000 or bandwidth.get("chargemode") not in (None, "", "traffic"):
+        raise ApiError(400, "Ecs.0005", "Invalid parameter values: size or chargemode.")
 
 
 def _auth_error(reason: str) -> ApiError:

@@ -69,6 +69,13 @@ MAX_CLOCK_SKEW = 300  # seconds; Tencent refuses older (or future) signatures
 INSTANCE_ID = re.compile(r"^ins-[0-9a-z]{8}$")
 USER_DATA_LIMIT = 16 * 1024
 CHARGE_TYPES = ("POSTPAID_BY_HOUR", "SPOTPAID")
+#: InternetAccessible.InternetChargeType's values (SDK models.InternetAccessible docstring).
+INTERNET_CHARGE_TYPES = (
+    "BANDWIDTH_PREPAID",
+    "TRAFFIC_POSTPAID_BY_HOUR",
+    "BANDWIDTH_POSTPAID_BY_HOUR",
+    "BANDWIDTH_PACKAGE",
+)
 ACTIONS = frozenset(
     {
         "DescribeRegions",
@@ -168,6 +175,33 @@ def tc3_signature(
 
 def _bad(code: str, message: str) -> ApiError:
     return ApiError(200, code, message)
+
+
+def _internet(accessible: dict[str, Any] | None) -> None:
+    """RunInstances' ``InternetAccessible`` checked against the SDK's own model: only its
+    fields, a documented charge type, and no public IP at 0 Mbps (models.InternetAccessible)."""
+    from tencentcloud.cvm.v20170312 import models
+
+    if accessible is None:
+        return
+    fields = {name.lstrip("_") for name in vars(models.InternetAccessible())}
+    if unknown := set(accessible) - fields:
+        raise _bad("UnknownParameter", f"InternetAccessible has no {sorted(unknown)}.")
+    charge = accessible.get("InternetChargeType")
+    if charge is not None and charge not in INTERNET_CHARGE_TYPES:
+        raise _bad("InvalidParameterValue", f"InternetChargeType {charge} is not supported.")
+    bandwidth = accessible.get("InternetMaxBandwidthOut", 0)
+    if not isinstance(bandwidth, int) or isinstance(bandwidth, bool) or bandwidth < 0:
+        raise _bad("InvalidParameterValue", f"InternetMaxBandwidthOut {bandwidth!r} is invalid.")
+    if accessible.get("PublicIpAssigned") and bandwidth == 0:
+        raise _bad("InvalidParameterValue", "A public IP needs InternetMaxBandwidthOut above 0.")
+
+
+def _public(accessible: dict[str, Any]) -> bool:
+    """Whether RunInstances gave a public IP: above 0 Mbps, unless PublicIpAssigned is false."""
+    return accessible.get("InternetMaxBandwidthOut", 0) > 0 and accessible.get(
+        "PublicIpAssigned", True
+    )
 
 
 def _price(list_price: Decimal, price: Decimal) -> dict[str, Any]:
@@ -465,6 +499,7 @@ class TencentEmulator(Emulator):
                 raise _bad("InvalidKeyPairId.Malformed", f"The key pair id {key!r} is malformed.")
             if key not in self.key_pairs.values():
                 raise _bad("InvalidKeyPairId.NotFound", f"The key pair {key} does not exist.")
+        _internet(params.get("InternetAccessible"))
         self.take_stock(region, found.zone, found.instance_type)
         user_data = _user_data(params.get("UserData"))
         count = int(params.get("InstanceCount") or 1)
@@ -627,7 +662,9 @@ class TencentEmulator(Emulator):
             },
             "DataDisks": [],
             "PrivateIpAddresses": [f"10.0.{number // 250 % 250}.{number % 250 + 2}"],
-            "PublicIpAddresses": None,
+            "PublicIpAddresses": [f"43.136.{number // 250 % 250}.{number % 250 + 2}"]
+            if _public(params.get("InternetAccessible") or {})
+            else None,
             "VirtualPrivateCloud": {
                 "VpcId": i.extra["vpc"],
                 "SubnetId": i.extra["subnet"],
