@@ -4,6 +4,7 @@ idempotency key per attempt."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from decimal import Decimal
 
 import pytest
@@ -193,9 +194,9 @@ def test_after_a_late_failure_an_offer_refused_in_the_same_up_is_not_tried_again
     assert clouds["ali"].live() == []  # the failed instance was terminated
 
 
-def test_each_offer_gets_the_storage_endpoint_of_its_own_region(tmp_path):
-    """Issue 36, item 6: the user data is written per offer, so an instance in the bucket's
-    region reaches it at the remote's endpoint for that region (an internal one)."""
+@contextmanager
+def remotes_with(**update):
+    """The fake clouds' storage remotes with ``update``'s fields (a region's internal path)."""
     from support.broker_fakes import FakeCloud
 
     from cloudbroker.plugins.hookspecs import hookimpl
@@ -203,15 +204,45 @@ def test_each_offer_gets_the_storage_endpoint_of_its_own_region(tmp_path):
     original = FakeCloud.sync_storage
 
     @hookimpl
-    def internal(self, ctx, bucket):
-        remote = original(self, ctx, bucket)
-        return remote.model_copy(update={"instance_endpoints": {"r1": f"http://{self.name}-in"}})
+    def changed(self, ctx, bucket):
+        fields = {k: v(self.name) if callable(v) else v for k, v in update.items()}
+        return original(self, ctx, bucket).model_copy(update=fields)
 
-    FakeCloud.sync_storage = internal  # type: ignore[method-assign]
+    FakeCloud.sync_storage = changed  # type: ignore[method-assign]
     try:
-        broker, clouds, pid, _ = setup(tmp_path)
-        broker.up(pid)
+        yield
     finally:
         FakeCloud.sync_storage = original  # type: ignore[method-assign]
+
+
+def test_each_offer_gets_the_storage_endpoint_of_its_own_region(tmp_path):
+    """Issue 36, item 6: the user data is written per offer, so an instance in the bucket's
+    region reaches it at the remote's endpoint for that region (an internal one)."""
+    with remotes_with(instance_endpoints=lambda name: {"r1": f"http://{name}-in"}):
+        broker, clouds, pid, _ = setup(tmp_path)
+        broker.up(pid)
     [launched] = clouds["ali"].instances.values()
     assert "RCLONE_CONFIG_CKPT_ENDPOINT=http://ali-in" in launched["user_data"]
+
+
+def test_an_instance_outside_the_buckets_private_regions_is_told_to_get_a_public_ip(tmp_path):
+    """Issue 45: Tencent and Huawei instances get no public IP by default; one launched where
+    the bucket has no private path (another region) is warned, naming the setting, unless the
+    setting asks for a public IP."""
+    private = {"instance_endpoints": {"r9": "http://in"}, "public_ip_setting": "bandwidth"}
+    heard: list = []
+    with remotes_with(**private):
+        broker, _, pid, _ = setup(tmp_path, on_event=heard.append)
+        broker.up(pid)
+    [said] = [e.message for e in heard if e.kind == "warning"]
+    assert said == (
+        "a ali instance in r1 reaches its bucket (private only from r9) over the internet: it "
+        "needs a public IP or a NAT gateway for its checkpoints; set bandwidth in "
+        "[providers.ali] for one"
+    )
+    heard.clear()
+    with remotes_with(**private):
+        broker, _, pid, _ = setup(tmp_path / "asked", on_event=heard.append)
+        broker.context.pm.settings["ali"]["bandwidth"] = 10
+        broker.up(pid)
+    assert not [e for e in heard if e.kind == "warning"]
