@@ -279,6 +279,8 @@ class Launcher:
                 region=offer.region,
                 restarts=restarts_of(spec.on_failure),
             )
+            if outside := remote.needs_public_ip(provider, offer.region, settings):
+                self.ctx.emit(pid, "warning", outside)
             request = launch_request(
                 provider,
                 settings,
