@@ -92,6 +92,18 @@ CONFIG_CODES = (
 )
 
 
+#: DeleteInstances' refusal of an instance still starting (Pending): ECS releases Running
+#: (with Force) and Stopped instances only (SDK ``DeleteInstancesRequest.force``); the code
+#: is the one terraform-provider-alicloud (resource_alicloud_instance.go) and packer's
+#: alicloud builder retry DeleteInstance on.
+STARTING = "IncorrectInstanceStatus.Initializing"
+
+
+class StillStarting(CloudBrokerError):
+    """ECS refused to release an instance that is still starting: ask again later, with a
+    new ClientToken (a reused one replays this refusal)."""
+
+
 def translate(exc: Exception, action: str) -> CloudBrokerError:
     """The typed, one-line error for what the SDK raised during ``action``."""
     from Tea.exceptions import TeaException
@@ -118,6 +130,8 @@ def classify(exc: Any, action: str) -> CloudBrokerError:
         or type(exc).__name__ == "ThrottlingException"
     ):
         return ThrottledError(f"throttled ({said})", provider=PROVIDER)
+    if code == STARTING:
+        return StillStarting(f"the instance is still starting ({said})", provider=PROVIDER)
     if code in CAPACITY_CODES:
         return CapacityError(f"no capacity or quota for this offer ({said})", provider=PROVIDER)
     if code.endswith(".NotFound"):

@@ -1,20 +1,25 @@
-"""ECS instances: launch and release (both idempotent via ClientToken), status with reclaims.
+"""ECS instances: launch (idempotent via ClientToken) and release, status with reclaims.
 
 ECS forgets a released instance: DescribeInstances stops listing it, as for an id that never
 existed (or one not listed yet), so a status of an unlisted instance is NotFoundError and the
-broker decides what it means. Releasing twice is safe because DeleteInstances carries a ClientToken
-derived from the instance: ECS answers a repeated token with the first result instead of
-InvalidInstanceId.NotFound, which is left for ids ECS has never heard of.
+broker decides what it means. So is releasing it again: each release attempt carries its own
+ClientToken (ECS answers a reused token with its first result, a refusal too, "How to ensure
+idempotence", https://www.alibabacloud.com/help/en/ecs/developer-reference/how-to-ensure-idempotence,
+read 2026-12-04), and DeleteInstances of a forgotten id is InvalidInstanceId.NotFound, which
+the broker confirms by listing the placement's instances by tag.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import time
+import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from cloudbroker.errors import ConfigError, NotFoundError, ProviderUnavailable
+from cloudbroker.errors import CloudBrokerError, ConfigError, NotFoundError, ProviderUnavailable
 from cloudbroker.models import (
     Instance,
     InstanceRef,
@@ -22,10 +27,12 @@ from cloudbroker.models import (
     LaunchRequest,
     Market,
 )
+from cloudbroker.plugins import retry
 from cloudbroker.plugins.context import HookContext
 from cloudbroker.plugins.launching import encoded_user_data, idempotency_key
 from cloudbroker_aliyun.client import Session
 from cloudbroker_aliyun.credentials import PROVIDER
+from cloudbroker_aliyun.errors import StillStarting
 from cloudbroker_aliyun.offers import SYSTEM_DISK, regions_to_query, zone_types
 
 CURRENCY = "CNY"
@@ -45,6 +52,14 @@ SPOT_DURATION = 0  # no protection period: what offers.py prices
 DISK_PREFERENCE = (SYSTEM_DISK["Category"], "cloud_auto", "cloud_ssd", "cloud_efficiency")
 #: OperationLocks reasons that mean ECS is taking a spot instance back.
 RECLAIM_LOCKS = {"Recycling": "spot instance is being reclaimed (OperationLocks: Recycling)"}
+#: Where Alibaba says how to make a default VSwitch (read 2026-12-04).
+CREATE_DEFAULT_VSWITCH = (
+    "https://www.alibabacloud.com/help/en/vpc/developer-reference/"
+    "api-vpc-2016-04-28-createdefaultvswitch"
+)
+#: How long a release is asked again, each time with a new token, while ECS refuses it
+#: because the instance is still starting; after that the broker's next pass asks again.
+RELEASE_DEADLINE = retry.DEADLINE
 
 
 def _launched_at(text: str | None) -> datetime | None:
@@ -121,14 +136,49 @@ def status(ctx: HookContext, ref: InstanceRef) -> Instance:
 
 
 def terminate(ctx: HookContext, ref: InstanceRef) -> Instance:
-    """DeleteInstances with Force (releases a running instance too), idempotent by token."""
-    params = {
-        "RegionId": ref.region,
-        "InstanceId": [ref.instance_id],
-        "Force": True,
-        "ClientToken": idempotency_key("terminate", ref.region, ref.instance_id),
-    }
-    Session(ctx).call("DeleteInstances", ref.region, params)
+    """DeleteInstances with Force (releases a running instance too).
+
+    A refused release is never taken from a reused token: the first attempt's token is the
+    instance's own (so a release that went through is answered again as released, as
+    terminating twice must be), and after any refusal of it, each attempt carries a new one.
+    The retries of an attempt (a lost answer, throttling: Session.call) keep its token. An
+    instance still starting (Pending), which ECS refuses to release, is asked again until
+    :data:`RELEASE_DEADLINE`, then left to the broker (ProviderUnavailable: ask again); one
+    that ECS said was starting and no longer knows was released (by an earlier new token).
+    """
+    session = Session(ctx)
+    deadline = time.monotonic() + RELEASE_DEADLINE
+    starting = False  # ECS said it is starting: it knew the instance, then
+    for attempt in itertools.count(1):
+        fresh = uuid.uuid4().hex if attempt > 1 else ""
+        params = {
+            "RegionId": ref.region,
+            "InstanceId": [ref.instance_id],
+            "Force": True,
+            "ClientToken": idempotency_key("terminate", ref.region, ref.instance_id, fresh),
+        }
+        try:
+            session.call("DeleteInstances", ref.region, params)
+            break
+        except NotFoundError:
+            if starting:  # known, refused while starting, forgotten since: released
+                break
+            raise
+        except StillStarting as exc:
+            starting = True
+            wait = retry.backoff(attempt)
+            if time.monotonic() + wait >= deadline:
+                raise ProviderUnavailable(
+                    f"{exc}, {attempt} time(s); ECS releases it once it has started (it is "
+                    "Pending): asked again later",
+                    provider=PROVIDER,
+                ) from None
+            time.sleep(wait)
+        except retry.RETRYABLE:
+            raise  # no answer after Session.call's retries: nothing replayed to distrust
+        except CloudBrokerError:
+            if attempt > 1:
+                raise  # refused with a token of its own: that is ECS's answer now
     return Instance(
         provider=PROVIDER,
         region=ref.region,
@@ -138,7 +188,9 @@ def terminate(ctx: HookContext, ref: InstanceRef) -> Instance:
 
 
 def _default_vswitch(session: Session, request: LaunchRequest) -> dict[str, Any]:
-    """A default VSwitch (in the request's VPC, if set) in a zone that sells the type."""
+    """A default VSwitch (a VSwitch of the request's VPC, if set) in a zone that sells the
+    type. None there refuses this offer only (the broker tries the next offer or cloud): a
+    fresh account has no default VPC or VSwitch, and another zone or cloud may have one."""
     params: dict[str, Any] = {"RegionId": request.region, "PageSize": 50}
     if request.network.vpc:
         params["VpcId"] = request.network.vpc
@@ -152,10 +204,18 @@ def _default_vswitch(session: Session, request: LaunchRequest) -> dict[str, Any]
         selling = zone_types(session, request.region, request.instance_type)
         vswitches = [v for v in vswitches if v.get("ZoneId") in selling]
     if not vswitches:
+        asked = ", ".join(f"{k}={v}" for k, v in params.items() if k != "PageSize")
         where = request.zone or f"a zone of {request.region} selling {request.instance_type}"
-        raise ConfigError(
-            f"no default VSwitch in {where}; set vswitch (and security_group) in "
-            f"[providers.{PROVIDER}]",
+        fix = (
+            f"give the VPC a VSwitch in {where}"
+            if request.network.vpc
+            else "create the region's default VPC and VSwitch (console, or the VPC API's "
+            "CreateDefaultVpc, then CreateDefaultVSwitch per zone: "
+            f"{CREATE_DEFAULT_VSWITCH})"
+        )
+        raise CloudBrokerError(
+            f"DescribeVSwitches ({asked}) lists no VSwitch in {where}: this offer cannot be "
+            f"launched; {fix}, or set vswitch (and security_group) in [providers.{PROVIDER}]",
             provider=PROVIDER,
         )
     return vswitches[0]

@@ -44,6 +44,24 @@ BSS_VERSION = "2017-12-14"
 BSS_ACTIONS = ("DescribeInstanceBill",)
 MAX_BILL_RESULTS = 300  # DescribeInstanceBillRequest.max_results: "Maximum value: 300"
 MAX_PAGE_SIZE = 100
+#: The legacy v2 signer's common parameters: they change on every retry ("You must change
+#: the values of SignatureNonce, Timestamp, and Signature when you retry"), so they are not
+#: the request's parameters that a ClientToken binds.
+SIGNING_PARAMS = frozenset(
+    {
+        "Action",
+        "Version",
+        "Format",
+        "AccessKeyId",
+        "SecurityToken",
+        "Signature",
+        "SignatureMethod",
+        "SignatureVersion",
+        "SignatureNonce",
+        "SignatureType",
+        "Timestamp",
+    }
+)
 MAX_CLOCK_SKEW_SECONDS = 15 * 60
 
 
@@ -194,7 +212,12 @@ class AliyunEcsEmulator(Emulator):
         self.types = TYPES if types is None else types
         self.offers = OFFERS if offers is None else offers
         self._nonces: set[str] = set()
-        self._delete_tokens: set[str] = set()
+        #: DeleteInstances' ClientToken -> (its parameters, its first answer: None when it
+        #: released, else the refusal), replayed for the same token (see _delete_instances).
+        self.delete_answers: dict[str, tuple[dict[str, str], ApiError | None]] = {}
+        #: False: a fresh account with no default VPC and VSwitch (DescribeVSwitches with
+        #: IsDefault=true lists none; the VSwitches below are then the user's own).
+        self.default_vswitches = True
         self._handlers: dict[str, Callable[[dict[str, str]], dict[str, Any]]] = {
             "DescribeRegions": self._describe_regions,
             "DescribeAvailableResource": self._describe_available_resource,
@@ -213,7 +236,8 @@ class AliyunEcsEmulator(Emulator):
     def reset(self) -> None:
         super().reset()
         with self.state.lock:
-            self._delete_tokens.clear()
+            self.delete_answers.clear()
+            self.default_vswitches = True
 
     @classmethod
     def from_catalog(cls, **kwargs: Any) -> AliyunEcsEmulator:
@@ -555,7 +579,7 @@ class AliyunEcsEmulator(Emulator):
                 "VSwitchId": f"vsw-{zone}",
                 "VpcId": f"vpc-{region}",
                 "ZoneId": zone,
-                "IsDefault": True,
+                "IsDefault": self.default_vswitches,
                 "Status": "Available",
                 "CidrBlock": f"172.16.{n}.0/24",
             }
@@ -808,27 +832,55 @@ class AliyunEcsEmulator(Emulator):
         return {"Code": "Success", "Message": "Successful!", "Success": True, "Data": data}
 
     def _delete_instances(self, params: dict[str, str]) -> dict[str, Any]:
+        """Release pay-as-you-go instances: Running ones with Force, Stopped ones (SDK
+        ``DeleteInstancesRequest.force``: "false: releases ECS instance only when it is in
+        the Stopped state"); a Pending one is refused ``IncorrectInstanceStatus.Initializing``
+        (the code ECS gives, which terraform-provider-alicloud's resource_alicloud_instance.go
+        and packer's alicloud builder retry on DeleteInstance; its HTTP status is unsourced:
+        403 here). A reused ClientToken gets the first answer again, refusal or not, and with
+        other parameters IdempotentParameterMismatch ("How to ensure idempotence",
+        https://www.alibabacloud.com/help/en/ecs/developer-reference/how-to-ensure-idempotence,
+        read 2026-12-04)."""
         ids = _indexed(params, "InstanceId")
         if not ids:
             raise _bad(400, "MissingParameter.InstanceIds", "InstanceId.N is mandatory.")
         token = params.get("ClientToken")
-        if token and token in self._delete_tokens:
-            return {}  # a repeated ClientToken gets the first answer, even once released
+        asked = {k: v for k, v in params.items() if k not in SIGNING_PARAMS}
+        if token and token in self.delete_answers:
+            first, answer = self.delete_answers[token]
+            if first != asked:
+                message = "The ClientToken was used with other parameters."
+                raise _bad(400, "IdempotentParameterMismatch", message)
+            if answer is not None:
+                raise answer
+            return {}
+        try:
+            self._release(ids, _flag(params.get("Force")))
+        except ApiError as refused:
+            if token:
+                self.delete_answers[token] = (asked, refused)
+            raise
+        if token:
+            self.delete_answers[token] = (asked, None)
+        return {}
+
+    def _release(self, ids: list[str], force: bool) -> None:
         targets = []
         for instance_id in ids:
             instance = self.state.instances.get(instance_id)
             if instance is None or instance.terminated is not None or not self.visible(instance):
                 message = "The specified InstanceId does not exist."
                 raise _bad(404, "InvalidInstanceId.NotFound", message)
-            if not _flag(params.get("Force")) and instance.state(self.boot_seconds) != "reclaiming":
+            state = instance.state(self.boot_seconds)
+            if state == "pending":
+                message = f"The instance {instance_id} is initializing (Pending)."
+                raise _bad(403, "IncorrectInstanceStatus.Initializing", message)
+            if not force and state != "reclaiming":
                 message = "Stop the instance first, or release it with Force=true."
                 raise _bad(403, "IncorrectInstanceStatus", message)
             targets.append(instance)
         for instance in targets:
             instance.terminated = time.time()
-        if token:
-            self._delete_tokens.add(token)
-        return {}
 
 
 def _one_page(params: dict[str, str]) -> dict[str, Any]:
