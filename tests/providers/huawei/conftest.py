@@ -20,6 +20,8 @@ from cloudbroker.plugins.launching import idempotency_key, launch_request
 from cloudbroker_huawei.plugin import DESCRIPTION, HuaweiProvider
 from cloudbroker_huawei.testing.emulator import HuaweiEcsEmulator
 
+from .sdk_models import Recorder
+
 ACCESS_KEY = "HWCLOUDBROKERTESTAK"
 SECRET_KEY = "cloudbroker-huawei-test-secret"
 PROJECT_ID = "0123456789abcdef0123456789abcdef"
@@ -38,12 +40,30 @@ SETTINGS: dict[str, Any] = {
 RATINGS = {"p2s.2xlarge.8.linux": Decimal("21.05"), "p3.2xlarge.8.linux": Decimal("32.10")}
 
 
+#: Every answer of the session's emulator, checked against the SDK's models.
+RECORDER: list[Recorder] = []
+
+
 @pytest.fixture(scope="session")
 def huawei_server() -> Iterator[HuaweiEcsEmulator]:
     """One emulator for the session: stopping one costs half a second (server poll)."""
-    emulator = HuaweiEcsEmulator(access_key=ACCESS_KEY, secret_key=SECRET_KEY).start()
-    yield emulator
+    emulator = HuaweiEcsEmulator(access_key=ACCESS_KEY, secret_key=SECRET_KEY)
+    RECORDER.append(Recorder(emulator))
+    yield emulator.start()
     emulator.stop()
+
+
+@pytest.fixture(autouse=True)
+def answers_agree_with_the_sdk_models() -> Iterator[None]:
+    """Each test fails if an answer the emulator gave during it has a field the SDK's
+    response model does not map (the adapter, reading through the model, never sees it)."""
+    for recorder in RECORDER:
+        recorder.answers.clear()
+    yield
+    problems = [p for recorder in RECORDER for p in recorder.problems()]
+    assert not problems, "the emulator answered what the SDK's models do not read:\n" + (
+        "\n".join(problems)
+    )
 
 
 @pytest.fixture

@@ -355,8 +355,7 @@ class HuaweiEcsEmulator(Emulator):
         page, _next = self.page(rows, offset, limit)
         currencies = {currency for _, (_, currency) in rows}
         records = [
-            {
-                "cycle": cycle,
+            {  # ResFeeRecordV2 has no cycle field (the request's cycle is the record's)
                 "resource_id": server,
                 "cloud_service_type": "hws.service.type.ec2",
                 "resource_type": "hws.resource.type.vm",
