@@ -93,9 +93,10 @@ CONFIG_CODES = (
 
 
 #: DeleteInstances' refusal of an instance still starting (Pending): ECS releases Running
-#: (with Force) and Stopped instances only (SDK ``DeleteInstancesRequest.force``); the code
-#: is the one terraform-provider-alicloud (resource_alicloud_instance.go) and packer's
-#: alicloud builder retry DeleteInstance on.
+#: (with Force) and Stopped instances only (SDK alibabacloud_ecs20140526
+#: ``DeleteInstancesRequest.force``); the code is the one Alibaba's own Terraform provider
+#: retries its release on (https://github.com/aliyun/terraform-provider-alicloud,
+#: alicloud/resource_alicloud_instance.go, resourceAliyunInstanceDelete; read 2026-12-04).
 STARTING = "IncorrectInstanceStatus.Initializing"
 
 

@@ -835,10 +835,9 @@ class AliyunEcsEmulator(Emulator):
         """Release pay-as-you-go instances: Running ones with Force, Stopped ones (SDK
         ``DeleteInstancesRequest.force``: "false: releases ECS instance only when it is in
         the Stopped state"); a Pending one is refused ``IncorrectInstanceStatus.Initializing``
-        (the code ECS gives, which terraform-provider-alicloud's resource_alicloud_instance.go
-        and packer's alicloud builder retry on DeleteInstance; its HTTP status is unsourced:
-        403 here). A reused ClientToken gets the first answer again, refusal or not, and with
-        other parameters IdempotentParameterMismatch ("How to ensure idempotence",
+        (errors.STARTING, with its source; its HTTP status is unsourced: 403 here). A reused
+        ClientToken gets the first answer again, refusal or not, and with other parameters
+        IdempotentParameterMismatch ("How to ensure idempotence",
         https://www.alibabacloud.com/help/en/ecs/developer-reference/how-to-ensure-idempotence,
         read 2026-12-04)."""
         ids = _indexed(params, "InstanceId")
