@@ -1,23 +1,34 @@
 #!/usr/bin/env python3
-"""cloudbroker's agent on a placement's instance: the spot reclaim notice, and GPU use.
+"""cloudbroker's agent on a placement's instance: it runs the job, and watches for the spot
+reclaim notice and GPU use.
 
 Installed and started by the launch preamble
-(:func:`cloudbroker.plugins.launching.user_data`) beside
-the job, whose pid it is given. Python 3.9+ standard library only: it runs on the cloud's
-image, not in cloudbroker's environment, and reaches storage with the instance's own
+(:func:`cloudbroker.plugins.launching.user_data`) as ``python3 agent.py JOB``. It runs on
+the cloud's image, not in cloudbroker's environment: Python 3.6 or newer (Alibaba Cloud
+Linux 3 and TencentOS 3 ship 3.6), standard library only, written in 3.6's constructs; the
+annotations are for mypy and :func:`cloudbroker.agent.script` strips them (and the
+``__future__`` import) from what it ships. It reaches storage with the instance's own
 ``rclone`` (the preamble's wrapper: the instance role's credentials, no key of its own).
 
-* **Notice.** Every ``CLOUDBROKER_AGENT_POLL`` seconds it asks the metadata service for the
-  cloud's reclaim notice (``CLOUDBROKER_NOTICE_URL`` in ``CLOUDBROKER_NOTICE_FORMAT``, from
-  the provider's ``spot_notice`` hook; none: no notice is polled). On one it (1) writes
-  ``CLOUDBROKER_NOTICE_FILE`` (``deadline``, ``seconds_left``) and sends the job
-  ``CLOUDBROKER_NOTICE_SIGNAL`` (``USR1``; ``none``: the file only); (2) waits for the job's
-  checkpoint (a new file in ``CLOUDBROKER_CHECKPOINT_DIR``, or the job's exit), at most the
-  time left minus a share ``CLOUDBROKER_AGENT_MARGIN`` of it; (3) uploads the newest
-  checkpoint there to ``CLOUDBROKER_CHECKPOINT_URI``; (4) writes the marker
-  :data:`MARKER` beside the checkpoints, which the watcher fails over on at once. Storage
-  that does not answer is retried until the deadline and reported in the marker (the
-  watcher records it in the placement's events); the job is never waited on beyond the bound.
+* **The job.** It starts ``JOB`` as its child (the same stdout and stderr: the instance
+  log), restarts it when it exits non-zero on its own, up to ``CLOUDBROKER_RESTARTS`` times,
+  and outlives it: at its end for good it uploads the newest checkpoint, writes the marker
+  (retrying for ``CLOUDBROKER_REPORT_SECONDS``) and exits with the job's code. The
+  marker's ``job`` says how it went (``running``, ``restarting``; final: ``succeeded``,
+  ``failed``, or ``stopped`` when it exited after the agent told it to: a notice, the
+  watcher's checkpoint request, or the instance's shutdown, SIGTERM, passed on to it).
+* **Notice.** Every ``CLOUDBROKER_AGENT_POLL`` seconds while the job runs it asks the
+  metadata service for the cloud's reclaim notice (``CLOUDBROKER_NOTICE_URL`` in
+  ``CLOUDBROKER_NOTICE_FORMAT``, from the provider's ``spot_notice`` hook; none: no notice
+  is polled). On one it (1) writes ``CLOUDBROKER_NOTICE_FILE`` (``deadline``,
+  ``seconds_left``) and sends the job ``CLOUDBROKER_NOTICE_SIGNAL`` (``USR1``; ``none``: the
+  file only); (2) waits for the job's checkpoint (a new file in
+  ``CLOUDBROKER_CHECKPOINT_DIR``, or the job's exit), at most the time left minus a share
+  ``CLOUDBROKER_AGENT_MARGIN`` of it; (3) uploads the newest checkpoint there to
+  ``CLOUDBROKER_CHECKPOINT_URI``; (4) writes the marker :data:`MARKER` beside the
+  checkpoints, which the watcher fails over on at once. Storage that does not answer is
+  retried until the deadline and reported in the marker; the job is never waited on beyond
+  the bound. A notice after the job ended for good is not read: there is no job to save.
 * **Checkpoint request.** The watcher asks for a last checkpoint before it stops a placement
   (the idle guard) by writing :data:`REQUEST` beside the checkpoints; the agent reads it at
   each GPU sample and answers as to a notice: the notice file (``reason``) and the signal, a
@@ -33,9 +44,11 @@ image, not in cloudbroker's environment, and reaches storage with the instance's
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -43,7 +56,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 LOG = logging.getLogger("cloudbroker.agent")
@@ -51,6 +64,7 @@ LOG = logging.getLogger("cloudbroker.agent")
 MARKER = "cloudbroker-agent.json"
 REQUEST = "cloudbroker-request.json"
 UPLOAD_SECONDS = 60  # the bound of the requested checkpoint's upload, and of the answer's
+REPORT_SECONDS = 300  # default bound of the final upload and marker (storage may be down)
 UTC8 = timezone(timedelta(hours=8))  # Tencent's notice is the instance OS's time in UTC+8
 ACTIONS = ("terminate", "stop", "hibernate")  # AWS instance-action's documented values
 GPU_QUERY = "utilization.gpu,memory.used,memory.total"
@@ -79,27 +93,34 @@ def parse(fmt: str, body: str) -> float:
 
 
 def _utc(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    when = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    return when.replace(tzinfo=timezone.utc).timestamp()  # noqa: UP017 (datetime.UTC: 3.11)
 
 
-def gpu_sample(run: Any = subprocess.run) -> dict[str, Any]:
+def run_quietly(args: list[str], timeout: float) -> tuple[int, str, str]:
+    """``args``' exit code, stdout and stderr, decoded as UTF-8 whatever the locale (Python
+    3.6 in the C locale would decode as ASCII and fail on one odd byte)."""
+    pipe = subprocess.PIPE  # capture_output= is 3.7+
+    done = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe, timeout=timeout)
+    out, err = (b.decode("utf-8", "replace") for b in (done.stdout, done.stderr))
+    return done.returncode, out, err
+
+
+def gpu_sample() -> dict[str, Any]:
     """One nvidia-smi reading: mean and max utilisation (%), memory (MiB); or the ``error``."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return {"error": "nvidia-smi not found on PATH"}
     try:
-        done = run(
-            [exe, f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=15,
+        code, out, err = run_quietly(
+            [exe, f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits"], 15
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": f"nvidia-smi failed: {exc}"}
-    if done.returncode != 0:
-        return {"error": f"nvidia-smi exited {done.returncode}: {done.stderr.strip()[:120]}"}
+    if code != 0:
+        return {"error": f"nvidia-smi exited {code}: {err.strip()[:120]}"}
     util, used, total = [], [], []
-    for line in done.stdout.strip().splitlines():
+    for line in out.strip().splitlines():
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != 3 or not cells[0].isdigit():
             return {"error": f"nvidia-smi answered {line[:80]!r}"}
@@ -119,21 +140,37 @@ def gpu_sample(run: Any = subprocess.run) -> dict[str, Any]:
 
 
 class Agent:
-    """The agent's state: its settings (environment), the job, the GPU samples."""
+    """The agent's state: its settings (environment), the job it runs, the GPU samples."""
 
-    def __init__(self, job_pid: int, env: dict[str, str]) -> None:
-        self.job = job_pid
+    def __init__(self, command: str, env: dict[str, str]) -> None:
+        self.command = command
         self.env = env
         self.poll = float(env.get("CLOUDBROKER_AGENT_POLL", "5"))
         self.gpu_every = float(env.get("CLOUDBROKER_GPU_EVERY", "60"))
         self.margin = float(env.get("CLOUDBROKER_AGENT_MARGIN", "0.25"))
+        self.report_seconds = float(env.get("CLOUDBROKER_REPORT_SECONDS", str(REPORT_SECONDS)))
         self.uri = env.get("CLOUDBROKER_CHECKPOINT_URI", "")
         self.local = env.get("CLOUDBROKER_CHECKPOINT_DIR", "")
         self.samples: list[list[Any]] = []
         self.gpu_error: str | None = None
         self.started = time.time()
         self.said: set[str] = set()
+        self.notice: dict[str, Any] | None = None  # the reclaim notice acted on
         self.answered: dict[str, Any] | None = None  # the last checkpoint request answered
+        self.process: subprocess.Popen[bytes] | None = None
+        self.told: str | None = None  # why the job was asked to stop: its exit is not a failure
+        self.next_gpu = 0.0
+        self.job: dict[str, Any] = {
+            "state": "running",
+            "runs": 0,
+            "restarts": int(env.get("CLOUDBROKER_RESTARTS", "0")),
+            "exit_code": None,
+            "exits": [],
+            "ended_at": None,
+            "checkpoint": None,
+            "uploaded": False,
+            "errors": [],
+        }
 
     # -- output -------------------------------------------------------------------------
 
@@ -144,7 +181,7 @@ class Agent:
             self.said.add(once)
         LOG.info(text)
 
-    def marker(self, notice: dict[str, Any] | None) -> dict[str, Any]:
+    def marker(self) -> dict[str, Any]:
         gpu: dict[str, Any] = {"every": self.gpu_every, "samples": self.samples[-KEEP_SAMPLES:]}
         if self.gpu_error:
             gpu["error"] = self.gpu_error
@@ -154,18 +191,20 @@ class Agent:
             "side": self.env.get("CLOUDBROKER_ROLE_SIDE", ""),
             "started_at": round(self.started, 3),
             "written_at": round(time.time(), 3),
+            "python": platform.python_version(),
             "gpu": gpu,
-            "notice": notice,
+            "notice": self.notice,
             "checkpoint_request": self.answered,
+            "job": self.job,
         }
 
-    def write_marker(self, notice: dict[str, Any] | None, until: float, retry: bool) -> str | None:
+    def write_marker(self, until: float, retry: bool) -> str | None:
         """Write :data:`MARKER` (with ``retry``: again until ``until``); the last error, None
         once written."""
         local = os.path.join(os.path.dirname(os.path.abspath(__file__)), MARKER)
-        with open(f"{local}.tmp", "w") as out:
-            json.dump(self.marker(notice), out)
-        os.replace(f"{local}.tmp", local)
+        with open(local + ".tmp", "w") as out:
+            json.dump(self.marker(), out)
+        os.replace(local + ".tmp", local)
         while True:
             error = self.rclone(["copyto", local, f"{self.uri}/{MARKER}"], until)
             if error is None or not retry or time.time() + self.poll >= until:
@@ -180,36 +219,75 @@ class Agent:
         """:meth:`rclone`'s answer, and what rclone wrote to stdout."""
         left = max(1.0, until - time.time())
         try:
-            done = subprocess.run(
-                ["rclone", *args, *RCLONE_FLAGS],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=left,
-            )
+            code, out, err = run_quietly(["rclone", *args, *RCLONE_FLAGS], left)
         except subprocess.TimeoutExpired:
             return f"rclone {args[0]} did not finish within {left:.0f} s", ""
         except OSError as exc:
             return f"rclone {args[0]}: {exc}", ""
-        if done.returncode == 0:
-            return None, done.stdout
-        lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
+        if code == 0:
+            return None, out
+        lines = err.strip().splitlines() or [f"exit code {code}"]
         return f"rclone {args[0]}: {lines[-1][:200]}", ""
 
     # -- the job ------------------------------------------------------------------------
 
+    def spawn(self) -> subprocess.Popen[bytes]:
+        """The job, started (a script without ``#!`` runs under ``/bin/sh``, as bash's would)."""
+        try:
+            return subprocess.Popen([self.command])
+        except OSError as exc:
+            if exc.errno != errno.ENOEXEC:
+                raise
+            return subprocess.Popen(["/bin/sh", self.command])
+
+    def run_once(self) -> int:
+        """Start the job and watch until it exits: its code (127: it could not be started)."""
+        self.job["runs"] += 1
+        self.job["state"] = "running"
+        try:
+            self.process = self.spawn()
+        except OSError as exc:
+            self.job["errors"].append(f"the job could not be started: {exc}")
+            self.say(self.job["errors"][-1])
+            return 127
+        while True:
+            try:
+                return self.process.wait(timeout=self.poll)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                self.watch()
+            except Exception as exc:  # a side duty failing never orphans the job
+                self.say(f"agent error, the job goes on: {exc!r}", once=type(exc).__name__)
+
     def job_running(self) -> bool:
-        try:
-            os.kill(self.job, 0)
-        except ProcessLookupError:
+        return self.process is not None and self.process.poll() is None
+
+    def ended(self, code: int) -> bool:
+        """Record a run's end; True when it is the job's end for good, else it restarts."""
+        job = self.job
+        job["exit_code"] = code
+        job["exits"].append([round(time.time(), 3), code])
+        if self.told:
+            job["state"] = "stopped"
+        elif code == 0:
+            job["state"] = "succeeded"
+        elif job["runs"] > job["restarts"]:
+            job["state"] = "failed"
+        else:
+            job["state"] = "restarting"
+            self.say(f"the job exited {code}; restarting it ({job['runs']} of {job['restarts']})")
+            if self.uri:
+                self.write_marker(time.time() + 30, retry=False)
             return False
-        except PermissionError:
-            return True
-        try:
-            with open(f"/proc/{self.job}/stat") as stat:
-                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except (OSError, IndexError):
-            return True
+        self.say(f"the job exited {code}: {job['state']}")
+        return True
+
+    def stop_job(self, signum: int, frame: Any) -> None:
+        """SIGTERM (the instance shuts down): pass it on; the job's exit is then ``stopped``."""
+        self.told = self.told or "SIGTERM"
+        if self.job_running() and self.process is not None:
+            self.process.send_signal(signal.SIGTERM)
 
     def newest_checkpoint(self) -> tuple[str, float] | None:
         try:
@@ -220,6 +298,31 @@ class Agent:
             return None
         newest = max(entries, key=lambda e: e.stat().st_mtime)
         return newest.name, newest.stat().st_mtime
+
+    def upload_newest(self, until: float) -> tuple[tuple[str, float] | None, bool, list[str]]:
+        """Upload the newest local checkpoint by ``until``: it (name, mtime), whether it is
+        up, the errors."""
+        newest = self.newest_checkpoint()
+        if newest is None or not self.uri:
+            return newest, False, []
+        src = os.path.join(self.local, newest[0])
+        error = self.rclone(["copyto", src, f"{self.uri}/{newest[0]}"], until)
+        return newest, error is None, [] if error is None else [f"upload of {newest[0]}: {error}"]
+
+    def finish(self) -> int:
+        """The job ended for good: upload its newest checkpoint, write the marker; its code."""
+        job = self.job
+        job["ended_at"] = round(time.time(), 3)
+        until = time.time() + self.report_seconds
+        newest, job["uploaded"], errors = self.upload_newest(until)
+        job["checkpoint"] = newest[0] if newest else None
+        job["errors"] += errors
+        if self.uri:
+            error = self.write_marker(until, retry=True)
+            if error:
+                self.say(f"cannot reach storage, the job's end not reported: {error}")
+        code = job["exit_code"]
+        return 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N
 
     # -- notice -------------------------------------------------------------------------
 
@@ -263,20 +366,22 @@ class Agent:
         ``bound`` at most for its checkpoint (or its exit), upload the newest (by
         ``upload_by``, default the deadline): what happened."""
         noticed = time.time()
+        self.told = reason
         path = self.env.get("CLOUDBROKER_NOTICE_FILE")
         if path:
-            tmp = f"{path}.tmp"
             told = {"deadline": deadline, "seconds_left": deadline - noticed, "reason": reason}
-            with open(tmp, "w") as out:
-                json.dump({**told, "noticed_at": noticed}, out)
-            os.replace(tmp, path)
+            told["noticed_at"] = noticed
+            with open(path + ".tmp", "w") as out:
+                json.dump(told, out)
+            os.replace(path + ".tmp", path)
         before = self.newest_checkpoint()  # before the signal: a quick job may write at once
-        name = self.env.get("CLOUDBROKER_NOTICE_SIGNAL", "USR1").upper().removeprefix("SIG")
+        name = self.env.get("CLOUDBROKER_NOTICE_SIGNAL", "USR1").upper()
+        name = name[3:] if name.startswith("SIG") else name
         sent = None
-        if name != "NONE" and self.job_running():
+        if name != "NONE" and self.process is not None and self.job_running():
             try:
-                os.kill(self.job, getattr(signal, f"SIG{name}"))
-                sent = f"SIG{name}"
+                os.kill(self.process.pid, getattr(signal, "SIG" + name))
+                sent = "SIG" + name
             except (AttributeError, OSError) as exc:
                 self.say(f"could not send SIG{name} to the job: {exc}")
         exited_at, written_at = None, None
@@ -292,17 +397,7 @@ class Agent:
                 if time.time() - written_at > max(2.0, 2 * self.poll):
                     break
             time.sleep(min(0.1, self.poll))
-        errors = []
-        newest = self.newest_checkpoint()
-        uploaded = False
-        if newest and self.uri:
-            error = self.rclone(
-                ["copyto", os.path.join(self.local, newest[0]), f"{self.uri}/{newest[0]}"],
-                deadline if upload_by is None else upload_by,
-            )
-            uploaded = error is None
-            if error:
-                errors.append(f"upload of {newest[0]}: {error}")
+        newest, uploaded, errors = self.upload_newest(deadline if upload_by is None else upload_by)
         return {
             "signal": sent,
             "job_exited_at": None if exited_at is None else round(exited_at, 3),
@@ -319,24 +414,24 @@ class Agent:
         self.say(f"spot reclaim notice: the instance goes in {left:.1f} s")
         bound = noticed + max(0.0, left) * (1 - self.margin)
         done = self.ask_job(deadline, bound, "spot reclaim notice")
-        notice = {
+        self.notice = {
             "noticed_at": round(noticed, 3),
             "deadline": round(deadline, 3),
             "lead_seconds": round(left, 3),
-            **done,
         }
-        error = self.write_marker(notice, deadline, retry=True)
+        self.notice.update(done)
+        error = self.write_marker(deadline, retry=True)
         if error:
             self.say(f"cannot reach storage, no marker written: {error}")
         else:
-            self.say(f"marker written; newest checkpoint {notice['checkpoint'] or 'none'}")
+            self.say(f"marker written; newest checkpoint {done['checkpoint'] or 'none'}")
 
     # -- the watcher's checkpoint request ------------------------------------------------
 
     def checkpoint_request(self) -> dict[str, Any] | None:
         """The watcher's :data:`REQUEST` if there is one for this agent not yet answered."""
         until = time.time() + 30
-        args = ["cat", self.uri, "--include", f"/{REQUEST}", "--max-depth", "1"]
+        args = ["cat", self.uri, "--include", "/" + REQUEST, "--max-depth", "1"]
         error, text = self.rclone_out(args, until)
         if error or not text.strip():
             return None
@@ -357,8 +452,8 @@ class Agent:
         self.say(f"the watcher asks for a last checkpoint (waiting {wait:g} s at most)")
         until = asked + wait
         done = self.ask_job(until, until, "checkpoint requested", upload_by=until + UPLOAD_SECONDS)
-        self.answered = {**request, "asked_job_at": round(asked, 3), **done}
-        error = self.write_marker(None, time.time() + UPLOAD_SECONDS, retry=True)
+        self.answered = dict(request, asked_job_at=round(asked, 3), **done)
+        error = self.write_marker(time.time() + UPLOAD_SECONDS, retry=True)
         if error:
             self.say(f"cannot reach storage, the checkpoint request not answered: {error}")
 
@@ -383,32 +478,44 @@ class Agent:
         )
         del self.samples[:-KEEP_SAMPLES]
 
-    def run(self) -> None:
-        signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # meant for the job, never the agent
-        next_gpu = time.time()
-        while self.job_running():
+    def watch(self) -> None:
+        """One round while the job runs: the notice (once), and the GPU sample when due."""
+        if self.notice is None:
             deadline = self.notice_deadline()
-            if deadline is not None:
+            if deadline is not None and self.job_running():  # else no job to save: its end
                 self.on_notice(deadline)
-                return
-            if time.time() >= next_gpu:
-                self.sample()
-                if self.uri:
-                    error = self.write_marker(None, time.time() + 30, retry=False)
-                    if error:
-                        self.say(f"GPU summary not written: {error}", once="summary")
-                    elif request := self.checkpoint_request():
+        if time.time() >= self.next_gpu:
+            self.sample()
+            if self.uri:
+                error = self.write_marker(time.time() + 30, retry=False)
+                if error:
+                    self.say(f"GPU summary not written: {error}", once="summary")
+                else:
+                    request = self.checkpoint_request()
+                    if request is not None:
                         self.on_request(request)
-                next_gpu = time.time() + self.gpu_every
-            time.sleep(self.poll)
+            self.next_gpu = time.time() + self.gpu_every
+
+    def run(self) -> int:
+        """Run the job to its end for good, watching; the code to exit with."""
+        signal.signal(signal.SIGUSR1, lambda *_: None)  # for the job (a handler: not inherited)
+        signal.signal(signal.SIGTERM, self.stop_job)
+        self.next_gpu = time.time()
+        while not self.ended(self.run_once()):
+            pass
+        return self.finish()
 
 
 def main() -> None:
-    # the instance log (the job's output) is where a person reads what the agent did
-    logging.basicConfig(
-        stream=sys.stdout, level=logging.INFO, format="cloudbroker agent: %(message)s"
-    )
-    Agent(int(sys.argv[1]), dict(os.environ)).run()
+    # the instance log (the job's output) is where a person reads what the agent did: on
+    # stderr, as the preamble's own words, the job's stdout its own; UTF-8 whatever the locale
+    # (3.6 in the C locale writes ASCII only)
+    if len(sys.argv) != 2:
+        sys.exit("usage: python3 agent.py JOB (the job's executable)")
+    with open(sys.stderr.fileno(), "w", encoding="utf-8", errors="replace", closefd=False) as log:
+        logging.basicConfig(stream=log, level=logging.INFO, format="cloudbroker agent: %(message)s")
+        code = Agent(sys.argv[1], dict(os.environ)).run()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -155,6 +155,7 @@ def user_data(
     notice: SpotNotice | None = None,
     provider: str = "",
     region: str | None = None,
+    restarts: int = 0,
 ) -> str:
     """The startup script: where checkpoints live on *this* cloud, then the user's job.
 
@@ -172,10 +173,12 @@ def user_data(
     holds, which :func:`redact` hides wherever cloudbroker shows it. Otherwise rclone's
     ``env_auth`` reads AWS-style credentials from the instance's environment.
 
-    With a job, the notice agent (:mod:`cloudbroker.agent`) is installed and started beside
-    it: it polls ``notice`` (the provider's ``spot_notice``; None: no notice, GPU samples
-    only), tells the job (``CLOUDBROKER_NOTICE_FILE`` and a signal), uploads its newest
-    checkpoint from ``CLOUDBROKER_CHECKPOINT_DIR`` and writes the marker the watcher acts on.
+    With a job, the agent (:mod:`cloudbroker.agent`) is installed and runs it (on the image's
+    python3 3.6+; without one the preamble runs the job and reports it): it restarts a job
+    that fails on its own up to ``restarts`` times, polls ``notice`` (the provider's
+    ``spot_notice``; None: no notice, GPU samples only), tells the job
+    (``CLOUDBROKER_NOTICE_FILE`` and a signal), uploads its newest checkpoint from
+    ``CLOUDBROKER_CHECKPOINT_DIR`` and writes the marker the watcher acts on.
     The agent and the job are written gzip'd: Tencent and AWS take 16 KB of user data.
     """
     from cloudbroker import agent
@@ -203,7 +206,8 @@ def user_data(
     elif settings.get(METADATA_SETTING):
         env[METADATA_ENV] = settings[METADATA_SETTING]
     if script:
-        env.update(agent.environment(provider, notice, settings, settings.get(METADATA_SETTING)))
+        metadata = settings.get(METADATA_SETTING)
+        env.update(agent.environment(provider, notice, settings, metadata, restarts))
     exports = [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     lines = ["#!/bin/bash", f"# cloudbroker placement {placement_id} ({side})"]
     if remote.instance_keys:
@@ -236,8 +240,7 @@ def user_data(
             agent.packed(script),
             "CBJOB",
             f"chmod +x {TOOLS_DIR}/job",
-            *agent.install_lines(),
-            f"exec {TOOLS_DIR}/job",
+            *agent.install_lines(f"{TOOLS_DIR}/job"),
         ]
     return "\n".join(lines) + "\n"
 
