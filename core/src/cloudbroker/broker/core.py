@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker.broker.lease import LEASE_TTL
 from cloudbroker.broker.records import (
@@ -35,6 +35,7 @@ from cloudbroker.broker.records import (
 from cloudbroker.errors import (
     CapacityError,
     CloudBrokerError,
+    ConfigError,
     LaunchFailed,
     NotFoundError,
     ProviderUnavailable,
@@ -53,6 +54,9 @@ from cloudbroker.plugins.launching import (
 )
 from cloudbroker.state import InstanceRow, PlacementRecord, Store
 from cloudbroker.state.store import Side
+
+if TYPE_CHECKING:
+    from cloudbroker.storage.staging import Staged
 
 
 def _since_boot() -> float:
@@ -232,6 +236,24 @@ class Launcher:
                 self.terminate(row)
                 row = None
 
+    def _staged_rclone(
+        self, pid: str, bucket: BucketRef, settings: Mapping[str, Any]
+    ) -> Staged | None:
+        """The instances' rclone staged in the side's bucket, where the replicator stages
+        (rclone's does; a test's may not). No linux rclone to stage is a ConfigError before
+        anything bills; storage failing is a warning: the job may bring its own rclone."""
+        stage = getattr(self.ctx.replicator, "stage_rclone", None)
+        if stage is None:
+            return None
+        self.ctx.waiting(pid, f"staging rclone in {bucket.provider}:{bucket.bucket}")
+        try:
+            return stage(bucket, settings)
+        except ConfigError:
+            raise
+        except CloudBrokerError as exc:
+            self.ctx.emit(pid, "warning", f"rclone not staged for the instance: {exc}")
+            return None
+
     def _launch_one(
         self,
         placement: PlacementRecord,
@@ -257,7 +279,9 @@ class Launcher:
         rows = {r.idempotency_key: r for r in self.ctx.store.instances(pid)}
         started = [i for i, key in enumerate(keys) if key in rows and i not in skip]
         settings = self.ctx.pm.settings.get(provider, {})
-        remote = self.ctx.pm.sync_storage(provider, self.bucket(placement, side, number))
+        bucket = self.bucket(placement, side, number)
+        remote = self.ctx.pm.sync_storage(provider, bucket)
+        staged = self._staged_rclone(pid, bucket, settings)
         notice = self.ctx.pm.spot_notice(providers=[provider]).results.get(provider)
         if started:  # resuming: from the offer it was trying, in the planned order
             order: list[int] = list(range(max(started), len(offers)))
@@ -278,6 +302,7 @@ class Launcher:
                 provider=provider,
                 region=offer.region,
                 restarts=restarts_of(spec.on_failure),
+                rclone=None if staged is None else staged.download(remote, offer.region),
             )
             if outside := remote.needs_public_ip(provider, offer.region, settings):
                 self.ctx.emit(pid, "warning", outside)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cloudbroker.config import require
 from cloudbroker.errors import UsageError
@@ -26,6 +27,9 @@ from cloudbroker.models import (
     StorageRemote,
 )
 from cloudbroker.money import Money
+
+if TYPE_CHECKING:
+    from cloudbroker.storage.staging import RcloneDownload
 
 MANAGED_TAG = "cloudbroker-managed"
 PLACEMENT_TAG = "cloudbroker-placement"
@@ -51,6 +55,12 @@ KEYS_BEGIN = "# cloudbroker storage keys: begin (redacted wherever cloudbroker s
 KEYS_END = "# cloudbroker storage keys: end"
 #: Lifetime asked for a metadata session token: one is fetched per rclone call.
 TOKEN_TTL_SECONDS = 300
+#: Where the preamble installs the rclone staged in the bucket (:mod:`cloudbroker.storage.
+#: staging`): on PATH after the credentials wrapper, whose loop finds it as the real one.
+STAGED_DIR = f"{TOOLS_DIR}/staged"
+#: A presigned URL's parameters that are credentials (``cloudbroker.storage.presign``):
+#: :func:`redact` hides them wherever cloudbroker shows user data.
+_SIGNED = re.compile(r"(X-Amz-(?:Signature|Security-Token)=)[^&'\"\s]+")
 
 
 #: The system disk (GiB) when neither the ``disk_gb`` setting nor the offer's price says.
@@ -156,6 +166,7 @@ def user_data(
     provider: str = "",
     region: str | None = None,
     restarts: int = 0,
+    rclone: RcloneDownload | None = None,
 ) -> str:
     """The startup script: where checkpoints live on *this* cloud, then the user's job.
 
@@ -180,6 +191,9 @@ def user_data(
     (``CLOUDBROKER_NOTICE_FILE`` and a signal), uploads its newest checkpoint from
     ``CLOUDBROKER_CHECKPOINT_DIR`` and writes the marker the watcher acts on.
     The agent and the job are written gzip'd: Tencent and AWS take 16 KB of user data.
+
+    ``rclone``: the rclone staged in the bucket (a presigned URL and its SHA-256), which the
+    preamble fetches, checks and installs in :data:`STAGED_DIR` (:func:`staging_lines`).
     """
     from cloudbroker import agent
 
@@ -209,6 +223,8 @@ def user_data(
         metadata = settings.get(METADATA_SETTING)
         env.update(agent.environment(provider, notice, settings, metadata, restarts))
     exports = [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    if rclone is not None:
+        exports.append(f"export PATH={STAGED_DIR}:$PATH")
     lines = ["#!/bin/bash", f"# cloudbroker placement {placement_id} ({side})"]
     if remote.instance_keys:
         keys = {
@@ -233,6 +249,8 @@ def user_data(
             f"chmod +x {TOOLS_DIR}/bin/rclone",
         ]
     lines += [f"cat > {ENV_FILE} <<'CBENV'", *exports, "CBENV", f". {ENV_FILE}"]
+    if rclone is not None:
+        lines += staging_lines(rclone)
     if script:
         lines += [
             f"mkdir -p {TOOLS_DIR}",
@@ -246,7 +264,9 @@ def user_data(
 
 
 def redact(text: str) -> str:
-    """User data with the storage keys' block (see :func:`user_data`) replaced by a note."""
+    """User data with the storage keys' block (see :func:`user_data`) replaced by a note,
+    and a presigned URL's signature and session token by ``[redacted]``."""
+    text = _SIGNED.sub(r"\1[redacted]", text)
     kept, inside = [], False
     for line in text.splitlines(keepends=True):
         if line.rstrip("\n") == KEYS_BEGIN:
@@ -257,6 +277,65 @@ def redact(text: str) -> str:
         elif not inside:
             kept.append(line)
     return "".join(kept)
+
+
+#: Fetches a URL read from stdin (never argv, where any user of the instance sees it) into
+#: the file argv[1]: 3 tries, 60 s without data ends one. Python 3.6's standard library.
+_FETCH_PY = (
+    "import shutil,sys,time,urllib.request as u\n"
+    "url=sys.stdin.read()\n"
+    "for _ in range(3):\n"
+    " try:\n"
+    '  with u.urlopen(url,timeout=60) as r,open(sys.argv[1],"wb") as f:'
+    "shutil.copyfileobj(r,f);sys.exit(0)\n"
+    " except Exception:time.sleep(2)\n"
+    "sys.exit(1)"
+)
+_SHA256_PY = (
+    'import hashlib,sys;h=hashlib.sha256();f=open(sys.argv[1],"rb")\n'
+    'for b in iter(lambda:f.read(1<<20),b""):h.update(b)\n'
+    "print(h.hexdigest())"
+)
+
+
+def staging_lines(rclone: RcloneDownload) -> list[str]:
+    """Bash that installs the staged rclone in :data:`STAGED_DIR`, or says in one line what
+    failed (never the URL) and goes on: the job may bring its own rclone.
+
+    The URL goes to curl, else wget, else python3's urllib (what the image has) on stdin;
+    the file must have ``rclone.sha256`` (sha256sum, else python3's hashlib), gunzip and
+    run (``rclone version``: a binary of another architecture does not). The URL is a
+    shell variable of this script only, unset after: never exported, never in a file.
+    """
+    fail = ' || {{ echo "{} failed"; return 1; }}'.format
+    return [
+        f"cb_url={shlex.quote(rclone.url)} cb_d={STAGED_DIR}",
+        "cb_fetch() {",
+        '  if command -v curl >/dev/null; then printf \'url = "%s"\\n\' "$cb_url" | curl -fsS \\',
+        f'    --connect-timeout 10 --max-time 600 --retry 3 -K - -o "$1" 2>/dev/null{fail("curl")}',
+        "  elif command -v wget >/dev/null; then printf '%s\\n' \"$cb_url\" |",
+        f'    wget -q -T 60 -t 3 -O "$1" -i -{fail("wget")}',
+        '  elif command -v python3 >/dev/null; then printf %s "$cb_url" |',
+        f'    python3 -c {shlex.quote(_FETCH_PY)} "$1" 2>/dev/null{fail("python3 urllib")}',
+        '  else echo "no curl, wget or python3 to download it"; return 1; fi',
+        "}",
+        "cb_sha256() {",
+        '  if command -v sha256sum >/dev/null; then sha256sum "$1"',
+        f'  else python3 -c {shlex.quote(_SHA256_PY)} "$1"; fi 2>/dev/null |',
+        '    { read -r h _; echo "$h"; }',
+        "}",
+        "cb_stage() {",
+        f'  mkdir -p "$cb_d"{fail("mkdir")}',
+        '  cb_fetch "$cb_d/rclone.gz" || return 1',
+        f'  [ "$(cb_sha256 "$cb_d/rclone.gz")" = {rclone.sha256} ]{fail("SHA-256 check")}',
+        '  gunzip -c "$cb_d/rclone.gz" > "$cb_d/rclone.new" && chmod +x "$cb_d/rclone.new" &&',
+        f'    "$cb_d/rclone.new" version >/dev/null 2>&1{fail("rclone version")}',
+        '  mv -f "$cb_d/rclone.new" "$cb_d/rclone"; rm -f "$cb_d/rclone.gz"',
+        "}",
+        "if cb_why=$(cb_stage); then echo 'cloudbroker: rclone staged from the bucket'",
+        'else echo "cloudbroker: no rclone from the bucket: $cb_why; the job goes on" >&2; fi',
+        "unset cb_url",
+    ]
 
 
 #: Extracts a string value by key from a flat or nested JSON answer (keys are unique).

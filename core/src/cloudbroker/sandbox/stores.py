@@ -80,6 +80,16 @@ key = iam.create_access_key("sandbox")
 if sys.argv[1]:
     s3_backends[DEFAULT_ACCOUNT_ID]["aws"].create_bucket(sys.argv[1], "us-east-1")
 settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # from here on, every request is authenticated
+from moto.moto_server import threaded_moto_server
+from cloudbroker.sandbox.presigned import answering_presigned
+s3 = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+def stored(bucket, name):
+    found = s3.buckets.get(bucket) and s3.buckets[bucket].keys.get(name)
+    return found.value if found else None
+threaded_moto_server.DomainDispatcherApplication = answering_presigned(  # moto cannot
+    threaded_moto_server.DomainDispatcherApplication, key.access_key_id, key.secret_access_key,
+    stored,
+)
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
 server.start()
 print(json.dumps({"port": server.get_host_and_port()[1], "key": key.access_key_id,

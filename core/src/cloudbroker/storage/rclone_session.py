@@ -54,6 +54,9 @@ MIN_RATE = 2**20
 PROBE_RETRIES = "2"
 LIST_RETRIES = "3"
 PROBE_FOLDER = ".cloudbroker-probe"
+#: Where the instances' rclone is staged, from the bucket's root (:mod:`.staging`): no
+#: checkpoint, even where the checkpoints are at the bucket's root.
+STAGING_FOLDER = ".cloudbroker"
 
 
 # -- the two sides -------------------------------------------------------------------------
@@ -338,12 +341,14 @@ class Session:
         if self.run(args, log, bound=bound, late=late, stdout=listing) != 0:
             raise self._redacted(side_error(side, log.last_error() or "rclone lsjson failed"))
         entries = json.loads(listing.read_text(encoding="utf-8") or "[]")
-        # the notice agent's marker (rewritten every few minutes) and the watcher's request
-        # to it are not checkpoints
+        # the notice agent's marker (rewritten every few minutes), the watcher's request
+        # to it and the staged rclone are not checkpoints
         times = [
             _epoch(e["ModTime"])
             for e in entries
-            if e.get("ModTime") and e.get("Path") not in (agent.MARKER, agent.REQUEST)
+            if e.get("ModTime")
+            and e.get("Path") not in (agent.MARKER, agent.REQUEST)
+            and not str(e.get("Path")).startswith(f"{STAGING_FOLDER}/")
         ]
         return max(times) if times else None
 

@@ -29,11 +29,11 @@ is bounded in time (see :mod:`cloudbroker.storage.rclone_session`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -52,6 +52,7 @@ from cloudbroker.storage.rclone_session import (
     resolve_side,
     session,
 )
+from cloudbroker.storage.staging import Staged, stage_rclone
 
 __all__ = [
     "Change",
@@ -394,6 +395,11 @@ class RcloneReplicator:
         failover's final sync gives up then and goes on with the newest replica); the bytes
         read from the source (the budget guard prices them as egress)."""
         return sync(self.pm, src, dst, deadline_seconds=deadline_seconds).bytes
+
+    def stage_rclone(self, bucket: BucketRef, settings: Mapping[str, Any]) -> Staged:
+        """The instances' rclone staged in ``bucket`` (uploaded once; see
+        :mod:`cloudbroker.storage.staging`)."""
+        return stage_rclone(self.pm, bucket, settings)[0]
 
     def check(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> None:
         """The bucket exists, answers at its region's endpoint with these credentials, and
