@@ -2,11 +2,13 @@
 
 ECS forgets a released instance: DescribeInstances stops listing it, as for an id that never
 existed (or one not listed yet), so a status of an unlisted instance is NotFoundError and the
-broker decides what it means. So is releasing it again: each release attempt carries its own
-ClientToken (ECS answers a reused token with its first result, a refusal too, "How to ensure
-idempotence", https://www.alibabacloud.com/help/en/ecs/developer-reference/how-to-ensure-idempotence,
-read 2026-12-04), and DeleteInstances of a forgotten id is InvalidInstanceId.NotFound, which
-the broker confirms by listing the placement's instances by tag.
+broker decides what it means. ECS answers a reused ClientToken with its first result, a
+refusal too ("How to ensure idempotence",
+https://www.alibabacloud.com/help/en/ecs/developer-reference/how-to-ensure-idempotence,
+read 2026-12-04): a release's first attempt carries the instance's own token (a release that
+went through answers again as released), each attempt after a refusal a new one (see
+:func:`terminate`). DeleteInstances of an id ECS has forgotten is InvalidInstanceId.NotFound,
+which the broker confirms by listing the placement's instances by tag.
 """
 
 from __future__ import annotations
