@@ -17,9 +17,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from cloudbroker.models import InstanceCredentials, StorageRemote
-from cloudbroker.plugins.launching import user_data
+from cloudbroker.plugins.launching import encoded_user_data, user_data
 from cloudbroker.sandbox.instances import ProcessRunner, localise
 from cloudbroker.sandbox.metadata import Credentials, MetadataServer
 from cloudbroker.sandbox.processes import PidBook
@@ -207,3 +208,27 @@ def test_a_sandbox_instance_is_given_no_credentials(tmp_path):
     runner = ProcessRunner(tmp_path, "aliyun", 1.0, PidBook(tmp_path))
     env = runner.environment(tmp_path, "i-1")
     assert not [name for name in env if name.startswith(("AWS_", "ALIBABA_", "RCLONE_"))]
+
+
+def test_the_staged_rclone_adds_under_2_5_kb_to_the_16_kb_of_tencent_and_aws():
+    from cloudbroker.storage.staging import Staged
+
+    remote = StorageRemote(
+        options=CLOUDS["tencent"][1],
+        secrets={"access_key_id": SecretStr("A" * 36), "secret_access_key": SecretStr("s")},
+        instance_endpoints={"ap-guangzhou": "cos-internal.ap-guangzhou.tencentcos.cn"},
+        bucket="ckpt-1250000000",
+        path="run",
+        instance_credentials=recipe("tencent"),
+    )
+    staged = Staged(".cloudbroker/rclone-linux-amd64-0123456789abcdef.gz", "ab" * 32)
+    download = staged.download(remote, "ap-guangzhou")
+    sizes = [
+        len(
+            encoded_user_data(
+                user_data("pl-1", "a", remote, JOB, rclone=given), limit=10**6, provider="x"
+            )
+        )
+        for given in (None, download)
+    ]
+    assert sizes[1] - sizes[0] < 2500, sizes  # bytes of Base64, the URL included

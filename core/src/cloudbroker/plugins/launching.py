@@ -298,25 +298,21 @@ _SHA256_PY = (
 )
 
 
-def staging_lines(rclone: RcloneDownload) -> list[str]:
-    """Bash that installs the staged rclone in :data:`STAGED_DIR`, or says in one line what
-    failed (never the URL) and goes on: the job may bring its own rclone.
-
-    The URL goes to curl, else wget, else python3's urllib (what the image has) on stdin;
-    the file must have ``rclone.sha256`` (sha256sum, else python3's hashlib), gunzip and
-    run (``rclone version``: a binary of another architecture does not). The URL is a
-    shell variable of this script only, unset after: never exported, never in a file.
-    """
-    fail = ' || {{ echo "{} failed"; return 1; }}'.format
-    return [
-        f"cb_url={shlex.quote(rclone.url)} cb_d={STAGED_DIR}",
+_fail = ' || {{ echo "{} failed"; return 1; }}'.format
+#: The preamble's staging of rclone, sourced with ``cb_url``, ``cb_sha`` and ``cb_d`` set
+#: (:func:`staging_lines`). The URL goes to curl, else wget, else python3's urllib (what the
+#: image has) on stdin; the file must have the SHA-256 (sha256sum, else python3's hashlib),
+#: gunzip and run (``rclone version``: a binary of another architecture does not).
+_STAGE_SH = "\n".join(
+    [
         "cb_fetch() {",
         '  if command -v curl >/dev/null; then printf \'url = "%s"\\n\' "$cb_url" | curl -fsS \\',
-        f'    --connect-timeout 10 --max-time 600 --retry 3 -K - -o "$1" 2>/dev/null{fail("curl")}',
+        '    --connect-timeout 10 --max-time 600 --retry 3 -K - -o "$1" 2>/dev/null'
+        + _fail("curl"),
         "  elif command -v wget >/dev/null; then printf '%s\\n' \"$cb_url\" |",
-        f'    wget -q -T 60 -t 3 -O "$1" -i -{fail("wget")}',
+        f'    wget -q -T 60 -t 3 -O "$1" -i -{_fail("wget")}',
         '  elif command -v python3 >/dev/null; then printf %s "$cb_url" |',
-        f'    python3 -c {shlex.quote(_FETCH_PY)} "$1" 2>/dev/null{fail("python3 urllib")}',
+        f'    python3 -c {shlex.quote(_FETCH_PY)} "$1" 2>/dev/null{_fail("python3 urllib")}',
         '  else echo "no curl, wget or python3 to download it"; return 1; fi',
         "}",
         "cb_sha256() {",
@@ -325,15 +321,35 @@ def staging_lines(rclone: RcloneDownload) -> list[str]:
         '    { read -r h _; echo "$h"; }',
         "}",
         "cb_stage() {",
-        f'  mkdir -p "$cb_d"{fail("mkdir")}',
         '  cb_fetch "$cb_d/rclone.gz" || return 1',
-        f'  [ "$(cb_sha256 "$cb_d/rclone.gz")" = {rclone.sha256} ]{fail("SHA-256 check")}',
+        f'  [ "$(cb_sha256 "$cb_d/rclone.gz")" = "$cb_sha" ]{_fail("SHA-256 check")}',
         '  gunzip -c "$cb_d/rclone.gz" > "$cb_d/rclone.new" && chmod +x "$cb_d/rclone.new" &&',
-        f'    "$cb_d/rclone.new" version >/dev/null 2>&1{fail("rclone version")}',
+        f'    "$cb_d/rclone.new" version >/dev/null 2>&1{_fail("rclone version")}',
         '  mv -f "$cb_d/rclone.new" "$cb_d/rclone"; rm -f "$cb_d/rclone.gz"',
         "}",
         "if cb_why=$(cb_stage); then echo 'cloudbroker: rclone staged from the bucket'",
         'else echo "cloudbroker: no rclone from the bucket: $cb_why; the job goes on" >&2; fi',
+    ]
+)
+
+
+def staging_lines(rclone: RcloneDownload) -> list[str]:
+    """Bash that installs the staged rclone in :data:`STAGED_DIR`, or says in one line what
+    failed (never the URL) and goes on: the job may bring its own rclone.
+
+    The steps (:data:`_STAGE_SH`) are written gzip'd to ``stage.sh`` there, as the job is
+    (user data is 16 KB on Tencent and AWS), and sourced. The URL is a shell variable of this
+    script only, unset after: never exported, never in a file.
+    """
+    from cloudbroker import agent
+
+    return [
+        f"mkdir -p {STAGED_DIR}",
+        f"base64 -d <<'CBSTAGE' | gunzip > {STAGED_DIR}/stage.sh",
+        agent.packed(_STAGE_SH),
+        "CBSTAGE",
+        f"cb_url={shlex.quote(rclone.url)} cb_sha={rclone.sha256} cb_d={STAGED_DIR}",
+        f". {STAGED_DIR}/stage.sh",
         "unset cb_url",
     ]
 
