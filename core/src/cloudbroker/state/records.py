@@ -107,7 +107,7 @@ class PlacementRecord:
     id: str
     created_at: float
     primary_side: Side
-    status: str  # planned, starting, up, failing-over, stopping, down
+    status: str  # planned, starting, up, failing-over, stopping, down; done, failed (job end)
     stored: Plan
 
     @property
