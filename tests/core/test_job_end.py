@@ -255,8 +255,14 @@ def test_a_dead_agent_is_said_once_and_a_healthy_primary_is_not_failed_over(tmp_
     broker, clouds, replicator, pid = world(tmp_path)
     stale = time.time() - 3600  # the agent stopped writing an hour ago
     replicator.marker("ali", "ckpt-a", job=job("running", None), written_at=stale)
+    heard = []
+    broker.on_event = heard.append
     check(broker, pid)
+    [warning] = [e for e in heard if e.kind == "warning"]
+    assert warning.message.startswith("agent silent since its marker of 60 min ago (job running")
+    heard.clear()
     check(broker, pid)
+    assert not [e for e in heard if e.kind == "warning"]  # said once, at the first check
     [silent] = broker.store.events(pid, ("agent-silent",))
     assert silent.detail["since"] == stale and silent.detail["job_state"] == "running"
     placement = broker.store.require_placement(pid)

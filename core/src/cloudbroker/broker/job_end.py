@@ -170,8 +170,8 @@ class JobEnd:
         detail = {"since": report.written_at, "agent_started": report.started_at}
         self.ctx.store.event(pid, "agent-silent", {**detail, "job_state": job.get("state")})
         said = (
-            f"agent silent since {span(age)} ago (job {job.get('state')} then): the job's end "
-            "is not seen; the health checks go on"
+            f"agent silent since its marker of {span(age)} ago (job {job.get('state')} then): "
+            "the job's end is not seen; the health checks go on"
         )
         self.ctx.emit(pid, "warning", said, **detail)
 
