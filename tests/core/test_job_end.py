@@ -259,7 +259,8 @@ def test_a_dead_agent_is_said_once_and_a_healthy_primary_is_not_failed_over(tmp_
     broker.on_event = heard.append
     check(broker, pid)
     [warning] = [e for e in heard if e.kind == "warning"]
-    assert warning.message.startswith("agent silent since its marker of 60 min ago (job running")
+    said = warning.message
+    assert said.startswith("agent silent since its marker of ") and "min ago (job running" in said
     heard.clear()
     check(broker, pid)
     assert not [e for e in heard if e.kind == "warning"]  # said once, at the first check
