@@ -251,6 +251,16 @@ def test_an_instance_lost_mid_restart_fails_over_and_is_no_job_end(tmp_path):
     assert broker.status(pid, refresh=False).last_failover.reason.startswith("reclaim")
 
 
+def test_an_instance_gone_after_its_job_ended_is_a_job_end_not_a_failover(tmp_path):
+    broker, clouds, replicator, pid = world(tmp_path)
+    replicator.marker("ali", "ckpt-a", job=job("failed", 1, runs=4))
+    [primary] = clouds["ali"].live()
+    clouds["ali"].instances[primary]["reclaim"] = "spot capacity reclaimed"
+    check(broker, pid)
+    assert broker.store.require_placement(pid).status == "failed"
+    assert clouds["ten"].launch_calls == 0 and "failure-detected" not in kinds(broker, pid)
+
+
 def test_a_dead_agent_is_said_once_and_a_healthy_primary_is_not_failed_over(tmp_path):
     broker, clouds, replicator, pid = world(tmp_path)
     stale = time.time() - 3600  # the agent stopped writing an hour ago
