@@ -29,7 +29,7 @@ import pytest
 from cloudbroker import agent, plugins
 from cloudbroker.models import StorageRemote
 from cloudbroker.plugins.launching import user_data
-from cloudbroker.sandbox.instances import localise
+from cloudbroker.sandbox.instances import localise, nvidia_smi
 from cloudbroker.sandbox.metadata import MetadataServer
 from cloudbroker.storage.rclone import find_rclone
 
@@ -194,11 +194,11 @@ def booted(tmp_path: Path, version: str | None) -> Instance:
     return Instance(tmp_path, None if version is None else pyenv_python(version))
 
 
-#: A Python job that stops with 143 on SIGTERM.
+#: A Python job that stops with 143 on SIGTERM (counted once it is ready for it).
 TERMINABLE = """#!/usr/bin/env python3
 import os, signal, sys, time
-open(os.environ["HOME"] + "/runs", "a").write("run\\n")
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+open(os.environ["HOME"] + "/runs", "a").write("run\\n")
 time.sleep(60)
 """
 
@@ -262,19 +262,25 @@ def test_a_job_ended_by_the_notice_is_stopped_never_restarted(tmp_path, version)
 
 
 def test_the_instances_shutdown_stops_the_job_and_is_no_failure(tmp_path):
-    """SIGTERM to the instance's processes (a terminate): the job's exit is ``stopped``."""
+    """SIGTERM to the instance's processes (a terminate): the job's exit is ``stopped``. Till
+    then the agent samples the GPUs (the sandbox's fake nvidia-smi) on 3.6 as on 3.11."""
     instance = booted(tmp_path, "3.6")
+    (instance.bin / "nvidia-smi").write_text(nvidia_smi(37))
+    (instance.bin / "nvidia-smi").chmod(0o755)
 
     def shut_down(process):
-        while instance.runs() == 0:
-            time.sleep(0.1)
-        time.sleep(0.5)
+        marker = instance.bucket / "run" / agent.MARKER
+        while not marker.exists() or instance.runs() == 0:  # sampled; the job is ready
+            time.sleep(0.05)
         os.kill(process.pid, signal.SIGTERM)  # the agent alone: it passes it on
 
     assert instance.boot(TERMINABLE, restarts=2, until=shut_down) == 143
-    job_report = instance.marker()["job"]
-    assert job_report["state"] == "stopped" and job_report["runs"] == 1
-    assert job_report["exit_code"] == 143
+    marker = instance.marker()
+    assert marker["job"]["state"] == "stopped" and marker["job"]["runs"] == 1
+    assert marker["job"]["exit_code"] == 143 and instance.runs() == 1
+    [[_at, util, util_max, memory, total, gpus]] = marker["gpu"]["samples"]
+    assert (util, util_max, memory, total, gpus) == (37, 37, None, None, 1)
+    assert "error" not in marker["gpu"]
 
 
 # -- no python3 fit to run the agent ------------------------------------------------------------
