@@ -41,7 +41,8 @@ shutil.copyfile(src, os.path.join(bucket, dst.rsplit("/", 1)[1]))
 """
 
 #: A job that checkpoints on SIGUSR1 and stops (``CHECKPOINTS=1``), or ignores it; with
-#: ``QUICK=1`` it writes its pid (a file ``ended`` beside the bucket) and exits 0 at once.
+#: ``QUICK=1`` it writes its pid (a file ``ended`` beside the bucket) and exits 0 at once;
+#: else ``ready`` says it handles the signal.
 JOB = """#!{python}
 import os, signal, sys, time
 if os.environ.get("QUICK"):
@@ -57,6 +58,7 @@ if os.environ.get("CHECKPOINTS"):
     signal.signal(signal.SIGUSR1, notice)
 else:
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+open(os.path.join(os.environ["BUCKET"], "..", "ready"), "w").close()
 time.sleep(60)
 """
 
@@ -98,6 +100,12 @@ def start(instance, **env: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+def ready(instance) -> None:
+    """Wait until the job handles SIGUSR1 (its ``ready`` file)."""
+    while not (instance[1] / "ready").exists():
+        time.sleep(0.02)
+
+
 def marker(tmp) -> dict | None:
     path = tmp / "bucket" / agent.MARKER
     return json.loads(path.read_text()) if path.exists() else None
@@ -131,7 +139,7 @@ def gone(pid: int) -> bool:
 
 def test_on_a_notice_the_job_is_told_checkpoints_and_the_marker_says_so(instance, ended):
     ended(process := start(instance, CHECKPOINTS="1"))
-    time.sleep(0.5)
+    ready(instance)
     at = notice_in(instance, 4)
     _, out = process.communicate(timeout=30)
     assert process.returncode == 0  # the job's: it got SIGUSR1, checkpointed and stopped
@@ -149,7 +157,7 @@ def test_on_a_notice_the_job_is_told_checkpoints_and_the_marker_says_so(instance
 
 def test_a_job_that_makes_no_checkpoint_is_waited_for_only_until_the_margin(instance, ended):
     ended(process := start(instance))
-    time.sleep(0.5)
+    ready(instance)
     at = notice_in(instance, 4)
     while not (marker(instance[1]) or {}).get("notice") and time.time() < at + 5:
         time.sleep(0.1)
@@ -164,7 +172,7 @@ def test_a_job_that_makes_no_checkpoint_is_waited_for_only_until_the_margin(inst
 def test_storage_unreachable_during_the_notice_is_said_and_never_blocks_the_job(instance, ended):
     (instance[1] / "bucket" / ".down").touch()
     ended(process := start(instance, CHECKPOINTS="1"))
-    time.sleep(0.5)
+    ready(instance)
     started = time.time()
     at = notice_in(instance, 4)
     _, out = process.communicate(timeout=30)
