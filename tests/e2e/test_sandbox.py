@@ -164,6 +164,9 @@ def test_the_walkthrough_on_the_strictest_image_loses_no_step(clean_env, tmp_pat
     block = readme_block()
     assert block.count("cloudbroker sandbox up ") == 1
     block = block.replace("cloudbroker sandbox up ", "cloudbroker sandbox up --image alinux3 ")
+    # before the sandbox goes: what the instances ran on, and what their logs say of it
+    assert block.count("\ncloudbroker sandbox down") == 1
+    block = block.replace("\ncloudbroker sandbox down", f"\n{PROBE}\ncloudbroker sandbox down")
     cloudbroker = Path(sys.executable).parent / "cloudbroker"
     env = {
         **clean_env,
@@ -181,8 +184,22 @@ def test_the_walkthrough_on_the_strictest_image_loses_no_step(clean_env, tmp_pat
         if sandbox.exists():
             subprocess.run([str(cloudbroker), "sandbox", "down"], env=env, timeout=60)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    print(walkthrough_figures("alinux3", done.stdout))  # benchmarks/README.md (pytest -s)
+    out = done.stdout
+    print(walkthrough_figures("alinux3", out))  # benchmarks/README.md (pytest -s)
+    # the instances' python3 was pyenv's 3.6 (nothing else on their PATH), their rclone the
+    # one staged in the bucket, and the agent ran on that python3 (it read Aliyun's notice)
+    assert re.search(r"^instance python3: .*/versions/3\.6\.\d+/bin/python3", out, re.M), out
+    assert out.count("staged: cloudbroker: rclone staged from the bucket") >= 2  # both clouds
+    assert "agent: spot reclaim notice: the instance goes in" in out
     assert not sandbox.exists() and processes_in(sandbox) == []
+
+
+#: Shell lines that say, from a sandbox's files, what its instances ran on.
+PROBE = """echo "instance python3: $(readlink "$CLOUDBROKER_SANDBOX/image/bin/python3")"
+logs() { cat "$CLOUDBROKER_SANDBOX"/instances/*/*/output.log; }
+logs | grep -h 'rclone staged from the bucket' | sed 's/^/staged: /'
+logs | grep -h 'spot reclaim notice: the instance goes in' | sed 's/^/agent: /'
+"""
 
 
 def walkthrough_figures(image: str, out: str) -> dict:
