@@ -8,6 +8,7 @@ a private folder.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
@@ -29,7 +30,13 @@ from cloudbroker.errors import ConfigError
 from cloudbroker.models import BucketRef, StorageRemote
 from cloudbroker.plugin import hookimpl
 from cloudbroker.plugins import PluginManager
-from cloudbroker.plugins.launching import ENV_FILE, redact, user_data
+from cloudbroker.plugins.launching import (
+    ENV_FILE,
+    encoded_user_data,
+    redact,
+    user_data,
+    without_staging,
+)
 from cloudbroker.sandbox.instances import localise
 from cloudbroker.sandbox.metadata import Credentials, MetadataServer
 from cloudbroker.state import open_store
@@ -267,6 +274,7 @@ def test_the_url_is_for_the_instances_endpoint_and_redacted_wherever_shown():
     shown = redact(script)
     assert "X-Amz-Signature=[redacted]" in shown and signature not in shown
     assert "export PATH=/opt/cloudbroker/staged:$PATH" in script
+    assert without_staging(script) == user_data("pl-1", "primary", remote, "echo job")
 
 
 def test_a_controller_without_a_linux_rclone_of_the_arch_is_told_how_to_give_one(
@@ -349,3 +357,34 @@ def test_the_staged_rclone_is_no_checkpoint_where_checkpoints_are_at_the_buckets
     stage()
     root = ref.model_copy(update={"path": ""})
     assert RcloneReplicator(pm).newest(root) is None  # the bucket holds only the staged rclone
+
+
+class SmallUserData(KeyedCloud):
+    """A cloud whose user data limit the staged rclone's lines would pass."""
+
+    @hookimpl
+    def launch(self, ctx, request):
+        text = request.user_data
+        plain = without_staging(text) if "cb_url=" in text else text
+        encoded_user_data(text, limit=len(base64.b64encode(plain.encode())), provider="x")
+        return super().launch(ctx, request)
+
+
+def test_user_data_the_staging_would_take_past_the_limit_launches_without_it(tmp_path):
+    pm = PluginManager(env={}, settings={n: {"image": f"img-{n}"} for n in ("ali", "ten")})
+    clouds = {"ali": SmallUserData("ali", "20"), "ten": KeyedCloud("ten", "25")}
+    for name, cloud in clouds.items():
+        pm.register(cloud, name)
+    events: list = []
+    replicator = StagingReplicator(clouds)
+    broker = Broker(
+        pm, open_store(tmp_path / "s.db"), replicator, sleep=lambda s: None, on_event=events.append
+    )
+    pid, _ = broker.place(ali_ten_request())
+    broker.up(pid)
+    [iid] = clouds["ali"].live()
+    script = clouds["ali"].instances[iid]["user_data"]
+    assert "cb_url" not in script and "/opt/cloudbroker/staged" not in script
+    assert "CLOUDBROKER_CHECKPOINT_URI=" in script
+    [warning] = [e for e in events if "without the staged rclone" in e.message]
+    assert warning.kind == "warning" and "x accepts at most" in warning.message

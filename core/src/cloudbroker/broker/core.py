@@ -40,7 +40,7 @@ from cloudbroker.errors import (
     NotFoundError,
     ProviderUnavailable,
 )
-from cloudbroker.models import BucketRef, Instance, InstanceState
+from cloudbroker.models import BucketRef, Instance, InstanceState, LaunchRequest
 from cloudbroker.models.placements import PlannedOffer, restarts_of
 from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
@@ -48,9 +48,11 @@ from cloudbroker.plugins.launching import (
     KEY_TAG,
     MANAGED_TAG,
     PLACEMENT_TAG,
+    UserDataTooLarge,
     idempotency_key,
     launch_request,
     user_data,
+    without_staging,
 )
 from cloudbroker.state import InstanceRow, PlacementRecord, Store
 from cloudbroker.state.store import Side
@@ -254,6 +256,19 @@ class Launcher:
             self.ctx.emit(pid, "warning", f"rclone not staged for the instance: {exc}")
             return None
 
+    def _launch(self, pid: str, provider: str, request: LaunchRequest, staged: bool) -> Instance:
+        """Launch ``request``; where the staged rclone's lines take its user data past the
+        cloud's limit, launch it without them (a warning: the job then needs its own)."""
+        try:
+            return self.ctx.pm.launch(provider, request)
+        except UserDataTooLarge as exc:
+            if not staged:
+                raise
+            said = f"{exc}: launching without the staged rclone (the job needs its own)"
+            self.ctx.emit(pid, "warning", said)
+            script = without_staging(request.user_data or "")
+            return self.ctx.pm.launch(provider, request.model_copy(update={"user_data": script}))
+
     def _launch_one(
         self,
         placement: PlacementRecord,
@@ -326,7 +341,7 @@ class Launcher:
             more = "trying the next offer" if index != order[-1] else "no offer left"
             where = f"{offer.instance_type} in {offer.zone or offer.region}"
             try:
-                instance = self.ctx.pm.launch(provider, request)
+                instance = self._launch(pid, provider, request, staged is not None)
             except CapacityError as exc:
                 tried.append((where, True))
                 detail["error"] = str(exc)

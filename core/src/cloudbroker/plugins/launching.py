@@ -89,11 +89,15 @@ def idempotency_key(*parts: object) -> str:
     return f"cb-{digest[:40]}"
 
 
+class UserDataTooLarge(UsageError):
+    """User data above the cloud's limit: refused before any API call."""
+
+
 def encoded_user_data(text: str, *, limit: int, provider: str) -> str:
     """Base64 user data, refused before any API call when above the cloud's ``limit``."""
     encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
     if len(encoded) > limit:
-        raise UsageError(
+        raise UserDataTooLarge(
             f"the user data (startup script) is {len(encoded)} bytes in Base64; {provider} accepts "
             f"at most {limit}",
             provider=provider,
@@ -331,6 +335,16 @@ _STAGE_SH = "\n".join(
         'else echo "cloudbroker: no rclone from the bucket: $cb_why; the job goes on" >&2; fi',
     ]
 )
+
+
+def without_staging(text: str) -> str:
+    """User data without the staged rclone's lines (:func:`staging_lines` and its ``PATH``):
+    for a cloud whose user data limit they would pass."""
+    lines = text.splitlines(keepends=True)
+    first = lines.index(f"mkdir -p {STAGED_DIR}\n")
+    last = lines.index("unset cb_url\n", first)
+    path = f"export PATH={STAGED_DIR}:$PATH\n"
+    return "".join(line for line in lines[:first] + lines[last + 1 :] if line != path)
 
 
 def staging_lines(rclone: RcloneDownload) -> list[str]:
