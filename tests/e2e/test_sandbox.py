@@ -14,7 +14,11 @@ over to AWS on it (only spot is reclaimed, and the packaged catalogs price spot 
 AWS), and the job there resuming from the very step it checkpointed at on the notice (RPO 0
 steps), with the losses an uninterrupted run prints. The instances reach their buckets with
 the role credentials of each cloud's metadata service, never a key in their environment.
-Afterwards no process of the sandbox is left, and HOME holds only cloudbroker's cache.
+The instances stand in for the default image, Ubuntu 22.04 (python3 3.10, no rclone: they
+fetch the rclone staged in their bucket), and the walkthrough runs again on the strictest,
+``--image alinux3`` (python3 3.6); before each sandbox goes, a read-only probe says what its
+instances ran on. Afterwards no process of the sandbox is left, and HOME holds only
+cloudbroker's cache.
 """
 
 from __future__ import annotations
@@ -132,7 +136,7 @@ def test_the_readme_path_from_a_fresh_clone_fails_over_and_the_job_resumes(clean
     }
     try:
         done = subprocess.run(
-            ["bash", "-c", "set -e\n" + readme_path()],
+            ["bash", "-c", "set -e\n" + probed(readme_path())],
             cwd=clone,
             env=env,
             capture_output=True,
@@ -149,6 +153,7 @@ def test_the_readme_path_from_a_fresh_clone_fails_over_and_the_job_resumes(clean
     assert "GPU offers, totals in USD" in out.split("tests collected", 1)[0]
     assert re.search(r"^\d+ tests collected", out, re.M)
     print(walkthrough_figures("ubuntu-22.04", out))  # benchmarks/README.md (pytest -s)
+    assert_ran_on("3.10", out)  # the default image: Ubuntu 22.04's python3
     assert not sandbox.exists()  # sandbox down removed it ...
     assert processes_in(sandbox) == []  # ... and left no process behind
     # nothing written to the user's home but cloudbroker's cache (the quote's index)
@@ -164,9 +169,6 @@ def test_the_walkthrough_on_the_strictest_image_loses_no_step(clean_env, tmp_pat
     block = readme_block()
     assert block.count("cloudbroker sandbox up ") == 1
     block = block.replace("cloudbroker sandbox up ", "cloudbroker sandbox up --image alinux3 ")
-    # before the sandbox goes: what the instances ran on, and what their logs say of it
-    assert block.count("\ncloudbroker sandbox down") == 1
-    block = block.replace("\ncloudbroker sandbox down", f"\n{PROBE}\ncloudbroker sandbox down")
     cloudbroker = Path(sys.executable).parent / "cloudbroker"
     env = {
         **clean_env,
@@ -177,29 +179,40 @@ def test_the_walkthrough_on_the_strictest_image_loses_no_step(clean_env, tmp_pat
     }
     try:
         done = subprocess.run(
-            ["bash", "-c", "set -e\n" + block],
+            ["bash", "-c", "set -e\n" + probed(block)],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=within(600),
         )  # fmt: skip
     finally:
         if sandbox.exists():
             subprocess.run([str(cloudbroker), "sandbox", "down"], env=env, timeout=60)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    out = done.stdout
-    print(walkthrough_figures("alinux3", out))  # benchmarks/README.md (pytest -s)
-    # the instances' python3 was pyenv's 3.6 (nothing else on their PATH), their rclone the
-    # one staged in the bucket, and the agent ran on that python3 (it read Aliyun's notice)
-    assert re.search(r"^instance python3: .*/versions/3\.6\.\d+/bin/python3", out, re.M), out
-    assert out.count("staged: cloudbroker: rclone staged from the bucket") >= 2  # both clouds
-    assert "agent: spot reclaim notice: the instance goes in" in out
+    print(walkthrough_figures("alinux3", done.stdout))  # benchmarks/README.md (pytest -s)
+    assert_ran_on("3.6", done.stdout)
     assert not sandbox.exists() and processes_in(sandbox) == []
 
 
-#: Shell lines that say, from a sandbox's files, what its instances ran on.
+#: Shell lines that say, from a sandbox's files, what its instances ran on (read only).
 PROBE = """echo "instance python3: $(readlink "$CLOUDBROKER_SANDBOX/image/bin/python3")"
 logs() { cat "$CLOUDBROKER_SANDBOX"/instances/*/*/output.log; }
 logs | grep -h 'rclone staged from the bucket' | sed 's/^/staged: /'
 logs | grep -h 'spot reclaim notice: the instance goes in' | sed 's/^/agent: /'
 """
+
+
+def probed(script: str) -> str:
+    """``script`` with :data:`PROBE` run just before its ``sandbox down``."""
+    assert script.count("\ncloudbroker sandbox down") == 1
+    return script.replace("\ncloudbroker sandbox down", f"\n{PROBE}\ncloudbroker sandbox down")
+
+
+def assert_ran_on(version: str, out: str) -> None:
+    """The instances' python3 was pyenv's ``version`` (nothing else is on their PATH), their
+    rclone the one staged in each cloud's bucket, and the agent ran on that python3 (it read
+    Aliyun's notice)."""
+    found = re.search(r"^instance python3: .*/versions/(\d+\.\d+)\.\d+/bin/python3$", out, re.M)
+    assert found and found[1] == version, out[-3000:]
+    assert out.count("staged: cloudbroker: rclone staged from the bucket") >= 2  # both clouds
+    assert "agent: spot reclaim notice: the instance goes in" in out
 
 
 def walkthrough_figures(image: str, out: str) -> dict:
