@@ -26,6 +26,7 @@ from support.broker_fakes import FakeCloud, FakeReplicator, ali_ten_request
 from support.s3 import S3Server
 
 from cloudbroker.broker import Broker
+from cloudbroker.config import load_config
 from cloudbroker.errors import ConfigError
 from cloudbroker.models import BucketRef, StorageRemote
 from cloudbroker.plugin import hookimpl
@@ -388,3 +389,10 @@ def test_user_data_the_staging_would_take_past_the_limit_launches_without_it(tmp
     assert "CLOUDBROKER_CHECKPOINT_URI=" in script
     [warning] = [e for e in events if "without the staged rclone" in e.message]
     assert warning.kind == "warning" and "x accepts at most" in warning.message
+
+
+def test_the_config_file_takes_instance_rclone_as_a_path(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text("[providers.aliyun]\ninstance_rclone = 5\n")
+    with pytest.raises(ConfigError, match=r"providers\.aliyun\.instance_rclone must be a string"):
+        load_config({"CLOUDBROKER_CONFIG": str(config)})

@@ -158,6 +158,7 @@ SETTINGS: dict[str, Callable[[Any], Problem]] = {
     "profile": _text,
     "instance_role": _text,  # see cloudbroker.plugins.launching.ROLE_SETTING
     "metadata_endpoint": _text,
+    "instance_rclone": _text,  # see cloudbroker.storage.staging.SETTING
     "regions": _texts,
     "images": _images,
     "disk_gb": _disk_gb,
