@@ -9,10 +9,14 @@ a private folder.
 from __future__ import annotations
 
 import base64
+import gzip
+import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -25,18 +29,20 @@ from pydantic import SecretStr
 from support.broker_fakes import FakeCloud, FakeReplicator, ali_ten_request
 from support.s3 import S3Server
 
+from cloudbroker import agent
 from cloudbroker.broker import Broker
+from cloudbroker.broker.lease import Lease
 from cloudbroker.config import load_config
-from cloudbroker.errors import ConfigError
+from cloudbroker.errors import ConfigError, UsageError
 from cloudbroker.models import BucketRef, StorageRemote
 from cloudbroker.plugin import hookimpl
 from cloudbroker.plugins import PluginManager
 from cloudbroker.plugins.launching import (
     ENV_FILE,
     encoded_user_data,
+    fetched_parts,
     redact,
     user_data,
-    without_staging,
 )
 from cloudbroker.sandbox.instances import localise
 from cloudbroker.sandbox.metadata import Credentials, MetadataServer
@@ -52,6 +58,8 @@ IMAGE_TOOLS = (
     "base64", "env", "head", "tr", "sed", "curl", "wget",
 )  # fmt: skip
 PY36 = Path.home() / ".pyenv/versions/3.6.15/bin/python3"
+#: The README's job (``--startup-script examples/train/train.py``).
+TRAIN = (Path(__file__).parents[2] / "examples/train/train.py").read_text()
 #: Appended to the user data: the job's own check that the staged rclone runs and writes.
 JOB = 'rclone version | head -1\necho hello > "$HOME/probe"\nrclone copyto "$HOME/probe" "$CLOUDBROKER_CHECKPOINT_URI/probe"\necho "copied: $?"\n'  # noqa: E501
 
@@ -117,12 +125,13 @@ def image(tmp_path: Path, *tools: str, python: Path | None = None) -> str:
     return str(folder)
 
 
-def boot(tmp_path: Path, script: str, path: str) -> subprocess.CompletedProcess[str]:
-    """The user data run as an instance runs it: bash, under a root, on ``path`` only."""
+def boot(tmp_path: Path, script: str, path: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The user data run as an instance runs it: bash, under a root, on ``path`` only (and
+    ``env``)."""
     (tmp_path / "root" / "etc").mkdir(parents=True, exist_ok=True)
     file = tmp_path / "user-data"
     file.write_text(localise(script, tmp_path / "root"))
-    env = {"PATH": path, "HOME": str(tmp_path)}
+    env = {"PATH": path, "HOME": str(tmp_path), **env}
     return subprocess.run(["bash", str(file)], env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -275,7 +284,6 @@ def test_the_url_is_for_the_instances_endpoint_and_redacted_wherever_shown():
     shown = redact(script)
     assert "X-Amz-Signature=[redacted]" in shown and signature not in shown
     assert "export PATH=/opt/cloudbroker/staged:$PATH" in script
-    assert without_staging(script) == user_data("pl-1", "primary", remote, "echo job")
 
 
 def test_a_controller_without_a_linux_rclone_of_the_arch_is_told_how_to_give_one(
@@ -292,15 +300,20 @@ def test_a_controller_without_a_linux_rclone_of_the_arch_is_told_how_to_give_one
 
 
 class StagingReplicator(FakeReplicator):
-    """Stages as rclone's replicator does, into a record of the buckets staged."""
+    """Stages as rclone's replicator does, into a record of the buckets (and stems) staged."""
 
     def __init__(self, clouds: dict[str, FakeCloud]) -> None:
         super().__init__(clouds)
         self.staged: list[BucketRef] = []
+        self.data: list[tuple[str, str]] = []
 
     def stage_rclone(self, bucket: BucketRef, settings) -> staging.Staged:
         self.staged.append(bucket)
         return staging.Staged(".cloudbroker/rclone-linux-amd64-0123456789abcdef.gz", "cd" * 32)
+
+    def stage_data(self, bucket: BucketRef, stem: str, data: bytes) -> staging.Staged:
+        self.data.append((bucket.bucket, stem))
+        return staging.Staged(f".cloudbroker/{stem}-0123456789abcdef.gz", "ef" * 32)
 
 
 class KeyedCloud(FakeCloud):
@@ -360,35 +373,174 @@ def test_the_staged_rclone_is_no_checkpoint_where_checkpoints_are_at_the_buckets
     assert RcloneReplicator(pm).newest(root) is None  # the bucket holds only the staged rclone
 
 
-class SmallUserData(KeyedCloud):
-    """A cloud whose user data limit the staged rclone's lines would pass."""
+def staged_job(world, job: str) -> tuple[str, dict[str, staging.Staged]]:
+    """A Tencent launch's user data with rclone, the agent and ``job`` staged in the bucket
+    (as the broker renders it where inline it is over the limit), and the staged parts."""
+    pm, ref, stage = world
+    rclone, _ = stage()
+    parts = {s: staging.stage_data(pm, ref, s, data)[0] for s, data in fetched_parts(job).items()}
+    remote = pm.sync_storage("s3", ref)
+    fetched = {stem: part.download(remote, None) for stem, part in parts.items()}
+    script = user_data(
+        "pl-1", "primary", remote, job, provider="tencent",
+        rclone=rclone.download(remote, None), fetched=fetched,
+    )  # fmt: skip
+    return script, parts
+
+
+def marker(server: S3Server, ref: BucketRef) -> dict:
+    """The agent's marker (or the preamble's) as the watcher reads it from the bucket."""
+    key = f"{ref.path}/{agent.MARKER}"
+    return json.loads(server.client().get_object(Bucket=ref.bucket, Key=key)["Body"].read())
+
+
+#: A short run of the README's job, reported at once.
+TRAIN_ENV = {"TRAIN_STEPS": "10", "CHECKPOINT_EVERY": "5", "STEP_SECONDS": "0"}
+TRAIN_ENV["CLOUDBROKER_REPORT_SECONDS"] = "0"
+
+
+@runs
+@pytest.mark.skipif(not PY36.is_file(), reason="pyenv's Python 3.6 is not installed")
+def test_the_staged_readme_job_is_fetched_and_run_on_python_36_and_its_marker_reaches_the_bucket(
+    world, server, tmp_path
+):
+    tencent = pytest.importorskip("cloudbroker_tencent.instances")
+    _, ref, _ = world
+    script, parts = staged_job(world, TRAIN)
+    encoded_user_data(script, limit=tencent.USER_DATA_LIMIT, provider="tencent")  # it fits
+    assert sorted(parts) == ["agent", "job"]
+    assert parts["job"].key.startswith(".cloudbroker/job-")
+    path = image(tmp_path, *IMAGE_TOOLS, python=PY36)
+    assert not shutil.which("rclone", path=path)
+
+    done = boot(tmp_path, script, path, **TRAIN_ENV)
+
+    assert "cloudbroker: rclone staged from the bucket" in done.stdout, done.stderr
+    assert "step 10 loss" in done.stdout, done.stderr
+    assert "X-Amz-Signature" not in done.stdout + done.stderr
+    report = marker(server, ref)
+    assert report["python"] == "3.6.15" and "agent_error" not in report
+    assert (report["job"]["state"], report["job"]["exit_code"]) == ("succeeded", 0)
+    assert report["cloud"] == "tencent"
+    assert any(name.startswith("step-") for name in server.objects(ref.bucket, "run/"))
+
+
+@runs
+def test_a_tampered_job_is_refused_in_one_line_and_reported_failed_so_the_watcher_ends_it(
+    world, server, tmp_path
+):
+    _, ref, _ = world
+    script, parts = staged_job(world, TRAIN)
+    server.client().put_object(
+        Bucket=ref.bucket, Key=parts["job"].key, Body=gzip.compress(b"#!/bin/sh\nrm -rf /\n")
+    )
+    broker, clouds, pid = watched(marker_of=lambda: marker(server, ref))
+    time.sleep(1.1)  # the marker's started_at (whole seconds) is after the launch request
+
+    done = boot(tmp_path, script, image(tmp_path, *IMAGE_TOOLS, python=PY36), **TRAIN_ENV)
+
+    said = "cloudbroker: the job was not fetched from the bucket: SHA-256 check failed"
+    assert f"{said}; the job is reported failed" in done.stderr.splitlines(), done.stderr
+    assert "X-Amz-Signature" not in done.stdout + done.stderr
+    assert done.returncode == 1 and "step 1 " not in done.stdout  # nothing ran
+    job = marker(server, ref)["job"]
+    assert (job["state"], job["exit_code"], job["runs"]) == ("failed", None, 0)
+    assert marker(server, ref)["agent_error"] == said.removeprefix("cloudbroker: ")
+
+    lease = Lease(broker.store, pid, "w1", broker.lease_ttl)
+    assert lease.acquire()
+    checked = broker.check_placement(broker.watched(pid), lease, interval=30, failures=3)
+    assert checked.stopped and "job failed" in checked.stopped
+    assert broker.store.require_placement(pid).status == "failed"
+    assert (clouds["ali"].live(), clouds["ten"].live()) == ([], [])  # nothing left billing
+    assert clouds["ten"].launch_calls == 0  # restart:3 (the default): never failed over
+    assert "agent-error" in [e.kind for e in broker.store.events(pid)]
+
+
+class MarkerReplicator(FakeReplicator):
+    """Fake buckets whose primary's agent marker is what ``marker_of`` reads."""
+
+    def __init__(self, clouds, marker_of) -> None:
+        super().__init__(clouds)
+        self.marker_of = marker_of
+
+    def read(self, bucket: BucketRef, name: str, *, deadline_seconds=None) -> bytes | None:
+        return json.dumps(self.marker_of()).encode() if bucket.provider == "ali" else None
+
+
+def watched(marker_of):
+    """A placement with a job, up (primary ``ali``), whose watcher reads ``marker_of()``."""
+    pm = PluginManager(env={}, settings={n: {"image": f"img-{n}"} for n in ("ali", "ten")})
+    clouds = {"ali": FakeCloud("ali", "20"), "ten": FakeCloud("ten", "30")}
+    for name, cloud in clouds.items():
+        pm.register(cloud, name)
+    store = open_store(Path(tempfile.mkdtemp()) / "s.db")
+    broker = Broker(pm, store, MarkerReplicator(clouds, marker_of), sleep=lambda s: None)
+    pid, _ = broker.place(ali_ten_request(startup_script=TRAIN))
+    broker.up(pid)
+    return broker, clouds, pid
+
+
+class SixteenKB(KeyedCloud):
+    """A cloud that checks user data as Tencent's adapter does (16 KB of Base64), before its
+    launch is counted; ``limit`` lowers it."""
+
+    def __init__(self, *args, limit: int | None = None) -> None:
+        super().__init__(*args)
+        self.limit = limit
 
     @hookimpl
     def launch(self, ctx, request):
-        text = request.user_data
-        plain = without_staging(text) if "cb_url=" in text else text
-        encoded_user_data(text, limit=len(base64.b64encode(plain.encode())), provider="x")
+        tencent = pytest.importorskip("cloudbroker_tencent.instances")
+        limit = self.limit or tencent.USER_DATA_LIMIT
+        encoded_user_data(request.user_data, limit=limit, provider="tencent")
         return super().launch(ctx, request)
 
 
-def test_user_data_the_staging_would_take_past_the_limit_launches_without_it(tmp_path):
+def staged_launch(tmp_path, job: str, limit: int | None = None):
+    """A placement of ``job`` up with its primary on a 16 KB cloud: the primary's user data,
+    the buckets and stems the replicator staged, the primary's cloud."""
     pm = PluginManager(env={}, settings={n: {"image": f"img-{n}"} for n in ("ali", "ten")})
-    clouds = {"ali": SmallUserData("ali", "20"), "ten": KeyedCloud("ten", "25")}
+    clouds = {"ali": SixteenKB("ali", "20", limit=limit), "ten": KeyedCloud("ten", "25")}
     for name, cloud in clouds.items():
         pm.register(cloud, name)
-    events: list = []
     replicator = StagingReplicator(clouds)
-    broker = Broker(
-        pm, open_store(tmp_path / "s.db"), replicator, sleep=lambda s: None, on_event=events.append
-    )
-    pid, _ = broker.place(ali_ten_request())
+    broker = Broker(pm, open_store(tmp_path / "s.db"), replicator, sleep=lambda s: None)
+    pid, _ = broker.place(ali_ten_request(startup_script=job))
     broker.up(pid)
     [iid] = clouds["ali"].live()
-    script = clouds["ali"].instances[iid]["user_data"]
-    assert "cb_url" not in script and "/opt/cloudbroker/staged" not in script
-    assert "CLOUDBROKER_CHECKPOINT_URI=" in script
-    [warning] = [e for e in events if "without the staged rclone" in e.message]
-    assert warning.kind == "warning" and "x accepts at most" in warning.message
+    return clouds["ali"].instances[iid]["user_data"], replicator.data, clouds["ali"]
+
+
+def test_a_small_job_stays_inline_within_the_clouds_limit(tmp_path):
+    script, staged, _ = staged_launch(tmp_path, "#!/bin/sh\necho hello\n")
+    assert staged == []  # nothing but rclone staged: the job needs no presigned URL
+    assert "<<'CBJOB'" in script and "<<'CBAGENT'" in script and "cb_need" not in script
+
+
+def test_the_readme_job_on_a_16_kb_cloud_is_fetched_from_the_bucket(tmp_path):
+    inline = user_data(
+        "pl-1", "a", StorageRemote(options={}, bucket="b", path="p"), TRAIN, provider="ten"
+    )
+    assert len(base64.b64encode(inline.encode())) > 16384  # inline, Tencent would refuse it
+    script, staged, _ = staged_launch(tmp_path, TRAIN)
+    assert staged == [("ckpt-a", "agent"), ("ckpt-a", "job")]
+    assert "<<'CBJOB'" not in script and "<<'CBAGENT'" not in script
+    assert "cb_need agent /opt/cloudbroker/agent.py " in script
+    assert "cb_need job /opt/cloudbroker/job " in script
+    assert "/.cloudbroker/job-" in script and "cb_rclone " in script  # rclone is kept
+    assert len(base64.b64encode(script.encode())) <= 16384
+
+
+def test_user_data_over_the_limit_even_staged_is_refused_before_any_call(tmp_path):
+    with pytest.raises(UsageError) as refused:
+        staged_launch(tmp_path, TRAIN, limit=4096)
+    said = str(refused.value)
+    assert re.fullmatch(
+        r"tencent: the user data \(startup script\) is \d+ bytes in Base64; tencent accepts at "
+        r"most 4096, even with the agent and the job staged in the bucket",
+        said,
+    ), said
 
 
 def test_the_config_file_takes_instance_rclone_as_a_path(tmp_path):

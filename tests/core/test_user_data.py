@@ -20,7 +20,7 @@ import pytest
 from pydantic import SecretStr
 
 from cloudbroker.models import InstanceCredentials, StorageRemote
-from cloudbroker.plugins.launching import encoded_user_data, user_data
+from cloudbroker.plugins.launching import UserDataTooLarge, user_data
 from cloudbroker.sandbox.instances import ProcessRunner, localise
 from cloudbroker.sandbox.metadata import Credentials, MetadataServer
 from cloudbroker.sandbox.processes import PidBook
@@ -210,7 +210,8 @@ def test_a_sandbox_instance_is_given_no_credentials(tmp_path):
     assert not [name for name in env if name.startswith(("AWS_", "ALIBABA_", "RCLONE_"))]
 
 
-def test_the_staged_rclone_adds_under_2_5_kb_to_the_16_kb_of_tencent_and_aws():
+def test_the_readme_job_staged_fits_the_16_kb_of_tencent_and_aws_with_room_to_spare():
+    from cloudbroker.plugins.launching import check_user_data
     from cloudbroker.storage.staging import Staged
 
     remote = StorageRemote(
@@ -221,14 +222,61 @@ def test_the_staged_rclone_adds_under_2_5_kb_to_the_16_kb_of_tencent_and_aws():
         path="run",
         instance_credentials=recipe("tencent"),
     )
-    staged = Staged(".cloudbroker/rclone-linux-amd64-0123456789abcdef.gz", "ab" * 32)
-    download = staged.download(remote, "ap-guangzhou")
-    sizes = [
-        len(
-            encoded_user_data(
-                user_data("pl-1", "a", remote, JOB, rclone=given), limit=10**6, provider="x"
-            )
+    train = (Path(__file__).parents[2] / "examples/train/train.py").read_text()
+    fetched = {
+        stem: Staged(f".cloudbroker/{stem}-0123456789abcdef.gz", "ab" * 32).download(
+            remote, "ap-guangzhou"
         )
-        for given in (None, download)
-    ]
-    assert sizes[1] - sizes[0] < 2500, sizes  # bytes of Base64, the URL included
+        for stem in ("agent", "job", "rclone-linux-amd64")
+    }
+    rclone = fetched.pop("rclone-linux-amd64")
+    inline = user_data("pl-1", "a", remote, train, provider="tencent", rclone=rclone)
+    staged = user_data(
+        "pl-1", "a", remote, train, provider="tencent", rclone=rclone, fetched=fetched
+    )
+    with pytest.raises(UserDataTooLarge):
+        check_user_data(inline, limit=16 * 1024, provider="tencent")
+    # Base64 (Tencent's count) and raw (AWS's): with 4 KB left for longer endpoints and keys
+    check_user_data(staged, limit=12 * 1024, provider="tencent")
+    check_user_data(staged, limit=12 * 1024, provider="aws", encoded=False)
+
+
+#: Each cloud's limit as its adapter checks it before any call, and how it counts: bytes of
+#: Base64 (Tencent) or of the text (AWS, Aliyun, Huawei; sources beside each constant).
+LIMITS = {"tencent": (16 * 1024, True), "aws": (16 * 1024, False)}
+LIMITS |= {"aliyun": (32 * 1024, False), "huawei": (32 * 1024, False)}
+
+
+def adapter_check(cloud: str, text: str) -> None:
+    """The adapter's own check of ``text`` as user data: its request building, no call."""
+    from cloudbroker.plugins.launching import launch_request
+
+    settings = {"image": "img-1", "vpc": "vpc-1", "subnet": "subnet-1"}
+    request = launch_request(
+        cloud, settings, region="r-1", instance_type="t", key="cb-1", user_data=text
+    )
+    if cloud == "aws":
+        importlib.import_module("cloudbroker_aws.instances").run_params(
+            request, "/dev/x", "s", None
+        )
+    elif cloud == "huawei":
+        importlib.import_module("cloudbroker_huawei.instances").server_spec(request)
+    elif cloud == "aliyun":
+        importlib.import_module("cloudbroker_aliyun.instances")._user_data(text)
+    else:
+        importlib.import_module("cloudbroker_tencent.instances")._user_data(text)
+
+
+@pytest.mark.parametrize("cloud", list(LIMITS))
+def test_each_adapter_refuses_user_data_over_its_clouds_limit_as_the_cloud_counts_it(cloud):
+    pytest.importorskip(f"cloudbroker_{cloud}.instances")
+    limit, in_base64 = LIMITS[cloud]
+    most = limit // 4 * 3 if in_base64 else limit  # the longest text the cloud takes
+    adapter_check(cloud, "x" * most)
+    with pytest.raises(UserDataTooLarge) as refused:
+        adapter_check(cloud, "x" * (most + 1))
+    size = 4 * -(-(most + 1) // 3) if in_base64 else most + 1
+    form = "in Base64" if in_base64 else "before Base64"
+    assert str(refused.value).endswith(
+        f"the user data (startup script) is {size} bytes {form}; {cloud} accepts at most {limit}"
+    )

@@ -161,17 +161,17 @@ exit $cb_code
 """
 
 
-def install_lines(job: str) -> list[str]:
+def install_lines(job: str, fetched: bool = False) -> list[str]:
     """Preamble lines that write the agent and run ``job`` under it (``exec``: the agent is
     the instance's process, it exits with the job's code); where the image's python3 is
     missing or older than :data:`PYTHON_MIN`, the job runs without it (:data:`WITHOUT_AGENT`:
-    its paths are set outside the packed text, where the sandbox can move them)."""
+    its paths are set outside the packed text, where the sandbox can move them).
+    ``fetched``: the agent is at :data:`AGENT_PATH` already (fetched from the bucket)."""
     tools = os.path.dirname(AGENT_PATH)
+    written = [f"base64 -d <<'CBAGENT' | gunzip > {AGENT_PATH}", packed(script()), "CBAGENT"]
     return [
         f"mkdir -p {CHECKPOINT_DIR}",
-        f"base64 -d <<'CBAGENT' | gunzip > {AGENT_PATH}",
-        packed(script()),
-        "CBAGENT",
+        *([] if fetched else written),
         f"if python3 -c 'import sys; sys.exit(sys.version_info < {PYTHON_MIN})' 2>/dev/null; then",
         f"  exec python3 {AGENT_PATH} {job}",
         "fi",

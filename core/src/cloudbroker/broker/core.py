@@ -49,10 +49,10 @@ from cloudbroker.plugins.launching import (
     MANAGED_TAG,
     PLACEMENT_TAG,
     UserDataTooLarge,
+    fetched_parts,
     idempotency_key,
     launch_request,
     user_data,
-    without_staging,
 )
 from cloudbroker.state import InstanceRow, PlacementRecord, Store
 from cloudbroker.state.store import Side
@@ -256,18 +256,45 @@ class Launcher:
             self.ctx.emit(pid, "warning", f"rclone not staged for the instance: {exc}")
             return None
 
-    def _launch(self, pid: str, provider: str, request: LaunchRequest, staged: bool) -> Instance:
-        """Launch ``request``; where the staged rclone's lines take its user data past the
-        cloud's limit, launch it without them (a warning: the job then needs its own)."""
+    def _staged_parts(
+        self, pid: str, bucket: BucketRef, script: str | None, too_large: UserDataTooLarge
+    ) -> dict[str, Staged]:
+        """The agent and the job staged in the side's bucket, for user data that passes the
+        cloud's limit with them inline (``too_large``, raised again where they cannot be)."""
+        stage = getattr(self.ctx.replicator, "stage_data", None)
+        if not script or stage is None:
+            raise too_large
+        where = f"{bucket.provider}:{bucket.bucket}"
+        self.ctx.waiting(pid, f"staging the agent and the job in {where}")
+        try:
+            parts = {
+                stem: stage(bucket, stem, text) for stem, text in fetched_parts(script).items()
+            }
+        except CloudBrokerError as exc:
+            said = f"{too_large.args[0]}; the agent and the job could not be staged in it: {exc}"
+            raise UserDataTooLarge(said, provider=too_large.provider) from None
+        said = f"{too_large}: the instance fetches the agent and the job from {where}"
+        self.ctx.emit(pid, "note", said)
+        return parts
+
+    def _launch(
+        self,
+        provider: str,
+        request: LaunchRequest,
+        staged_form: Callable[[UserDataTooLarge], str],
+    ) -> Instance:
+        """Launch ``request``; where its user data passes the cloud's limit, launch it with the
+        agent and the job fetched from the bucket (``staged_form``); where that passes it
+        too, refuse (a UsageError, before any API call)."""
         try:
             return self.ctx.pm.launch(provider, request)
         except UserDataTooLarge as exc:
-            if not staged:
-                raise
-            said = f"{exc}: launching without the staged rclone (the job needs its own)"
-            self.ctx.emit(pid, "warning", said)
-            script = without_staging(request.user_data or "")
+            script = staged_form(exc)
+        try:
             return self.ctx.pm.launch(provider, request.model_copy(update={"user_data": script}))
+        except UserDataTooLarge as exc:
+            said = f"{exc.args[0]}, even with the agent and the job staged in the bucket"
+            raise UserDataTooLarge(said, provider=exc.provider) from None
 
     def _launch_one(
         self,
@@ -303,22 +330,33 @@ class Launcher:
         else:
             order = self._by_stock(pid, provider, offers)
         order = [i for i in order if i not in skip]
+        parts: dict[str, Staged] = {}  # the agent and the job, staged once where needed
         for index in order:
             offer, key = offers[index], keys[index]
             skip.add(index)  # tried once in this run, whatever happens
+
             # per offer: an instance in the bucket's region may reach it at an internal endpoint
-            script = user_data(
-                pid,
-                side,
-                remote,
-                spec.startup_script,
-                settings,
-                notice,
-                provider=provider,
-                region=offer.region,
-                restarts=restarts_of(spec.on_failure),
-                rclone=None if staged is None else staged.download(remote, offer.region),
-            )
+            def rendered(fetched: Mapping[str, Staged] | None = None, region=offer.region) -> str:
+                return user_data(
+                    pid,
+                    side,
+                    remote,
+                    spec.startup_script,
+                    settings,
+                    notice,
+                    provider=provider,
+                    region=region,
+                    restarts=restarts_of(spec.on_failure),
+                    rclone=None if staged is None else staged.download(remote, region),
+                    fetched={s: p.download(remote, region) for s, p in (fetched or {}).items()},
+                )
+
+            def staged_form(error: UserDataTooLarge, rendered=rendered) -> str:
+                if not parts:
+                    parts.update(self._staged_parts(pid, bucket, spec.startup_script, error))
+                return rendered(parts)
+
+            script = rendered()
             if outside := remote.needs_public_ip(provider, offer.region, settings):
                 self.ctx.emit(pid, "warning", outside)
             request = launch_request(
@@ -341,7 +379,7 @@ class Launcher:
             more = "trying the next offer" if index != order[-1] else "no offer left"
             where = f"{offer.instance_type} in {offer.zone or offer.region}"
             try:
-                instance = self._launch(pid, provider, request, staged is not None)
+                instance = self._launch(provider, request, staged_form)
             except CapacityError as exc:
                 tried.append((where, True))
                 detail["error"] = str(exc)

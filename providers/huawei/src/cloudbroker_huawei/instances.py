@@ -43,7 +43,6 @@ DELETED"); for how long is unsourced, and a 404 afterwards is read as not found.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 import time
@@ -56,6 +55,7 @@ from cloudbroker.config import mbps_setting, require
 from cloudbroker.errors import CloudBrokerError, NotFoundError, ProviderUnavailable, UsageError
 from cloudbroker.models import Instance, InstanceRef, InstanceState, LaunchRequest, Market
 from cloudbroker.plugins.context import HookContext
+from cloudbroker.plugins.launching import encoded_user_data
 from cloudbroker_huawei import credentials
 from cloudbroker_huawei.client import Ecs
 from cloudbroker_huawei.credentials import PROVIDER
@@ -68,6 +68,10 @@ IDEMPOTENCY_TAG = "cloudbroker-idempotency"
 TOKEN_NAMESPACE = uuid.UUID("5d7a6f7e-2c47-4d0e-9a0b-7f3c1d6c8e21")  # fixed: tokens must not drift
 DEFAULT_VOLUME_TYPE = "GPSSD"  # general-purpose SSD, sold in every region
 MAX_TAGS = 10  # ECS accepts at most 10 tags per server
+#: PostPaidServer.user_data: "注入内容（编码之前的内容）最大长度32KB" (32 KB before Base64; SDK
+#: huaweicloudsdkecs 3.1.219; https://support.huaweicloud.com/api-ecs/ecs_02_0101.html; read
+#: 2026-12-04).
+USER_DATA_LIMIT = 32 * 1024
 TAG_VALUE = re.compile(r"[A-Za-z0-9_.-]{1,43}")
 JOB_POLL_SECONDS = 2.0
 
@@ -286,6 +290,10 @@ def server_spec(request: LaunchRequest) -> dict[str, Any]:
     elif request.market is not Market.ON_DEMAND:
         raise UsageError(f"Huawei launches on-demand or spot servers, not {request.market.value}")
     user_data = request.user_data
+    if user_data:
+        user_data = encoded_user_data(
+            user_data, limit=USER_DATA_LIMIT, provider=PROVIDER, encoded=False
+        )
     return {
         "name": request.name,
         "flavor_ref": request.instance_type,
@@ -299,7 +307,7 @@ def server_spec(request: LaunchRequest) -> dict[str, Any]:
             "volumetype": request.disk_category or DEFAULT_VOLUME_TYPE,
             "size": request.disk_gb,
         },
-        "user_data": base64.b64encode(user_data.encode()).decode() if user_data else None,
+        "user_data": user_data or None,
         "extendparam": extend,
         "server_tags": tags,
         "count": 1,

@@ -52,7 +52,10 @@ STATES = {
 }
 # VpcId and SubnetId both "DEFAULT": RunInstances uses the region's default VPC and subnet.
 DEFAULT_NETWORK = "DEFAULT"
-USER_DATA_LIMIT = 16 * 1024  # bytes of base64, RunInstances' documented maximum
+#: Bytes of Base64: "需要以 base64 方式编码，支持的最大数据大小为 16KB" (SDK
+#: tencentcloud-sdk-python-cvm 3.1.178, RunInstancesRequest.UserData;
+#: https://cloud.tencent.com/document/api/213/15730; read 2026-12-04).
+USER_DATA_LIMIT = 16 * 1024
 # TerminateInstances answers these when the instance is already going or gone.
 ALREADY_TERMINATED = (
     "UnsupportedOperation.InstanceStateTerminating",
