@@ -38,10 +38,12 @@ from cloudbroker_aliyun.errors import StillStarting
 from cloudbroker_aliyun.offers import SYSTEM_DISK, regions_to_query, zone_types
 
 CURRENCY = "CNY"
-#: RunInstances' UserData: "cannot exceed 32 KB before Base64 encoding" (SDK
-#: alibabacloud_ecs20140526 7.11.8, RunInstancesRequest.user_data; limits at
-#: https://help.aliyun.com/document_detail/49121.html; read 2026-12-04).
-MAX_USER_DATA_BYTES = 32 * 1024
+#: RunInstances' UserData before Base64: the SDK says 32 KB (alibabacloud_ecs20140526
+#: 7.11.8, RunInstancesRequest.user_data; https://help.aliyun.com/document_detail/49121.html),
+#: the user-data guide 16 KB (https://www.alibabacloud.com/help/doc-detail/52012.htm); both
+#: read 2026-12-04. The smaller is taken: past it the broker stages the agent and the job,
+#: which costs nothing, where a launch refused by ECS would cost the offer.
+MAX_USER_DATA_BYTES = 16 * 1024
 MAX_TAGS = 20
 STATES = {
     "Pending": InstanceState.PENDING,
