@@ -207,9 +207,12 @@ def _figures(report: AgentReport, job: dict[str, Any], policy: str) -> dict[str,
 
 
 def _exit_text(figures: dict[str, Any]) -> str:
-    """``exit 1 after 3 run(s)``."""
-    runs = figures["runs"]
-    return f"exit {figures['exit_code']}" + (f" after {runs} run(s)" if runs else "")
+    """``exit 1 after 3 run(s)``; ``never started`` when the job did not run at all (it
+    could not be fetched from the bucket, see :func:`cloudbroker.plugins.launching.user_data`)."""
+    runs, code = figures["runs"], figures["exit_code"]
+    if code is None and not runs:
+        return "never started"
+    return f"exit {'unknown' if code is None else code}" + (f" after {runs} run(s)" if runs else "")
 
 
 def _said(state: str, figures: dict[str, Any]) -> str:
