@@ -285,6 +285,33 @@ def test_a_dead_agent_is_said_once_and_a_healthy_primary_is_not_failed_over(tmp_
     assert kinds(broker, pid).count("agent-silent") == 1
 
 
+def test_a_primary_whose_agent_never_wrote_is_said_once_after_the_bound_and_not_failed_over(
+    tmp_path,
+):
+    from cloudbroker.broker.notice import FIRST_MARKER_SECONDS
+
+    broker, clouds, replicator, pid = world(tmp_path)
+    heard = []
+    broker.on_event = heard.append
+    check(broker, pid)  # just launched: the preamble is still at work, nothing said
+    assert "agent-silent" not in kinds(broker, pid)
+    broker.context.clock.sleep(FIRST_MARKER_SECONDS + 1)
+    check(broker, pid)
+    check(broker, pid)
+    [silent] = broker.store.events(pid, ("agent-silent",))
+    assert silent.detail["since"] is None
+    [warning] = [e for e in heard if e.kind == "warning"]
+    assert warning.message.startswith("no marker from the primary's agent 10 min after its launch")
+    placement = broker.store.require_placement(pid)
+    assert placement.status == "up" and len(clouds["ali"].live()) == 1
+    assert clouds["ten"].launch_calls == 0
+    # an earlier primary's marker (older than this launch) is no marker of this one's either
+    replicator.marker("ali", "ckpt-a", job=job("running", None), started_at=0, written_at=0)
+    check(broker, pid)
+    assert kinds(broker, pid).count("agent-silent") == 1
+    assert broker.store.require_placement(pid).status == "up"
+
+
 def test_no_python3_on_the_image_is_said_once_and_the_watcher_polls(tmp_path):
     broker, _clouds, replicator, pid = world(tmp_path)
     error = "python3 3.6+ not found on the image: /usr/bin/python3 is 2.7"

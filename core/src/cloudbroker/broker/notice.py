@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 #: Bound of one marker read (a listing and a small object).
 READ_SECONDS = 10.0
+#: How long after its launch a primary with a job may go without a marker of its own agent
+#: (boot, the preamble's fetches, the agent's first sample, which it takes at once): our bound,
+#: past which the watcher says the instance side is not running (``agent-silent``).
+FIRST_MARKER_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class NoticeHandler:
             self.ctx.emit(pid, "note", f"notice agent's marker not read: {exc}", error=str(exc))
             return None
         if not data:
+            self._no_marker(placement, primary)
             return None
         try:
             raw = json.loads(data)
@@ -100,8 +105,33 @@ class NoticeHandler:
             return None
         launched = self._primary_launched_at(pid, primary)
         if launched is None or report.started_at < launched:
+            self._no_marker(placement, primary, launched)
             return None  # an earlier primary's marker, replicated with the checkpoints
         return report
+
+    def _no_marker(
+        self, placement: PlacementRecord, primary: Side, launched: float | None = None
+    ) -> None:
+        """No marker of the primary's own agent :data:`FIRST_MARKER_SECONDS` after its
+        launch, though it has a job: said once per launch (``agent-silent``), since neither
+        the job's end nor a reclaim notice can be seen (the preamble did not run, or could
+        not reach the bucket); the health checks go on."""
+        pid = placement.id
+        if not placement.spec.startup_script:
+            return
+        launched = launched or self._primary_launched_at(pid, primary)
+        if launched is None or self.ctx.clock() - launched <= FIRST_MARKER_SECONDS:
+            return
+        seen = self.ctx.store.events(pid, ("agent-silent",))
+        if any(e.detail.get("launched_at") == launched for e in seen):
+            return
+        self.ctx.store.event(pid, "agent-silent", {"since": None, "launched_at": launched})
+        said = (
+            f"no marker from the primary's agent {span(self.ctx.clock() - launched)} after its "
+            "launch: the job's end and reclaim notices are not seen (`cloudbroker logs` shows "
+            "what its preamble said); the health checks go on"
+        )
+        self.ctx.emit(pid, "warning", said, launched_at=launched)
 
     def _has_notice(self, provider: str) -> bool:
         """Whether the provider declares a notice (asked once per broker: static data)."""
