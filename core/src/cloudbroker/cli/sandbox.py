@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from cloudbroker.api.sandbox import DEFAULT_IMAGE, IMAGES
 from cloudbroker.cli import app, options
 from cloudbroker.cli.output import err_console, print_json
 from cloudbroker.errors import UsageError
-from cloudbroker.sandbox.images import DEFAULT as DEFAULT_IMAGE
-from cloudbroker.sandbox.images import IMAGES
 
 if TYPE_CHECKING:
     from cloudbroker.api.sandbox import Listing
@@ -118,9 +117,7 @@ def status(directory: str | None = DIR, json_output: bool = typer.Option(False, 
 
 def _image_line(name: str) -> str:
     """What the instances of an image profile find (``sandbox status``)."""
-    from cloudbroker.sandbox.images import IMAGES as PROFILES
-
-    profile = PROFILES.get(name)
+    profile = IMAGES.get(name)
     if profile is None:  # recorded by another version
         return name
     python = f"python3 {profile.python}" if profile.python else "no python3"
