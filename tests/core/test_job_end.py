@@ -10,12 +10,11 @@ import time
 import urllib.request
 
 import pytest
-from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_request
+from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_request, check, kinds
 
 from cloudbroker import agent
 from cloudbroker.broker import Broker
 from cloudbroker.broker.job_end import on_failure_rule
-from cloudbroker.broker.lease import Lease
 from cloudbroker.broker.notify import alert_of
 from cloudbroker.errors import UsageError
 from cloudbroker.models import BucketRef
@@ -80,19 +79,6 @@ def world(tmp_path, location=None, **extra):
     pid, _ = broker.place(ali_ten_request(startup_script=JOB, **extra))
     broker.up(pid)
     return broker, clouds, replicator, pid
-
-
-def check(broker, pid, holder="w1"):
-    lease = Lease(broker.store, pid, holder, broker.lease_ttl)
-    assert lease.acquire()
-    try:
-        return broker.check_placement(broker.watched(pid), lease, interval=30, failures=3)
-    finally:
-        lease.release()
-
-
-def kinds(broker, pid) -> list[str]:
-    return [e.kind for e in broker.store.events(pid)]
 
 
 def running(clouds) -> dict[str, list[str]]:

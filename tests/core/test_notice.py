@@ -12,12 +12,11 @@ from decimal import Decimal
 from types import SimpleNamespace
 
 import pytest
-from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_request
+from support.broker_fakes import Clock, FakeCloud, FakeReplicator, ali_ten_request, check, kinds
 
 from cloudbroker import agent
 from cloudbroker.agent import notice_agent
 from cloudbroker.broker import Broker
-from cloudbroker.broker.lease import Lease
 from cloudbroker.models import BucketRef, Market, SpotNotice
 from cloudbroker.money import FxTable
 from cloudbroker.plugins import PluginManager
@@ -299,19 +298,6 @@ def world(tmp_path, replicator=None, **extra):
     pid, _ = broker.place(request)
     broker.up(pid)
     return broker, clouds, replicator, pid
-
-
-def check(broker, pid, holder="w1"):
-    lease = Lease(broker.store, pid, holder, broker.lease_ttl)
-    assert lease.acquire()
-    try:
-        return broker.check_placement(broker.watched(pid), lease, interval=30, failures=3)
-    finally:
-        lease.release()
-
-
-def kinds(broker, pid) -> list[str]:
-    return [e.kind for e in broker.store.events(pid)]
 
 
 def test_without_a_marker_the_watcher_polls_as_before(tmp_path):

@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from cloudbroker.broker import PlaceRequest
+from cloudbroker.broker.lease import Lease
 from cloudbroker.errors import CapacityError, NotFoundError, ProviderUnavailable
 from cloudbroker.models import (
     BillingRule,
@@ -300,3 +301,18 @@ def ali_ten_request(run: str = "run1", **fields: Any) -> PlaceRequest:
         "standby_bucket": parse_bucket(f"ten:ckpt-b/{run}", "--standby-bucket"),
     }
     return PlaceRequest(**{**plan, **fields})
+
+
+def check(broker: Any, pid: str, holder: str = "w1") -> Any:
+    """One watcher check of ``pid`` under a lease taken (and given back) for it."""
+    lease = Lease(broker.store, pid, holder, broker.lease_ttl)
+    assert lease.acquire()
+    try:
+        return broker.check_placement(broker.watched(pid), lease, interval=30, failures=3)
+    finally:
+        lease.release()
+
+
+def kinds(broker: Any, pid: str) -> list[str]:
+    """The kinds of the placement's events, oldest first."""
+    return [e.kind for e in broker.store.events(pid)]

@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from support.sdk_answers import Recorder, answers_checked
 
 from cloudbroker.plugins import PluginManager
 from cloudbroker_aliyun.plugin import DESCRIPTION, AliyunProvider
 from cloudbroker_aliyun.testing.emulator import AliyunEcsEmulator
 
-from .sdk_models import Recorder
+from .sdk_models import check
 
 ACCESS_KEY = "LTAIcloudbrokertest"
 SECRET_KEY = "cloudbroker-test-secret"
@@ -32,7 +33,7 @@ RECORDER: list[Recorder] = []
 @pytest.fixture(scope="session")
 def ecs_server() -> Iterator[AliyunEcsEmulator]:
     emulator = AliyunEcsEmulator(access_key=ACCESS_KEY, secret_key=SECRET_KEY)
-    RECORDER.append(Recorder(emulator))
+    RECORDER.append(Recorder(emulator, check))
     yield emulator.start()
     emulator.stop()
 
@@ -41,13 +42,7 @@ def ecs_server() -> Iterator[AliyunEcsEmulator]:
 def answers_agree_with_the_sdk_models() -> Iterator[None]:
     """Each test fails if an answer the emulator gave during it is not what the SDK's
     response model reads (a field it does not have, or one of its fields left out)."""
-    for recorder in RECORDER:
-        recorder.answers.clear()
-    yield
-    problems = [p for recorder in RECORDER for p in recorder.problems()]
-    assert not problems, "the emulator answered what the SDK's models do not read:\n" + (
-        "\n".join(problems)
-    )
+    yield from answers_checked(RECORDER)
 
 
 @pytest.fixture

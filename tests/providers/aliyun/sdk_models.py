@@ -87,22 +87,3 @@ def check(action: str, answer: dict[str, Any]) -> list[str]:
     left_out = _fields(model) - set(answer)
     problems += [f"missing field {name}" for name in sorted(left_out)]
     return [f"{action}: {problem}" for problem in problems]
-
-
-class Recorder:
-    """Every answer an emulator gave, kept to be checked after the test (see conftest)."""
-
-    def __init__(self, emulator: Any) -> None:
-        self.emulator = emulator
-        self.answers: list[tuple[str, dict[str, Any]]] = []
-        handle = emulator.handle
-
-        def recorded(action: str, request: Any) -> Any:
-            response = handle(action, request)
-            self.answers.append((action, response.body))
-            return response
-
-        emulator.handle = recorded
-
-    def problems(self) -> list[str]:
-        return sorted({p for action, answer in self.answers for p in check(action, answer)})

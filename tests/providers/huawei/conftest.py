@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from support.machine import within
+from support.sdk_answers import Recorder, answers_checked
 
 from cloudbroker.models import LaunchRequest, Market
 from cloudbroker.plugins import PluginManager
@@ -20,7 +21,7 @@ from cloudbroker.plugins.launching import idempotency_key, launch_request
 from cloudbroker_huawei.plugin import DESCRIPTION, HuaweiProvider
 from cloudbroker_huawei.testing.emulator import HuaweiEcsEmulator
 
-from .sdk_models import Recorder
+from .sdk_models import check
 
 ACCESS_KEY = "HWCLOUDBROKERTESTAK"
 SECRET_KEY = "cloudbroker-huawei-test-secret"
@@ -48,7 +49,7 @@ RECORDER: list[Recorder] = []
 def huawei_server() -> Iterator[HuaweiEcsEmulator]:
     """One emulator for the session: stopping one costs half a second (server poll)."""
     emulator = HuaweiEcsEmulator(access_key=ACCESS_KEY, secret_key=SECRET_KEY)
-    RECORDER.append(Recorder(emulator))
+    RECORDER.append(Recorder(emulator, check, kept=lambda r: 200 <= r.status < 300))
     yield emulator.start()
     emulator.stop()
 
@@ -57,13 +58,7 @@ def huawei_server() -> Iterator[HuaweiEcsEmulator]:
 def answers_agree_with_the_sdk_models() -> Iterator[None]:
     """Each test fails if an answer the emulator gave during it has a field the SDK's
     response model does not map (the adapter, reading through the model, never sees it)."""
-    for recorder in RECORDER:
-        recorder.answers.clear()
-    yield
-    problems = [p for recorder in RECORDER for p in recorder.problems()]
-    assert not problems, "the emulator answered what the SDK's models do not read:\n" + (
-        "\n".join(problems)
-    )
+    yield from answers_checked(RECORDER)
 
 
 @pytest.fixture

@@ -41,23 +41,3 @@ def check(action: str, answer: Any) -> list[str]:
     """What in ``answer`` the SDK's ``<action>Response`` does not map; empty when it agrees."""
     module = importlib.import_module(BSS_MODELS if action in BSS_ACTIONS else ECS_MODELS)
     return [f"{action}: {p}" for p in _walk(module, f"{action}Response", answer, "")]
-
-
-class Recorder:
-    """Every answer an emulator gave, kept to be checked after the test (see conftest)."""
-
-    def __init__(self, emulator: Any) -> None:
-        self.emulator = emulator
-        self.answers: list[tuple[str, Any]] = []
-        handle = emulator.handle
-
-        def recorded(action: str, request: Any) -> Any:
-            response = handle(action, request)
-            if 200 <= response.status < 300:
-                self.answers.append((action, response.body))
-            return response
-
-        emulator.handle = recorded
-
-    def problems(self) -> list[str]:
-        return sorted({p for action, answer in self.answers for p in check(action, answer)})

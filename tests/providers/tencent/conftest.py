@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 from support.machine import within
+from support.sdk_answers import Recorder, answers_checked
 
 from cloudbroker.plugins import PluginManager
 from cloudbroker_tencent.plugin import DESCRIPTION, TencentProvider
 from cloudbroker_tencent.testing.emulator import DEFAULT_OFFERINGS, Offering, TencentEmulator
 
-from .sdk_models import Recorder
+from .sdk_models import check_answer
 
 SECRET_ID = "AKIDcloudbrokerTest0000000000000000"
 SECRET_KEY = "cloudbroker-tencent-test-secret"
@@ -37,7 +38,7 @@ RECORDERS: list[Recorder] = []
 
 def _start(offerings: tuple[Offering, ...] = DEFAULT_OFFERINGS) -> TencentEmulator:
     emulator = TencentEmulator(access_key=SECRET_ID, secret_key=SECRET_KEY, offerings=offerings)
-    RECORDERS.append(Recorder(emulator))
+    RECORDERS.append(Recorder(emulator, check_answer, lambda r: r.body["Response"]))
     return emulator.start()
 
 
@@ -45,13 +46,7 @@ def _start(offerings: tuple[Offering, ...] = DEFAULT_OFFERINGS) -> TencentEmulat
 def answers_agree_with_the_sdk_models() -> Iterator[None]:
     """Each test fails if an answer the emulator gave during it is not what the SDK's
     response model reads (a field it does not have, or one of its fields left out)."""
-    for recorder in RECORDERS:
-        recorder.answers.clear()
-    yield
-    problems = [p for recorder in RECORDERS for p in recorder.problems()]
-    assert not problems, "the emulator answered what the SDK's models do not read:\n" + (
-        "\n".join(problems)
-    )
+    yield from answers_checked(RECORDERS)
 
 
 @pytest.fixture(scope="session")
