@@ -10,7 +10,8 @@ trip), so a resumed run prints the same losses an uninterrupted run would.
 Used as a placement's startup script (``--startup-script examples/train/train.py``): the
 broker's preamble exports ``CLOUDBROKER_CHECKPOINT_URI`` and the rclone remote ``ckpt`` for
 the cloud it runs on. Without ``CLOUDBROKER_CHECKPOINT_URI`` it trains without checkpoints.
-Settings (environment): ``TRAIN_STEPS`` (1000), ``CHECKPOINT_EVERY`` (25), ``STEP_SECONDS``
+Settings (environment): ``TRAIN_STEPS`` (6000: about 5 minutes, so the README's reclaim finds
+it training; the job's end ends the placement), ``CHECKPOINT_EVERY`` (25), ``STEP_SECONDS``
 (0.05, a pause per step standing in for real work).
 
 On a spot reclaim notice (the broker's notice agent sends SIGUSR1 and writes
@@ -113,7 +114,7 @@ def save_checkpoint(uri: str, local: Path, number: int, weights: "list[float]") 
 
 
 def main() -> None:
-    steps = int(os.environ.get("TRAIN_STEPS", "1000"))
+    steps = int(os.environ.get("TRAIN_STEPS", "6000"))
     every = int(os.environ.get("CHECKPOINT_EVERY", "25"))
     pause = float(os.environ.get("STEP_SECONDS", "0.05"))
     uri = os.environ.get("CLOUDBROKER_CHECKPOINT_URI")
