@@ -102,11 +102,25 @@ def test_the_tools_are_links_to_the_systems_and_nothing_else(tmp_path):
         assert not {"rclone", "python", "pip", "pip3", "wget"} & {p.name for p in tools.iterdir()}
 
 
-def test_a_missing_pyenv_python_is_one_line_naming_the_version(tmp_path, monkeypatch):
+def test_a_missing_python_is_one_line_naming_the_version(tmp_path, monkeypatch):
     monkeypatch.setattr(images, "pyenv_roots", lambda: [tmp_path / "pyenv"])
-    with pytest.raises(SandboxError, match=r"needs Python 3\.6 from pyenv: none in .*pyenv"):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(SandboxError) as caught:
         images.interpreter(images.image("alinux3"))
+    said = str(caught.value)
+    assert "\n" not in said and "needs Python 3.6: none in " in said and "pyenv" in said
+    assert "no python3.6 on PATH (pyenv install 3.6, or another --image)" in said
     assert images.interpreter(images.image("none")) is None
+
+
+def test_without_pyenv_a_python_of_the_version_on_path_serves(tmp_path, monkeypatch):
+    pyenv = sorted(Path.home().glob(".pyenv/versions/3.8.*/bin/python3"))[-1]
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "python3.8").symlink_to(pyenv)  # as a distribution installs it
+    monkeypatch.setattr(images, "pyenv_roots", lambda: [tmp_path / "pyenv"])
+    monkeypatch.setenv("PATH", str(bin_))
+    assert images.interpreter(images.image("ubuntu-20.04")) == bin_ / "python3.8"
 
 
 @pytest.fixture
@@ -132,7 +146,7 @@ def test_a_missing_python_stops_up_before_anything_is_made(no_process, tmp_path,
     monkeypatch.setattr(images, "pyenv_roots", lambda: [tmp_path / "pyenv"])
     done = run_cli("sandbox", "up", "--image", "tencentos3", env=no_process)
     assert done.returncode != 0 and done.stderr.count("\n") == 1
-    assert "needs Python 3.6 from pyenv" in done.stderr and "Traceback" not in done.stderr
+    assert "needs Python 3.6: none in " in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "sandbox").exists()
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,8 +79,10 @@ def pyenv_roots() -> list[Path]:
 
 
 def interpreter(profile: Image) -> Path | None:
-    """pyenv's ``python3`` of the profile's version (the newest patch release); None for a
-    profile without python3. SandboxError naming the version and where it looked if none."""
+    """The ``python3`` of the profile's version: pyenv's (the newest patch release), else a
+    ``python3.X`` on PATH that is not this process's own environment (a distribution's or
+    deadsnakes'); None for a profile without python3. SandboxError naming the version and
+    where it looked if none."""
     if profile.python is None:
         return None
     for root in pyenv_roots():
@@ -88,10 +92,21 @@ def interpreter(profile: Image) -> Path | None:
         )
         if found:
             return found[-1]
+    found_on_path = shutil.which(f"python{profile.python}")
+    if found_on_path and _usable(Path(found_on_path)):
+        return Path(found_on_path)
     looked = ", ".join(str(r / "versions") for r in pyenv_roots())
     raise SandboxError(
-        f"the sandbox image {profile.name} needs Python {profile.python} from pyenv: none in "
-        f"{looked} (pyenv install {profile.python})"
+        f"the sandbox image {profile.name} needs Python {profile.python}: none in {looked}, "
+        f"no python{profile.python} on PATH (pyenv install {profile.python}, or another --image)"
+    )
+
+
+def _usable(python: Path) -> bool:
+    """Not pyenv's shim (it needs pyenv on PATH, which an instance has not), nor this
+    process's own environment (the controller's, which an instance never gets)."""
+    return "shims" not in python.parts and not python.resolve().is_relative_to(
+        Path(sys.prefix).resolve()
     )
 
 
