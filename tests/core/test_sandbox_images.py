@@ -109,7 +109,7 @@ def test_a_missing_python_is_one_line_naming_the_version(tmp_path, monkeypatch):
         images.interpreter(images.image("alinux3"))
     said = str(caught.value)
     assert "\n" not in said and "needs Python 3.6: none in " in said and "pyenv" in said
-    assert "no python3.6 on PATH (pyenv install 3.6, or another --image)" in said
+    assert "no python3.6 on PATH (pyenv install 3.6, or another image)" in said
     assert images.interpreter(images.image("none")) is None
 
 

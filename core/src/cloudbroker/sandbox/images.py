@@ -98,7 +98,7 @@ def interpreter(profile: Image) -> Path | None:
     looked = ", ".join(str(r / "versions") for r in pyenv_roots())
     raise SandboxError(
         f"the sandbox image {profile.name} needs Python {profile.python}: none in {looked}, "
-        f"no python{profile.python} on PATH (pyenv install {profile.python}, or another --image)"
+        f"no python{profile.python} on PATH (pyenv install {profile.python}, or another image)"
     )
 
 
