@@ -108,21 +108,20 @@ def environment(
     return env
 
 
-#: The preamble's way without the agent (bash, sourced with ``cb_job``, ``cb_dir`` and
-#: ``cb_marker`` set): it says why in the log and in a minimal marker (``agent_error``;
-#: ``gpu.error``: never read as idle), runs the job with the restarts allowed, and on its end
-#: uploads the newest checkpoint and reports the ``job`` object as the agent does (exit codes
-#: as the shell gives them: a signal N is 128 + N).
-WITHOUT_AGENT = r"""cb_found=$(python3 -V 2>&1) || cb_found="no python3 on PATH"
-cb_error="python3 3.6+ not found on the image: ${cb_found//[\"\\]/}"
-echo "cloudbroker: $cb_error; the job runs without the agent (no notice, no GPU samples)" >&2
-cb_started=$(date +%s) cb_restarts=${CLOUDBROKER_RESTARTS:-0}
+#: Reports the job where no agent runs (bash, sourced with ``cb_marker`` set, and
+#: ``cb_error`` saying why before :func:`cb_report` is called): ``cb_report TRIES`` writes a
+#: minimal marker (``agent_error``; ``gpu.error``: never read as idle) with the ``job`` object
+#: of the ``cb_*`` variables, as the agent reports it, and uploads it with the instance's
+#: rclone, TRIES tries 10 s apart. Times from bash itself: an image may lack ``date``.
+REPORT_SH = r"""printf -v cb_started '%(%s)T' -1
+cb_restarts=${CLOUDBROKER_RESTARTS:-0}
 cb_flags="--contimeout 5s --timeout 15s --retries 1"
 cb_state=running cb_runs=0 cb_code=null cb_exits= cb_ended=null cb_ckpt=null cb_up=false cb_errors=
 cb_report() {  # $1: tries, 10 s apart
+  printf -v cb_now '%(%s)T' -1
   cat > "$cb_marker" <<CBMARKER
 {"version": 1, "cloud": "$CLOUDBROKER_PROVIDER", "side": "$CLOUDBROKER_ROLE_SIDE",
- "started_at": $cb_started, "written_at": $(date +%s), "gpu": {"error": "no agent: $cb_error"},
+ "started_at": $cb_started, "written_at": $cb_now, "gpu": {"error": "no agent: $cb_error"},
  "notice": null, "checkpoint_request": null, "agent_error": "$cb_error",
  "job": {"state": "$cb_state", "runs": $cb_runs, "restarts": $cb_restarts, "exit_code": $cb_code,
   "exits": [$cb_exits], "ended_at": $cb_ended, "checkpoint": $cb_ckpt, "uploaded": $cb_up,
@@ -133,19 +132,30 @@ CBMARKER
     [ "$cb_try" -lt "$1" ] && sleep 10
   done
   echo "cloudbroker: cannot reach storage, the job's $cb_state not reported" >&2
+  return 1
 }
+"""
+#: The preamble's way without the agent (bash, sourced with ``cb_job``, ``cb_dir`` and
+#: ``cb_marker`` set, after :data:`REPORT_SH`): it says why in the log and in the marker,
+#: runs the job with the restarts allowed, and on its end uploads the newest checkpoint and
+#: reports the ``job`` object as the agent does (exit codes as the shell gives them: a
+#: signal N is 128 + N).
+WITHOUT_AGENT = r"""cb_found=$(python3 -V 2>&1) || cb_found="no python3 on PATH"
+cb_error="python3 3.6+ not found on the image: ${cb_found//[\"\\]/}"
+echo "cloudbroker: $cb_error; the job runs without the agent (no notice, no GPU samples)" >&2
 while :; do
   cb_runs=$((cb_runs + 1)) cb_state=running
   cb_report 1
   "$cb_job"
   cb_code=$?
-  cb_exits="${cb_exits:+$cb_exits, }[$(date +%s), $cb_code]"
+  printf -v cb_now '%(%s)T' -1
+  cb_exits="${cb_exits:+$cb_exits, }[$cb_now, $cb_code]"
   if [ "$cb_code" = 0 ]; then cb_state=succeeded; break; fi
   if [ "$cb_runs" -gt "$cb_restarts" ]; then cb_state=failed; break; fi
   echo "cloudbroker: the job exited $cb_code; restarting it ($cb_runs of $cb_restarts)" >&2
 done
 echo "cloudbroker: the job exited $cb_code: $cb_state" >&2
-cb_ended=$(date +%s)
+printf -v cb_ended '%(%s)T' -1
 cb_newest=$(ls -t "$cb_dir" | head -n 1)
 cb_newest=${cb_newest//[\"\\]/}
 if [ -n "$cb_newest" ]; then
@@ -176,7 +186,7 @@ def install_lines(job: str, fetched: bool = False) -> list[str]:
         f"  exec python3 {AGENT_PATH} {job}",
         "fi",
         f"base64 -d <<'CBNOAGENT' | gunzip > {tools}/without-agent.sh",
-        packed(WITHOUT_AGENT),
+        packed(REPORT_SH + WITHOUT_AGENT),
         "CBNOAGENT",
         f"cb_job={job} cb_dir={CHECKPOINT_DIR} cb_marker={tools}/{MARKER}",
         f". {tools}/without-agent.sh",

@@ -339,7 +339,8 @@ _fail = ' || {{ echo "{} failed"; return 1; }}'.format
 #: rclone (it must run: ``rclone version``; a binary of another architecture does not), or
 #: says why not and the job goes on. ``cb_need WHAT FILE SHA`` fetches the agent or the job:
 #: where it cannot, it says why in one line, reports the job failed (``exit_code`` null, the
-#: marker's ``agent_error``) with the instance's rclone, and ends the script: the watcher
+#: marker's ``agent_error``) with the instance's rclone (:data:`cloudbroker.agent.REPORT_SH`,
+#: as the preamble without the agent does), and ends the script: the watcher
 #: then ends the placement instead of leaving it billing with nothing running.
 _STAGE_SH = "\n".join(
     [
@@ -373,23 +374,11 @@ _STAGE_SH = "\n".join(
         "}",
         "cb_need() {",
         '  cb_why=$(cb_get "$2" "$3") && return',
-        '  cb_why="the $1 was not fetched from the bucket: ${cb_why//[\\"\\\\]/}"',
-        '  echo "cloudbroker: $cb_why; the job is reported failed" >&2',
-        "  printf -v cb_at '%(%s)T' -1",
-        '  cat > "$cb_marker" <<CBMARKER',
-        '{"version": 1, "cloud": "$CLOUDBROKER_PROVIDER", "side": "$CLOUDBROKER_ROLE_SIDE",',
-        ' "started_at": $cb_at, "written_at": $cb_at, "gpu": {"error": "no agent: $cb_why"},',
-        ' "notice": null, "checkpoint_request": null, "agent_error": "$cb_why",',
-        ' "job": {"state": "failed", "runs": 0, "restarts": ${CLOUDBROKER_RESTARTS:-0},',
-        '  "exit_code": null, "exits": [], "ended_at": $cb_at, "checkpoint": null,',
-        '  "uploaded": false, "errors": ["$cb_why"]}}',
-        "CBMARKER",
-        "  for cb_try in 1 2 3; do",
-        '    rclone copyto "$cb_marker" "$CLOUDBROKER_CHECKPOINT_URI/${cb_marker##*/}" \\',
-        "      --contimeout 5s --timeout 15s --retries 1 && exit 1",
-        '    [ "$cb_try" = 3 ] || sleep 10',
-        "  done",
-        '  echo "cloudbroker: cannot reach storage, the failure not reported" >&2',
+        '  cb_error="the $1 was not fetched from the bucket: ${cb_why//[\\"\\\\]/}"',
+        '  echo "cloudbroker: $cb_error; the job is reported failed" >&2',
+        '  cb_state=failed cb_errors="\\"$cb_error\\""',
+        "  printf -v cb_ended '%(%s)T' -1",
+        "  cb_report 3",
         "  exit 1",
         "}",
     ]
@@ -412,7 +401,7 @@ def staging_lines(rclone: Download | None, fetched: Mapping[str, Download]) -> l
     lines = [
         f"mkdir -p {STAGED_DIR} {TOOLS_DIR}",
         f"base64 -d <<'CBSTAGE' | gunzip > {STAGED_DIR}/stage.sh",
-        agent.packed(_STAGE_SH),
+        agent.packed(agent.REPORT_SH + _STAGE_SH),
         "CBSTAGE",
         f"cb_d={STAGED_DIR} cb_marker={TOOLS_DIR}/{agent.MARKER}",
         f". {STAGED_DIR}/stage.sh",
