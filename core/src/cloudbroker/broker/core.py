@@ -128,6 +128,18 @@ class Context:
     def emit(self, placement_id: str, kind: str, message: str, **detail: Any) -> None:
         self.on_event(BrokerEvent(kind, placement_id, message, self.clock(), detail))
 
+    def warn_once(
+        self, placement_id: str, kind: str, key: str, detail: dict[str, Any], said: str, **kept: Any
+    ) -> None:
+        """Record ``kind`` (``detail`` and ``kept``) and warn ``said`` (with ``detail``), unless
+        an event of ``kind`` has this ``detail[key]`` already: a condition of one agent or one
+        launch is said once, however many checks see it."""
+        seen = self.store.events(placement_id, (kind,))
+        if any(e.detail.get(key) == detail[key] for e in seen):
+            return
+        self.store.event(placement_id, kind, {**detail, **kept})
+        self.emit(placement_id, "warning", said, **detail)
+
     def waiting(self, placement_id: str, what: str) -> None:
         """Say what the broker waits for now (a cloud's answer, a copy): a ``waiting`` event,
         shown live on a terminal until the next line, never recorded."""

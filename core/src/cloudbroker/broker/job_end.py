@@ -163,30 +163,22 @@ class JobEnd:
         age = self.ctx.clock() - report.written_at
         if age <= stale_after(gpu, samples):
             return
-        pid = placement.id
-        seen = self.ctx.store.events(pid, ("agent-silent",))
-        if any(e.detail.get("agent_started") == report.started_at for e in seen):
-            return
         detail = {"since": report.written_at, "agent_started": report.started_at}
-        self.ctx.store.event(pid, "agent-silent", {**detail, "job_state": job.get("state")})
         said = (
             f"agent silent since its marker of {span(age)} ago (job {job.get('state')} then): "
             "the job's end is not seen; the health checks go on"
         )
-        self.ctx.emit(pid, "warning", said, **detail)
+        self.ctx.warn_once(
+            placement.id, "agent-silent", "agent_started", detail, said, job_state=job.get("state")
+        )
 
     def _agent_error(self, placement: PlacementRecord, report: AgentReport) -> None:
         """The preamble could not run the agent (no python3 3.6+): said once per instance."""
         if not report.agent_error:
             return
-        pid = placement.id
-        seen = self.ctx.store.events(pid, ("agent-error",))
-        if any(e.detail.get("agent_started") == report.started_at for e in seen):
-            return
         detail = {"error": report.agent_error, "agent_started": report.started_at}
-        self.ctx.store.event(pid, "agent-error", detail)
         said = f"no notice agent on the primary ({report.agent_error}): the watcher polls"
-        self.ctx.emit(pid, "warning", said, **detail)
+        self.ctx.warn_once(placement.id, "agent-error", "agent_started", detail, said)
 
 
 def _figures(report: AgentReport, job: dict[str, Any], policy: str) -> dict[str, Any]:

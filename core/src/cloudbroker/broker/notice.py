@@ -122,16 +122,13 @@ class NoticeHandler:
         launched = launched or self._primary_launched_at(pid, primary)
         if launched is None or self.ctx.clock() - launched <= FIRST_MARKER_SECONDS:
             return
-        seen = self.ctx.store.events(pid, ("agent-silent",))
-        if any(e.detail.get("launched_at") == launched for e in seen):
-            return
-        self.ctx.store.event(pid, "agent-silent", {"since": None, "launched_at": launched})
         said = (
             f"no marker from the primary's agent {span(self.ctx.clock() - launched)} after its "
             "launch: the job's end and reclaim notices are not seen (`cloudbroker logs` shows "
             "what its preamble said); the health checks go on"
         )
-        self.ctx.emit(pid, "warning", said, launched_at=launched)
+        detail = {"launched_at": launched}
+        self.ctx.warn_once(pid, "agent-silent", "launched_at", detail, said, since=None)
 
     def _has_notice(self, provider: str) -> bool:
         """Whether the provider declares a notice (asked once per broker: static data)."""
